@@ -1,0 +1,119 @@
+// The results record: one schema for the engine, every reporter and every analyzer.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fabricscope {
+
+// One rank of the run, as nccl-tests' "Using devices" lines show it.
+struct RankInfo {
+  int rank = 0;
+  int group = 0;
+  int pid = 0;
+  std::string hostname;
+  int device = 0;             // device index on the host (the thread index for host backends)
+  std::string device_bus_id;  // "0000:8f:00"; empty for host memory
+  std::string device_name;    // "NVIDIA H200", or "host memory (<cpu>)"
+};
+
+// How one placement's time varied across ranks.
+struct RankTimes {
+  double min_us = 0;
+  double avg_us = 0;
+  double max_us = 0;
+  int min_rank = 0;
+  int max_rank = 0;
+  std::vector<double> per_rank_us;  // index = rank
+};
+
+// Per-iteration spread of one placement (-I), after dropping -K samples.
+struct IterationStats {
+  double min_us = 0;
+  double max_us = 0;
+  double p99_us = 0;
+  double cv_percent = 0;
+};
+
+// One half of a row: out-of-place or in-place.
+struct PlacementResult {
+  double time_us = 0;  // mean time per op, combined across ranks by -a
+  double algbw = 0;    // GB/s (decimal)
+  double busbw = 0;    // GB/s
+  std::optional<int64_t> wrong;  // wrong elements over all ranks; empty when not checked
+  RankTimes ranks;
+  std::optional<IterationStats> iterations;
+};
+
+// One size of one test: the table row.
+struct ResultRow {
+  std::string collective;  // "all_reduce"
+  size_t size = 0;         // bytes, max(send, recv) of one rank
+  size_t count = 0;        // the count argument
+  std::string type;        // "float"
+  std::string redop;       // "sum", or "none"
+  int root = -1;
+  std::optional<PlacementResult> out_of_place;
+  std::optional<PlacementResult> in_place;
+  int64_t iterations = 0;  // timed ops per placement (iters x agg_iters)
+  std::string timestamp;   // "%Y-%m-%d %H:%M:%S" when -S, else empty
+};
+
+// The run's configuration as the header and JSON show it.
+struct RunConfig {
+  int nthreads = 1;
+  int ngpus = 1;
+  size_t min_bytes = 0;
+  size_t max_bytes = 0;
+  size_t step_bytes = 0;
+  uint64_t step_factor = 1;
+  int warmup_iters = 0;
+  int iters = 0;
+  int agg_iters = 1;
+  int check = 1;
+  int graph = 0;
+  int blocking = 0;
+  int average = 1;
+  int per_iter_timing = 0;
+  int per_iter_skip = 0;
+  int parallel_init = 0;
+  int unalign = 0;
+  double min_bw = 0;  // NCCL_TESTS_MIN_BW: the trailer says OK/FAILED against 0.9 x this
+};
+
+// A whole run: header facts, the rows in order, and what went wrong.
+struct RunResult {
+  std::string tool = "fabricscope";
+  std::string version;
+  std::string backend;
+  std::string backend_version;
+  std::string start_time;  // ISO 8601
+  std::string end_time;
+  std::vector<std::string> args;
+  std::vector<std::string> env;  // NAME=value of the variables that shape the run
+  RunConfig config;
+  int nranks = 0;
+  std::vector<RankInfo> ranks;
+  std::vector<std::string> notes;   // header notes, e.g. "Reducing maxBytes to ..."
+  std::vector<ResultRow> rows;
+  std::vector<std::string> errors;
+};
+
+// The trailer facts of one collective's rows.
+struct TestSummary {
+  std::string collective;
+  size_t rows = 0;
+  int64_t out_of_bounds = 0;  // (row, placement) tests with any wrong element
+  double avg_busbw = 0;       // mean of every busbw value, both placements
+  bool okay = true;           // no wrong element (and, with a minimum, bandwidth above it)
+};
+
+// Groups rows by collective in order of first appearance and computes the trailers.
+std::vector<TestSummary> Summarize(const RunResult& result);
+// The summary of just the rows of one collective.
+TestSummary SummarizeCollective(const RunResult& result, const std::string& collective);
+
+}  // namespace fabricscope
