@@ -50,9 +50,14 @@ struct BackendCapabilities {
 struct ConnectOptions {
   int rank = 0;
   int size = 1;
-  Store* store = nullptr;          // rendezvous; shared by all ranks of the communicator
-  std::string prefix = "fs";       // key namespace in the store
+  Store* store = nullptr;     // rendezvous; shared by all ranks of the communicator
+  std::string prefix = "fs";  // key namespace in the store
   std::chrono::milliseconds timeout{30000};
+  // Where this rank listens and what it tells its peers: a host name or IP address. The
+  // default keeps thread ranks on loopback; ranks on several hosts need a routable one.
+  std::string hostname = "127.0.0.1";
+  // A network interface to listen on instead (e.g. "eth0"); when set it wins over hostname.
+  std::string network_interface;
 };
 
 // A communication library.

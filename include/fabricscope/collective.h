@@ -23,9 +23,9 @@ enum class Collective {
 
 // Buffer geometry of one call, in elements, as nccl-tests' getCollByteCount computes it.
 struct CollectiveCounts {
-  size_t send_count = 0;        // elements in each rank's send buffer
-  size_t recv_count = 0;        // elements in each rank's receive buffer
-  size_t param_count = 0;       // the count argument of the call (the table's count column)
+  size_t send_count = 0;           // elements in each rank's send buffer
+  size_t recv_count = 0;           // elements in each rank's receive buffer
+  size_t param_count = 0;          // the count argument of the call (the table's count column)
   size_t send_inplace_offset = 0;  // in-place: send buffer = recv buffer + this (elements)
   size_t recv_inplace_offset = 0;  // in-place: recv buffer = send buffer + this (elements)
 };
@@ -33,8 +33,8 @@ struct CollectiveCounts {
 // Static description of a collective: the registry entry the engine, CLI and reporters share.
 struct CollectiveSpec {
   Collective id;
-  std::string_view name;          // "all_reduce"
-  std::string_view perf_binary;   // "all_reduce_perf"
+  std::string_view name;         // "all_reduce"
+  std::string_view perf_binary;  // "all_reduce_perf"
   std::string_view description;
   bool has_op;    // prints a redop and takes -o
   bool has_root;  // rooted: prints the root and takes -r

@@ -10,7 +10,18 @@
 namespace fabricscope {
 
 // The element types of nccl-tests' -d flag that have a host representation.
-enum class DataType { kInt8, kUint8, kInt32, kUint32, kInt64, kUint64, kHalf, kFloat, kDouble, kBfloat16 };
+enum class DataType {
+  kInt8,
+  kUint8,
+  kInt32,
+  kUint32,
+  kInt64,
+  kUint64,
+  kHalf,
+  kFloat,
+  kDouble,
+  kBfloat16
+};
 
 // The reduction ops of nccl-tests' -o flag.
 enum class ReduceOp { kSum, kProd, kMax, kMin, kAvg };

@@ -8,11 +8,11 @@ namespace fabricscope {
 
 // What kind of failure this is; the CLI maps it to an exit code.
 enum class ErrorCode {
-  kUsage,       // bad flag, value or combination: the user can fix the command line
-  kUnsupported, // the backend cannot do what was asked (type, op, collective)
-  kSystem,      // the OS refused (file, socket, memory)
-  kBackend,     // the communication library failed (Gloo, MPI, NCCL)
-  kTimeout,     // a peer did not answer in time
+  kUsage,        // bad flag, value or combination: the user can fix the command line
+  kUnsupported,  // the backend cannot do what was asked (type, op, collective)
+  kSystem,       // the OS refused (file, socket, memory)
+  kBackend,      // the communication library failed (Gloo, MPI, NCCL)
+  kTimeout,      // a peer did not answer in time
 };
 
 // Base of all fabricscope errors: a code plus a message that says what, where and how to fix.

@@ -31,16 +31,19 @@ struct RunOptions {
   int iters = 20;
   int warmup_iters = 1;
   int agg_iters = 1;
-  int run_cycles = 1;  // 0 = forever
-  int check = 1;       // validation iterations; 0 disables the check
-  int root = 0;        // -1 = every root
-  int blocking = 0;    // -z 0..3
+  int run_cycles = 1;    // 0 = forever
+  int check = 1;         // validation iterations; 0 disables the check
+  int root = 0;          // -1 = every root
+  int blocking = 0;      // -z 0..3
   double timeout_s = 0;  // -T, 0 = the backend's default
   TimeAggregation average = TimeAggregation::kAverage;
   bool report_timestamps = false;  // -S
   bool per_iter_timing = false;    // -I
   int per_iter_skip = 0;           // -K
   bool show_memory = false;        // -M
+
+  // The command line, recorded in the results (JSON "args").
+  std::vector<std::string> command_line;
 
   // Fault injection for tests and demos: this rank corrupts its results before validation.
   int inject_fault_rank = -1;

@@ -40,9 +40,9 @@ struct IterationStats {
 
 // One half of a row: out-of-place or in-place.
 struct PlacementResult {
-  double time_us = 0;  // mean time per op, combined across ranks by -a
-  double algbw = 0;    // GB/s (decimal)
-  double busbw = 0;    // GB/s
+  double time_us = 0;            // mean time per op, combined across ranks by -a
+  double algbw = 0;              // GB/s (decimal)
+  double busbw = 0;              // GB/s
   std::optional<int64_t> wrong;  // wrong elements over all ranks; empty when not checked
   RankTimes ranks;
   std::optional<IterationStats> iterations;
@@ -81,7 +81,8 @@ struct RunConfig {
   int per_iter_skip = 0;
   int parallel_init = 0;
   int unalign = 0;
-  double min_bw = 0;  // NCCL_TESTS_MIN_BW: the trailer says OK/FAILED against 0.9 x this
+  int report_timestamps = 0;  // -S: the table header gets a timestamp column
+  double min_bw = 0;          // NCCL_TESTS_MIN_BW: the trailer says OK/FAILED against 0.9 x this
 };
 
 // A whole run: header facts, the rows in order, and what went wrong.
@@ -97,7 +98,7 @@ struct RunResult {
   RunConfig config;
   int nranks = 0;
   std::vector<RankInfo> ranks;
-  std::vector<std::string> notes;   // header notes, e.g. "Reducing maxBytes to ..."
+  std::vector<std::string> notes;  // header notes, e.g. "Reducing maxBytes to ..."
   std::vector<ResultRow> rows;
   std::vector<std::string> errors;
 };
@@ -115,5 +116,8 @@ struct TestSummary {
 std::vector<TestSummary> Summarize(const RunResult& result);
 // The summary of just the rows of one collective.
 TestSummary SummarizeCollective(const RunResult& result, const std::string& collective);
+// The summary of every row of the run, whatever its collective (`collective` stays empty):
+// the top-level trailer of a JSON document that holds several tests.
+TestSummary SummarizeAll(const RunResult& result);
 
 }  // namespace fabricscope

@@ -1,1 +1,222 @@
-// placeholder: being written
+#include "cli/run_command.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "fabricscope/backend.h"
+#include "fabricscope/engine.h"
+#include "fabricscope/error.h"
+#include "fabricscope/launch.h"
+#include "fabricscope/report.h"
+#include "fabricscope/sizes.h"
+
+namespace fabricscope::cli {
+namespace {
+
+// A flag of nccl-tests that only means something on a GPU: accepted at its default so
+// launcher scripts keep working, refused with a reason otherwise.
+void RequireGpuFlagDefault(const char* flag, int value, int default_value, const char* what,
+                           const std::string& backend) {
+  if (value == default_value) return;
+  throw UnsupportedError(std::string(flag) + " " + std::to_string(value) + " (" + what +
+                         ") needs a GPU backend (nccl, rccl); backend " + backend +
+                         " runs on host memory: drop the flag or leave it at " +
+                         std::to_string(default_value));
+}
+
+void RequireRange(const char* flag, int64_t value, int64_t lo, int64_t hi, const char* meaning) {
+  if (value >= lo && value <= hi) return;
+  throw UsageError(std::string(flag) + " " + std::to_string(value) +
+                   " is out of range: " + meaning);
+}
+
+}  // namespace
+
+void AddRunFlags(CLI::App& app, RunFlags& f, bool fixed_collective) {
+  // nccl-tests flags, same short and long names and defaults.
+  app.add_option("-t,--nthreads", f.nthreads, "ranks run as threads of this process")
+      ->capture_default_str();
+  app.add_option("-g,--ngpus", f.ngpus, "GPUs per thread (GPU backends only; 1 on host memory)")
+      ->capture_default_str();
+  app.add_option("-b,--minbytes", f.min_bytes,
+                 "smallest size: bytes with optional K/M/G suffix (binary, fractions allowed)")
+      ->capture_default_str();
+  app.add_option("-e,--maxbytes", f.max_bytes, "largest size")->capture_default_str();
+  app.add_option("-i,--stepbytes", f.step_bytes, "additive step between sizes (when -f is 1)")
+      ->capture_default_str();
+  app.add_option("-f,--stepfactor", f.step_factor,
+                 "multiplicative step between sizes, used when > 1")
+      ->capture_default_str();
+  app.add_option("-n,--iters", f.iters, "timed iterations per size")->capture_default_str();
+  app.add_option("-w,--warmup_iters", f.warmup_iters, "warm-up iterations")->capture_default_str();
+  app.add_option("-m,--agg_iters", f.agg_iters, "operations per iteration")->capture_default_str();
+  app.add_option("-N,--run_cycles", f.run_cycles, "repeat the sweep N times; 0 = forever")
+      ->capture_default_str();
+  app.add_option("-p,--parallel_init", f.parallel_init, "GPU backends only (0 here)")
+      ->capture_default_str();
+  app.add_option("-c,--check", f.check, "validation iterations; 0 = no check (#wrong N/A)")
+      ->capture_default_str();
+  app.add_option("-o,--op", f.op, "sum, prod, max, min, avg, or all")->capture_default_str();
+  app.add_option("-d,--datatype", f.datatype,
+                 "int8 uint8 int32 uint32 int64 uint64 half float double bfloat16, or all")
+      ->capture_default_str();
+  app.add_option("-r,--root", f.root, "root rank of rooted collectives; -1 = every root")
+      ->capture_default_str();
+  app.add_option("-z,--blocking", f.blocking,
+                 "0 async; 1 barrier after each op (timed); 2 sync, no barrier; 3 barrier per "
+                 "iteration, not timed")
+      ->capture_default_str();
+  app.add_option("-y,--stream_null", f.stream_null, "GPU backends only (0 here)")
+      ->capture_default_str();
+  app.add_option("-T,--timeout", f.timeout,
+                 "seconds a rank waits for its peers before failing; 0 = backend default (300 s "
+                 "on host backends)")
+      ->capture_default_str();
+  app.add_option("-G,--cudagraph", f.cudagraph, "GPU backends only (0 here)")
+      ->capture_default_str();
+  app.add_option("-C,--report_cputime", f.report_cputime,
+                 "report host time; host backends always do, so 0 and 1 agree")
+      ->capture_default_str();
+  app.add_option("-S,--report_timestamps", f.report_timestamps,
+                 "1 = append a %Y-%m-%d %H:%M:%S column to each row")
+      ->capture_default_str();
+  app.add_option("-J,--output_file", f.json_file,
+                 "also write JSON results (nccl-tests -J version 3 plus fabricscope fields) to "
+                 "this file, rewritten after every size");
+  app.add_option("-a,--average", f.average,
+                 "combine times across ranks: 0 rank 0, 1 average, 2 min, 3 max")
+      ->capture_default_str();
+  app.add_option("-R,--local_register", f.local_register, "GPU backends only (0 here)")
+      ->capture_default_str();
+  app.add_option("-M,--memory", f.memory, "1 = print the buffer memory used per rank")
+      ->capture_default_str();
+  app.add_option("-u,--unalign", f.unalign, "GPU backends only (0 here)")->capture_default_str();
+  app.add_option("-I,--per_iter_timing", f.per_iter_timing,
+                 "1 = add i_min i_max i_p99 i_cv% columns per half")
+      ->capture_default_str();
+  app.add_option("-K,--per_iter_skip", f.per_iter_skip,
+                 "drop the first N per-iteration samples from those columns")
+      ->capture_default_str();
+
+  // fabricscope's own flags.
+  std::string backends;
+  for (const auto& b : Backends()) backends += (backends.empty() ? "" : ", ") + std::string(b.name);
+  app.add_option("--backend", f.backend, "communication library: " + backends)
+      ->capture_default_str();
+  if (!fixed_collective) {
+    std::string names;
+    for (const auto& c : Collectives()) names += (names.empty() ? "" : ", ") + std::string(c.name);
+    app.add_option("--collective", f.collective,
+                   "one of " + names + "; a comma-separated list; or all")
+        ->capture_default_str();
+  }
+  std::string formats;
+  for (const auto& r : Reporters()) formats += (formats.empty() ? "" : ", ") + std::string(r.name);
+  app.add_option("--format", f.format, "report format on stdout or --output: " + formats)
+      ->capture_default_str();
+  app.add_option("--output", f.output, "write the report to FILE instead of stdout");
+  app.add_option("--memory-limit", f.memory_limit,
+                 "host memory the sweep may use (default: MemAvailable); larger -e is capped "
+                 "with nccl-tests' message");
+  app.add_option("--inject-fault", f.inject_fault,
+                 "for tests and demos: RANK corrupts its result before validation, which must "
+                 "show #wrong > 0 and exit 1");
+}
+
+RunOptions ToRunOptions(const RunFlags& f) {
+  RunOptions o;
+  o.backend = f.backend;
+  o.collectives = ParseCollectives(f.collective);
+  o.types = ParseDataTypes(f.datatype);
+  o.ops = ParseReduceOps(f.op);
+  o.min_bytes = ParseSize(f.min_bytes, "-b/--minbytes");
+  o.max_bytes = ParseSize(f.max_bytes, "-e/--maxbytes");
+  o.step_bytes = ParseSize(f.step_bytes, "-i/--stepbytes");
+  if (!f.memory_limit.empty()) o.memory_limit_bytes = ParseSize(f.memory_limit, "--memory-limit");
+  RequireRange("-f/--stepfactor", f.step_factor, 1, 1 << 20, "give 1 (use -i) or more");
+  o.step_factor = static_cast<uint64_t>(f.step_factor);
+  RequireRange("-t/--nthreads", f.nthreads, 1, 1024, "give 1 to 1024 threads");
+  o.nthreads = f.nthreads;
+  RequireRange("-n/--iters", f.iters, 1, INT32_MAX, "give at least 1 timed iteration");
+  o.iters = f.iters;
+  RequireRange("-w/--warmup_iters", f.warmup_iters, 0, INT32_MAX, "give 0 or more");
+  o.warmup_iters = f.warmup_iters;
+  RequireRange("-m/--agg_iters", f.agg_iters, 1, INT32_MAX, "give at least 1");
+  o.agg_iters = f.agg_iters;
+  RequireRange("-N/--run_cycles", f.run_cycles, 0, INT32_MAX, "give 0 (forever) or more");
+  o.run_cycles = f.run_cycles;
+  RequireRange("-c/--check", f.check, 0, INT32_MAX, "give 0 (no check) or more");
+  o.check = f.check;
+  RequireRange("-z/--blocking", f.blocking, 0, 3, "give 0, 1, 2 or 3");
+  o.blocking = f.blocking;
+  RequireRange("-a/--average", f.average, 0, 3, "give 0 (rank 0), 1 (average), 2 (min), 3 (max)");
+  o.average = static_cast<TimeAggregation>(f.average);
+  RequireRange("-r/--root", f.root, -1, INT32_MAX, "give a rank, or -1 for every root");
+  o.root = f.root;
+  if (f.timeout < 0) throw UsageError("-T/--timeout must be 0 (default) or a number of seconds");
+  o.timeout_s = f.timeout;
+  RequireRange("-K/--per_iter_skip", f.per_iter_skip, 0, INT32_MAX, "give 0 or more");
+  if (f.per_iter_timing != 0 && f.per_iter_skip >= f.iters) {
+    throw UsageError("-K/--per_iter_skip " + std::to_string(f.per_iter_skip) +
+                     " drops every one of the " + std::to_string(f.iters) +
+                     " iterations (-n); give -K smaller than -n");
+  }
+  o.per_iter_timing = f.per_iter_timing != 0;
+  o.per_iter_skip = f.per_iter_skip;
+  o.report_timestamps = f.report_timestamps != 0;
+  o.show_memory = f.memory != 0;
+  o.inject_fault_rank = f.inject_fault;
+  // GPU-only flags.
+  RequireGpuFlagDefault("-g/--ngpus", f.ngpus, 1, "GPUs per thread", f.backend);
+  RequireGpuFlagDefault("-p/--parallel_init", f.parallel_init, 0, "parallel init", f.backend);
+  RequireGpuFlagDefault("-y/--stream_null", f.stream_null, 0, "default stream", f.backend);
+  RequireGpuFlagDefault("-G/--cudagraph", f.cudagraph, 0, "CUDA graphs", f.backend);
+  RequireGpuFlagDefault("-R/--local_register", f.local_register, 0, "buffer registration",
+                        f.backend);
+  RequireGpuFlagDefault("-u/--unalign", f.unalign, 0, "unaligned buffers", f.backend);
+  return o;
+}
+
+int ExecuteRun(const RunFlags& flags, const std::vector<std::string>& args) {
+  RunOptions options = ToRunOptions(flags);
+  options.command_line = args;
+  auto backend = MakeBackend(options.backend);
+
+  std::ofstream file;
+  std::ostream* out = &std::cout;
+  if (!flags.output.empty()) {
+    file.open(flags.output);
+    if (!file) {
+      throw SystemError("cannot write the report to '" + flags.output +
+                        "': check that the directory exists and is writable");
+    }
+    out = &file;
+  }
+  MultiReporter sink;
+  sink.Add(MakeReporter(flags.format, *out));
+  if (!flags.json_file.empty()) sink.Add(MakeJsonFileReporter(flags.json_file));
+  // Progress only when someone watches stderr and the table is not already scrolling by
+  // on the same terminal.
+  const bool table_on_terminal = flags.output.empty() && isatty(STDOUT_FILENO) != 0;
+  if (isatty(STDERR_FILENO) != 0 && !table_on_terminal) {
+    const SweepPlan plan = PlanSweep(options, options.nthreads);
+    sink.Add(MakeProgressReporter(std::cerr, CountRows(options, plan, options.nthreads)));
+  }
+  if (options.show_memory) {
+    // Buffers per rank: send and receive at the largest size, the same for every rank.
+    const SweepPlan plan = PlanSweep(options, options.nthreads);
+    std::cerr << "# fabricscope: up to " << 2 * plan.max_bytes
+              << " bytes of buffers per rank (send + receive at the largest size)\n";
+  }
+
+  RunResult result = RunThreads(options, *backend, &sink);
+  for (const TestSummary& s : Summarize(result)) {
+    if (!s.okay) return 1;
+  }
+  return 0;
+}
+
+}  // namespace fabricscope::cli

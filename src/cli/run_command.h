@@ -1,0 +1,59 @@
+// `fabricscope run` and the nccl-tests *_perf entry points: flags -> RunOptions -> a run.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "fabricscope/options.h"
+
+namespace fabricscope::cli {
+
+// The flags as typed, before they are checked and converted into RunOptions.
+struct RunFlags {
+  std::string backend = "gloo";
+  std::string collective = "all_reduce";
+  std::string format = "text";
+  std::string output;
+  std::string json_file;
+  std::string min_bytes = "32M";
+  std::string max_bytes = "32M";
+  std::string step_bytes = "1M";
+  std::string datatype = "float";
+  std::string op = "sum";
+  std::string memory_limit;
+  int64_t step_factor = 1;
+  int nthreads = 1;
+  int ngpus = 1;
+  int iters = 20;
+  int warmup_iters = 1;
+  int agg_iters = 1;
+  int run_cycles = 1;
+  int parallel_init = 0;
+  int check = 1;
+  int root = 0;
+  int blocking = 0;
+  int stream_null = 0;
+  double timeout = 0;
+  int cudagraph = 0;
+  int report_cputime = 0;
+  int report_timestamps = 0;
+  int average = 1;
+  int local_register = 0;
+  int memory = 0;
+  int unalign = 0;
+  int per_iter_timing = 0;
+  int per_iter_skip = 0;
+  int inject_fault = -1;
+};
+
+// Declares every flag of `run` on `app`. `fixed_collective` hides --collective (a *_perf name).
+void AddRunFlags(CLI::App& app, RunFlags& flags, bool fixed_collective);
+
+// Checks the flags and converts them; throws UsageError / UnsupportedError.
+RunOptions ToRunOptions(const RunFlags& flags);
+
+// Runs the benchmark and writes the report; returns the process exit code.
+int ExecuteRun(const RunFlags& flags, const std::vector<std::string>& args);
+
+}  // namespace fabricscope::cli
