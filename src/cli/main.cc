@@ -1,8 +1,10 @@
 // The fabricscope command line: subcommands, and the nccl-tests names dispatched on argv[0].
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/run_command.h"
@@ -19,7 +21,13 @@ constexpr int kExitFailure = 3;
 
 // What `fabricscope run` does with no arguments at all: a short local sweep that shows
 // something meaningful on a laptop (nccl-tests' own defaults give one 32 MB size on 1 rank).
-const std::vector<std::string> kLocalDefault = {"-t", "4", "-b", "8", "-e", "64M", "-f", "4"};
+// Up to 4 ranks, but no more than the cores: Gloo's ranks wait on sockets, and more ranks
+// than cores turn microseconds of latency into scheduler ticks.
+std::vector<std::string> LocalDefault() {
+  const unsigned cores = std::thread::hardware_concurrency();
+  const unsigned ranks = std::clamp(cores, 2u, 4u);
+  return {"-t", std::to_string(ranks), "-b", "8", "-e", "64M", "-f", "4"};
+}
 
 int Fail(int code, const std::string& prog, const std::string& message) {
   std::cerr << prog << ": error: " << message << "\n";
@@ -65,6 +73,13 @@ int main(int argc, char** argv) {
     fabricscope::cli::AddRunFlags(*run, flags, false);
   }
 
+  if (perf == nullptr && !args.empty() && !args[0].starts_with("-") &&
+      app.get_subcommands([&](CLI::App* sub) { return sub->get_name() == args[0]; }).empty()) {
+    std::cerr << prog << ": error: unknown command '" << args[0] << "'\nRun '" << prog
+              << " --help' for the commands.\n";
+    return kExitUsage;
+  }
+
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());
     app.parse(reversed);
@@ -83,16 +98,17 @@ int main(int argc, char** argv) {
   std::vector<std::string> command_line{prog};
   command_line.insert(command_line.end(), args.begin(), args.end());
   if (perf == nullptr && args.size() == 1 && args[0] == "run") {
-    std::cerr << "# fabricscope run without arguments: a local sweep of all_reduce over 4 "
-                 "ranks (as: fabricscope run";
-    for (const auto& a : kLocalDefault) std::cerr << " " << a;
+    const std::vector<std::string> local = LocalDefault();
+    std::cerr << "# fabricscope run without arguments: a local all_reduce sweep over " << local[1]
+              << " thread ranks through Gloo (as: fabricscope run";
+    for (const auto& a : local) std::cerr << " " << a;
     std::cerr << "); give any flag for nccl-tests' defaults\n";
-    std::vector<std::string> reversed(kLocalDefault.rbegin(), kLocalDefault.rend());
+    std::vector<std::string> reversed(local.rbegin(), local.rend());
     reversed.push_back("run");
     flags = fabricscope::cli::RunFlags{};
     app.clear();
     app.parse(reversed);
-    command_line.insert(command_line.end(), kLocalDefault.begin(), kLocalDefault.end());
+    command_line.insert(command_line.end(), local.begin(), local.end());
   }
 
   try {
