@@ -2,8 +2,8 @@
 // (fabricscope::RunThreads, the path `fabricscope run` takes) next to a bare loop of the same
 // gloo::allreduce in the same process, threads as ranks over loopback TCP.
 //
-//   engine_overhead [--ranks 2] [--min-bytes 1024] [--max-bytes 67108864] [--rounds 8]
-//                   [--iters N] [--bare-kernel fabricscope|gloo] [--bare-connect round|once]
+//   engine_overhead [--ranks 2] [--min-bytes 1024] [--max-bytes 67108864] [--rounds 16]
+//                   [--iters N] [--bare-kernel fabricscope|gloo] [--connect round|once]
 //
 // The bare loop is timed as nccl-tests times: one untimed op and a barrier, then N ops
 // between two host clock reads; the mean time per op, averaged over ranks. It runs both of
@@ -13,15 +13,21 @@
 // gives Gloo, so the ratio is what the engine and the backend's Run add; --bare-kernel gloo
 // uses gloo::sum<float> instead and folds the kernel difference into the ratio.
 //
-// Each engine round is one RunThreads call (-c 0, -n N, -b = -e = that size): it connects
-// Gloo and allocates its buffers outside its timed loop, but the rendezvous leaves both
-// CPUs idle for ~10-30 ms, and on a small VM the first ~100 ops after an idle spell are
-// several times slower. So by default each bare round starts the same way (fresh threads,
-// connect, allocate, warm up); --bare-connect once keeps its connections warm instead, which
-// shows that effect. Bare and engine rounds alternate in ABBA order (bare, engine, engine,
-// bare, ...) so drift and noise fall on both alike; the table gives the ratio of the mean
-// busbw over all rounds and the ratio of the median rounds, which the scheduler tail moves
-// less. Before timing, one validated engine call (-c 1) per size checks the sums.
+// Each engine round is one RunThreads call (-c 0, -n N, -b = -e = that size). It connects
+// Gloo and allocates its buffers outside its timed loop, yet both move the figures on a small
+// VM: the rendezvous leaves the CPUs idle for ~10-30 ms, after which the first ~100 ops run
+// several times slower, and the busbw of a buffer depends on where malloc got it (rank 0 runs
+// on the calling thread, in the main arena). So each bare round starts the same way: rank 0
+// on this thread and the others on new threads, connect, allocate as the engine does, warm
+// up. --connect once connects both sides once and runs the engine as RunBenchmark (engine.h)
+// on the kept communicators: the launcher's connect drops out of both, which leaves the
+// engine's own cost with less noise around it.
+//
+// Bare and engine rounds alternate in ABBA order (bare, engine, engine, bare, ...) so drift
+// falls on both alike. The table gives the ratio of the mean busbw over all rounds (what the
+// goal is about) and the median and quartiles of the per-round ratios, each engine half
+// against the bare half next to it, which the scheduler tail moves less. Before timing, one
+// validated engine call (-c 1) per size checks the sums.
 #include <fmt/format.h>
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
@@ -50,9 +56,11 @@
 
 #include "fabricscope/backend.h"
 #include "fabricscope/dtype.h"
+#include "fabricscope/engine.h"
 #include "fabricscope/launch.h"
 #include "fabricscope/options.h"
 #include "fabricscope/result.h"
+#include "fabricscope/store.h"
 
 namespace {
 
@@ -65,10 +73,10 @@ struct BenchOptions {
   std::vector<int> ranks = {2};
   size_t min_bytes = size_t{1} << 10;
   size_t max_bytes = size_t{64} << 20;
-  int rounds = 8;  // per way and size; a multiple of 4 keeps the ABBA order balanced
-  int iters = 0;   // timed ops per placement and round; 0 = ItersFor(size)
+  int rounds = 16;  // per way and size; a multiple of 4 keeps the ABBA order balanced
+  int iters = 0;    // timed ops per placement and round; 0 = ItersFor(size)
   bool bare_uses_reduce3 = true;
-  bool bare_connect_each_round = true;
+  bool connect_each_round = true;
 };
 
 // Timed ops per placement and round: about 32 MiB of data, at least 4 ops, at most 100.
@@ -97,28 +105,33 @@ double Mean(const std::vector<double>& v) {
   return s / static_cast<double>(v.size());
 }
 
-double Median(std::vector<double> v) {
+// The q-quantile (0..1) with linear interpolation between order statistics.
+double Quantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
-  const size_t mid = v.size() / 2;
-  return v.size() % 2 == 1 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<size_t>(pos);
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
 }
 
-// Runs body(rank) on one thread per rank and rethrows the first failure.
-void OnRankThreads(int nranks, const std::function<void(int)>& body) {
+// Runs body(rank) for every rank and rethrows the first failure. Like RunThreads, rank 0
+// runs on the calling thread and the others on new threads: where a rank runs decides which
+// malloc arena its buffers come from, and that alone moves busbw by 10-20% here.
+void OnRanks(int nranks, const std::function<void(int)>& body) {
   std::mutex mutex;
   std::exception_ptr failure;
+  auto guarded = [&](int rank) {
+    try {
+      body(rank);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!failure) failure = std::current_exception();
+    }
+  };
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(nranks));
-  for (int r = 0; r < nranks; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        body(r);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (!failure) failure = std::current_exception();
-      }
-    });
-  }
+  for (int r = 1; r < nranks; ++r) threads.emplace_back(guarded, r);
+  guarded(0);
   for (auto& t : threads) t.join();
   if (failure) std::rethrow_exception(failure);
 }
@@ -127,18 +140,28 @@ void Reduce3Sum(void* out, const void* a, const void* b, size_t n) {
   fabricscope::Reduce3(fabricscope::DataType::kFloat, fabricscope::ReduceOp::kSum, out, a, b, n);
 }
 
-// One bare rank: its Gloo context and buffers, zero-filled like the engine's at -c 0.
+// One bare rank: its Gloo context and buffers, allocated and zero-filled as the engine
+// allocates its own (RankRunner::AllocateBuffers), so both sides get the same kind of memory.
 struct BareRank {
   std::shared_ptr<gloo::Context> context;
-  std::vector<float> send;
-  std::vector<float> recv;
+  std::unique_ptr<std::byte[]> send;
+  std::unique_ptr<std::byte[]> recv;
+  size_t count = 0;
+
+  void Allocate(size_t bytes) {
+    const size_t allocated = std::max<size_t>(bytes, 64);
+    send = std::make_unique_for_overwrite<std::byte[]>(allocated);
+    recv = std::make_unique_for_overwrite<std::byte[]>(allocated);
+    std::fill_n(send.get(), allocated, std::byte{0});
+    std::fill_n(recv.get(), allocated, std::byte{0});
+    count = bytes / sizeof(float);
+  }
 };
 
-// The bare side. By default every round starts the way a RunThreads call does: fresh threads
-// connect, allocate and fill their buffers, and warm up with one op for each end of the
-// (one-size) sweep. With connect_each_round false, contexts and buffers are kept from round
-// to round: the bare loop then runs right after the previous round, without the idle
-// milliseconds of a rendezvous, which the engine's rounds here can never do.
+// The bare side. Every round allocates its buffers and warms up as an engine call does
+// (one op for each end of its one-size sweep), on rank threads laid out as RunThreads lays
+// them out. With connect_each_round the ranks also connect at the start of every round, as
+// each RunThreads call does; otherwise they keep the contexts connected at the start.
 class BareRanks {
  public:
   BareRanks(int nranks, bool use_reduce3, bool connect_each_round)
@@ -148,28 +171,19 @@ class BareRanks {
         kept_(static_cast<size_t>(nranks)) {
     if (connect_each_round_) return;
     gloo::rendezvous::HashStore store;
-    OnRankThreads(nranks_, [&](int rank) {
-      kept_[static_cast<size_t>(rank)].context = Connect(store, rank);
-    });
+    OnRanks(nranks_, [&](int rank) { kept_[static_cast<size_t>(rank)] = Connect(store, rank); });
   }
 
   // For each placement, one untimed op, a barrier, then `iters` timed ops.
   RoundTimes Round(size_t bytes, int iters) {
-    const size_t count = bytes / sizeof(float);
     std::vector<RoundTimes> per_rank(static_cast<size_t>(nranks_));
     gloo::rendezvous::HashStore store;  // one per round, as RunThreads has
-    OnRankThreads(nranks_, [&](int rank) {
+    OnRanks(nranks_, [&](int rank) {
       const auto r = static_cast<size_t>(rank);
-      BareRank fresh;
-      BareRank& me = connect_each_round_ ? fresh : kept_[r];
-      if (connect_each_round_) me.context = Connect(store, rank);
-      if (me.recv.size() != count) {
-        me.send.assign(count, 0.0f);
-        me.recv.assign(count, 0.0f);
-      }
-      if (connect_each_round_) {
-        for (int i = 0; i < 2; ++i) Allreduce(me, kOutOfPlace);
-      }
+      BareRank me;
+      me.context = connect_each_round_ ? Connect(store, rank) : kept_[r];
+      me.Allocate(bytes);
+      for (int i = 0; i < 2; ++i) Allreduce(me, kOutOfPlace);
       for (int p = 0; p < kPlacements; ++p) {
         const auto placement = static_cast<Placement>(p);
         Allreduce(me, placement);
@@ -201,8 +215,8 @@ class BareRanks {
   // In place, Gloo gets no input and reduces the output buffer, as the backend does.
   void Allreduce(BareRank& me, Placement placement) const {
     gloo::AllreduceOptions opts(me.context);
-    if (placement == kOutOfPlace) opts.setInput(me.send.data(), me.send.size());
-    opts.setOutput(me.recv.data(), me.recv.size());
+    if (placement == kOutOfPlace) opts.setInput(reinterpret_cast<float*>(me.send.get()), me.count);
+    opts.setOutput(reinterpret_cast<float*>(me.recv.get()), me.count);
     using Kernel = void (*)(void*, const void*, const void*, size_t);
     opts.setReduceFunction(use_reduce3_ ? Kernel{&Reduce3Sum} : Kernel{&gloo::sum<float>});
     gloo::allreduce(opts);
@@ -216,13 +230,29 @@ class BareRanks {
   const int nranks_;
   const bool use_reduce3_;
   const bool connect_each_round_;
-  std::vector<BareRank> kept_;
+  std::vector<std::shared_ptr<gloo::Context>> kept_;
 };
 
-// The engine side: what `fabricscope run -b S -e S -n N -c 0 -t nranks` would report.
-class EngineRuns {
+// The engine side: what `fabricscope run -b S -e S -n N -c 0 -t nranks` reports. With
+// connect_each_round every call is a RunThreads, the whole launcher; otherwise the ranks keep
+// the communicators connected at the start and each call is a RunBenchmark (engine.h) on
+// them, which leaves out only the launcher's Connect.
+class EngineRanks {
  public:
-  explicit EngineRuns(int nranks) : nranks_(nranks), backend_(fabricscope::MakeBackend("gloo")) {}
+  EngineRanks(int nranks, bool connect_each_round)
+      : nranks_(nranks),
+        connect_each_round_(connect_each_round),
+        backend_(fabricscope::MakeBackend("gloo")),
+        kept_(static_cast<size_t>(nranks)) {
+    if (connect_each_round_) return;
+    OnRanks(nranks_, [&](int rank) {
+      fabricscope::ConnectOptions connect;
+      connect.rank = rank;
+      connect.size = nranks_;
+      connect.store = &store_;
+      kept_[static_cast<size_t>(rank)] = backend_->Connect(connect);
+    });
+  }
 
   // One validated call; throws when any element is wrong.
   void Check(size_t bytes) {
@@ -268,7 +298,18 @@ class EngineRuns {
     options.warmup_iters = 1;
     options.check = check;
     options.command_line = {"engine_overhead"};
-    const fabricscope::RunResult result = fabricscope::RunThreads(options, *backend_, nullptr);
+    fabricscope::RunResult result;
+    if (connect_each_round_) {
+      result = fabricscope::RunThreads(options, *backend_, nullptr);
+    } else {
+      const fabricscope::SweepPlan plan = fabricscope::PlanSweep(options, nranks_);
+      std::vector<fabricscope::RunResult> scratch(static_cast<size_t>(nranks_));
+      OnRanks(nranks_, [&](int rank) {
+        const auto r = static_cast<size_t>(rank);
+        fabricscope::RunBenchmark(options, plan, *kept_[r], rank == 0 ? result : scratch[r],
+                                  nullptr);
+      });
+    }
     if (result.rows.size() != 1 || result.rows[0].size != bytes) {
       throw std::runtime_error(
           fmt::format("engine gave {} rows for {} bytes (memory cap?)", result.rows.size(), bytes));
@@ -277,32 +318,43 @@ class EngineRuns {
   }
 
   const int nranks_;
+  const bool connect_each_round_;
   std::unique_ptr<fabricscope::Backend> backend_;
+  fabricscope::InMemoryStore store_;
+  std::vector<std::unique_ptr<fabricscope::Communicator>> kept_;
 };
 
 void RunRanks(int nranks, const BenchOptions& options) {
-  BareRanks bare(nranks, options.bare_uses_reduce3, options.bare_connect_each_round);
-  EngineRuns engine(nranks);
+  BareRanks bare(nranks, options.bare_uses_reduce3, options.connect_each_round);
+  EngineRanks engine(nranks, options.connect_each_round);
 
   fmt::print("# all_reduce float sum, {} thread ranks, {} rounds per way (ABBA), busbw in GB/s\n",
              nranks, options.rounds);
-  fmt::print("# bare: gloo::allreduce loop, kernel {}, {}\n",
+  fmt::print("# bare: gloo::allreduce loop, kernel {}\n",
              options.bare_uses_reduce3 ? "fabricscope::Reduce3 (the backend's kernel)"
-                                       : "gloo::sum<float> (not the backend's kernel)",
-             options.bare_connect_each_round ? "connected each round like the engine"
-                                             : "connected once (warm, unlike the engine)");
-  fmt::print("# fs:   busbw fabricscope::RunThreads reports (engine + Gloo backend, -c 0)\n");
-  fmt::print("# ratio = fs / bare over all rounds; median = ratio of the median rounds\n");
+                                       : "gloo::sum<float> (not the backend's kernel)");
+  fmt::print("# fs:   busbw the engine reports (-c 0), {}\n",
+             options.connect_each_round
+                 ? "one RunThreads per round; bare reconnects each round too"
+                 : "RunBenchmark on communicators kept all run; bare keeps its contexts too");
+  fmt::print(
+      "# ratio = fs / bare busbw over all rounds; median, quartiles: of the ratios of\n"
+      "# each round's engine half to its bare half (adjacent in time, so drift cancels)\n");
   std::string groups =
-      fmt::format("#{:>10} {:>6} | {:^33} | {:^33}", "", "", "out-of-place", "in-place");
+      fmt::format("#{:>10} {:>6} | {:^45} | {:^45}", "", "", "out-of-place", "in-place");
   groups.erase(groups.find_last_not_of(' ') + 1);
   fmt::print("{}\n", groups);
-  fmt::print("#{:>10} {:>6} | {:>8} {:>8} {:>7} {:>7} | {:>8} {:>8} {:>7} {:>7}\n", "size(B)",
-             "ops", "bare", "fs", "ratio", "median", "bare", "fs", "ratio", "median");
+  std::string columns = fmt::format("#{:>10} {:>6}", "size(B)", "ops");
+  for (int p = 0; p < kPlacements; ++p) {
+    columns += fmt::format(" | {:>9} {:>9} {:>6} {:>6} {:>11}", "bare", "fs", "ratio", "median",
+                           "quartiles");
+  }
+  fmt::print("{}\n", columns);
   std::fflush(stdout);
 
   int goal_sizes = 0;
   int goal_met[kPlacements] = {0, 0};
+  int goal_met_median[kPlacements] = {0, 0};
   for (size_t bytes = options.min_bytes; bytes <= options.max_bytes; bytes *= 4) {
     const int iters = options.iters > 0 ? options.iters : ItersFor(bytes);
     engine.Check(bytes);
@@ -326,17 +378,25 @@ void RunRanks(int nranks, const BenchOptions& options) {
       const double bare_bw = BusBw(bytes, Mean(bare_s[p]), nranks);
       const double fs_bw = BusBw(bytes, Mean(engine_s[p]), nranks);
       const double ratio = fs_bw / bare_bw;
-      const double median = Median(bare_s[p]) / Median(engine_s[p]);
+      std::vector<double> paired;
+      for (size_t r = 0; r < bare_s[p].size(); ++r) paired.push_back(bare_s[p][r] / engine_s[p][r]);
+      const double median = Quantile(paired, 0.5);
       if (in_goal && ratio >= kGoalRatio) ++goal_met[p];
-      line += fmt::format(" | {:>8.4g} {:>8.4g} {:>7.3f} {:>7.3f}", bare_bw, fs_bw, ratio, median);
+      if (in_goal && median >= kGoalRatio) ++goal_met_median[p];
+      const std::string quartiles =
+          fmt::format("{:.2f}-{:.2f}", Quantile(paired, 0.25), Quantile(paired, 0.75));
+      line += fmt::format(" | {:>9.3g} {:>9.3g} {:>6.3f} {:>6.3f} {:>11}", bare_bw, fs_bw, ratio,
+                          median, quartiles);
     }
     fmt::print("{}\n", line);
     std::fflush(stdout);
   }
   if (goal_sizes > 0) {
-    fmt::print("# sizes >= {} B with ratio >= {:.2f}: {} {}/{}, {} {}/{}\n", kGoalFromBytes,
-               kGoalRatio, kPlacementNames[kOutOfPlace], goal_met[kOutOfPlace], goal_sizes,
-               kPlacementNames[kInPlace], goal_met[kInPlace], goal_sizes);
+    for (int p = 0; p < kPlacements; ++p) {
+      fmt::print("# {}: sizes >= {} B at or above {:.2f}: ratio {}/{}, median {}/{}\n",
+                 kPlacementNames[p], kGoalFromBytes, kGoalRatio, goal_met[p], goal_sizes,
+                 goal_met_median[p], goal_sizes);
+    }
   }
   fmt::print("\n");
 }
@@ -346,7 +406,7 @@ void RunRanks(int nranks, const BenchOptions& options) {
   fmt::print(stderr,
              "usage: engine_overhead [--ranks 2[,4...]] [--min-bytes N] [--max-bytes N]\n"
              "                       [--rounds N] [--iters N] [--bare-kernel fabricscope|gloo]\n"
-             "                       [--bare-connect round|once]\n");
+             "                       [--connect round|once]\n");
   std::exit(2);
 }
 
@@ -390,9 +450,9 @@ BenchOptions Parse(int argc, char** argv) {
     } else if (flag == "--bare-kernel") {
       if (value != "gloo" && value != "fabricscope") Usage("--bare-kernel is fabricscope or gloo");
       options.bare_uses_reduce3 = value == "fabricscope";
-    } else if (flag == "--bare-connect") {
-      if (value != "round" && value != "once") Usage("--bare-connect is round or once");
-      options.bare_connect_each_round = value == "round";
+    } else if (flag == "--connect") {
+      if (value != "round" && value != "once") Usage("--connect is round or once");
+      options.connect_each_round = value == "round";
     } else {
       Usage(fmt::format("unknown flag {}", flag));
     }

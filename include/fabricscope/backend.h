@@ -53,6 +53,11 @@ struct ConnectOptions {
   Store* store = nullptr;     // rendezvous; shared by all ranks of the communicator
   std::string prefix = "fs";  // key namespace in the store
   std::chrono::milliseconds timeout{30000};
+  // Sub-communicator colour (NCCL_TESTS_SPLIT): ranks with the same colour form one
+  // communicator; `rank` and `size` are then the rank within and the size of that group.
+  int color = 0;
+  // This rank's rank in the whole job, across colours (what MPI_COMM_WORLD numbers).
+  int world_rank = 0;
   // Where this rank listens and what it tells its peers: a host name or IP address. The
   // default keeps thread ranks on loopback; ranks on several hosts need a routable one.
   std::string hostname = "127.0.0.1";

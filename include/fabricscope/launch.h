@@ -1,5 +1,11 @@
-// Launchers: start the ranks of a run (threads in one process, for now) and collect the record.
+// Launchers: how this process was started, and running the ranks of a job with it.
 #pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
 
 #include "fabricscope/backend.h"
 #include "fabricscope/options.h"
@@ -8,8 +14,44 @@
 
 namespace fabricscope {
 
-// Runs options.nthreads ranks as threads of this process over an in-memory store.
-// Returns rank 0's record. Throws the first rank's error when any rank fails.
+// How the processes of a job find each other.
+enum class LaunchKind {
+  kSingle,  // one process: ranks are its threads
+  kMpi,     // mpirun / srun / MPICH: MPI numbers the processes and carries the rendezvous
+  kEnv,     // RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (torchrun, Kubernetes)
+};
+
+// This process's place in the job.
+struct LaunchInfo {
+  LaunchKind kind = LaunchKind::kSingle;
+  int process_rank = 0;
+  int process_count = 1;
+  int local_rank = 0;  // among the processes of this host
+  std::string master_addr;
+  uint16_t master_port = 0;
+  std::string detected_from;  // the variables that decided, for messages
+};
+
+// Reads a variable; the real environment in production, a map in tests.
+using EnvLookup = std::function<std::optional<std::string>(std::string_view)>;
+EnvLookup ProcessEnvironment();
+
+// `requested` is --launcher: "auto", "single", "mpi" or "env". Throws UsageError for a bad
+// value or an incomplete environment (naming the missing variables).
+LaunchInfo DetectLaunch(const EnvLookup& env, std::string_view requested = "auto");
+
+// The NCCL_TESTS_SPLIT / NCCL_TESTS_SPLIT_MASK colour of a rank: ranks of one colour form
+// one communicator. "AND 0x7" / "&0x7", "OR n" / "|n", "MOD n" / "%n", "DIV n" / "/n";
+// a mask alone is "AND mask". No variable: colour 0 for every rank. Throws UsageError.
+int SplitColor(const EnvLookup& env, int rank);
+
+// Runs the job: options.nthreads ranks in each process, numbered process x threads + thread
+// as nccl-tests numbers them. Returns global rank 0's record (an empty record elsewhere).
+// Throws the first error of this process's ranks.
+RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
+                 const LaunchInfo& launch, const EnvLookup& env);
+
+// RunJob in one process with an in-memory store.
 RunResult RunThreads(const RunOptions& options, Backend& backend, Reporter* sink);
 
 // Fills the header part of the record (version, backend, config, start time, env).

@@ -3,7 +3,9 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -29,6 +31,36 @@ class InMemoryStore : public Store {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::map<std::string, std::vector<char>> values_;
+};
+
+// Serves an InMemoryStore over TCP to the processes of a job (hosted by rank 0), like
+// torchrun's TCPStore. Listens on every address; port 0 picks a free one.
+class TcpStoreServer {
+ public:
+  explicit TcpStoreServer(uint16_t port);
+  ~TcpStoreServer();
+  TcpStoreServer(const TcpStoreServer&) = delete;
+  TcpStoreServer& operator=(const TcpStoreServer&) = delete;
+  uint16_t port() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// A process's connection to a TcpStoreServer. Connecting retries until `connect_timeout`,
+// so ranks may start before rank 0. Thread-safe: one request at a time per client.
+class TcpStoreClient : public Store {
+ public:
+  TcpStoreClient(const std::string& host, uint16_t port, std::chrono::milliseconds connect_timeout);
+  ~TcpStoreClient() override;
+  void Set(const std::string& key, const std::vector<char>& value) override;
+  std::vector<char> Get(const std::string& key, std::chrono::milliseconds timeout) override;
+
+ private:
+  std::mutex mutex_;
+  int fd_ = -1;
+  std::string where_;  // "host:port" for messages
 };
 
 }  // namespace fabricscope

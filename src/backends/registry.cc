@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/gloo/gloo_backend.h"
+#include "backends/mpi/mpi_backend.h"
 #include "fabricscope/backend.h"
 #include "fabricscope/collective.h"
 #include "fabricscope/dtype.h"
@@ -43,9 +44,11 @@ void CheckAll(const Backend& backend, std::string_view what, const std::vector<T
 }  // namespace
 
 const std::vector<BackendEntry>& Backends() {
-  // One line per backend; mpi and nccl join here when they are compiled in.
+  // One line per backend; nccl joins here when it is compiled in.
   static const std::vector<BackendEntry> entries = {
       {"gloo", "Gloo over TCP, host memory", [] { return MakeGlooBackend(); }},
+      {"mpi", "MPI (OpenMPI) collectives, host memory, one rank per process",
+       [] { return MakeMpiBackend(); }},
   };
   return entries;
 }

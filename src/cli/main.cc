@@ -1,6 +1,7 @@
 // The fabricscope command line: subcommands, and the nccl-tests names dispatched on argv[0].
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -47,6 +48,9 @@ int ExitCodeOf(const fabricscope::Error& e) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A peer that dies mid-transfer must surface as an error naming it, not kill this
+  // process silently: Gloo's sockets would otherwise raise SIGPIPE on the next write.
+  std::signal(SIGPIPE, SIG_IGN);
   const std::string prog = std::filesystem::path(argv[0]).filename().string();
   std::vector<std::string> args(argv + 1, argv + argc);
 

@@ -113,6 +113,10 @@ void AddRunFlags(CLI::App& app, RunFlags& f, bool fixed_collective) {
                    "one of " + names + "; a comma-separated list; or all")
         ->capture_default_str();
   }
+  app.add_option("--launcher", f.launcher,
+                 "how processes find each other: auto (detect mpirun/srun, then RANK/WORLD_SIZE/"
+                 "MASTER_ADDR/MASTER_PORT, else one process), single, mpi, env")
+      ->capture_default_str();
   std::string formats;
   for (const auto& r : Reporters()) formats += (formats.empty() ? "" : ", ") + std::string(r.name);
   app.add_option("--format", f.format, "report format on stdout or --output: " + formats)
@@ -184,35 +188,42 @@ int ExecuteRun(const RunFlags& flags, const std::vector<std::string>& args) {
   RunOptions options = ToRunOptions(flags);
   options.command_line = args;
   auto backend = MakeBackend(options.backend);
+  const EnvLookup env = ProcessEnvironment();
+  const LaunchInfo launch = DetectLaunch(env, flags.launcher);
 
-  std::ofstream file;
-  std::ostream* out = &std::cout;
-  if (!flags.output.empty()) {
-    file.open(flags.output);
-    if (!file) {
-      throw SystemError("cannot write the report to '" + flags.output +
-                        "': check that the directory exists and is writable");
-    }
-    out = &file;
-  }
+  // Only the first process reports (and touches the output files): on a shared file
+  // system, every process opening -J would truncate rank 0's results.
   MultiReporter sink;
-  sink.Add(MakeReporter(flags.format, *out));
-  if (!flags.json_file.empty()) sink.Add(MakeJsonFileReporter(flags.json_file));
-  // Progress only when someone watches stderr and the table is not already scrolling by
-  // on the same terminal.
-  const bool table_on_terminal = flags.output.empty() && isatty(STDOUT_FILENO) != 0;
-  if (isatty(STDERR_FILENO) != 0 && !table_on_terminal) {
-    const SweepPlan plan = PlanSweep(options, options.nthreads);
-    sink.Add(MakeProgressReporter(std::cerr, CountRows(options, plan, options.nthreads)));
-  }
-  if (options.show_memory) {
-    // Buffers per rank: send and receive at the largest size, the same for every rank.
-    const SweepPlan plan = PlanSweep(options, options.nthreads);
-    std::cerr << "# fabricscope: up to " << 2 * plan.max_bytes
-              << " bytes of buffers per rank (send + receive at the largest size)\n";
+  std::ofstream file;
+  if (launch.process_rank == 0) {
+    std::ostream* out = &std::cout;
+    if (!flags.output.empty()) {
+      file.open(flags.output);
+      if (!file) {
+        throw SystemError("cannot write the report to '" + flags.output +
+                          "': check that the directory exists and is writable");
+      }
+      out = &file;
+    }
+    sink.Add(MakeReporter(flags.format, *out));
+    if (!flags.json_file.empty()) sink.Add(MakeJsonFileReporter(flags.json_file));
+    // Progress only when someone watches stderr and the table is not already scrolling by
+    // on the same terminal.
+    const bool table_on_terminal = flags.output.empty() && isatty(STDOUT_FILENO) != 0;
+    if (isatty(STDERR_FILENO) != 0 && !table_on_terminal) {
+      const SweepPlan plan = PlanSweep(options, options.nthreads);
+      const int ranks = launch.process_count * options.nthreads;
+      sink.Add(MakeProgressReporter(std::cerr, CountRows(options, plan, ranks)));
+    }
+    if (options.show_memory) {
+      const SweepPlan plan = PlanSweep(options, options.nthreads);
+      std::cerr << "# fabricscope: up to " << 2 * plan.max_bytes
+                << " bytes of buffers per rank (send + receive at the largest size)\n";
+    }
   }
 
-  RunResult result = RunThreads(options, *backend, &sink);
+  const RunResult result = RunJob(options, *backend, &sink, launch, env);
+  if (launch.process_rank != 0) return 0;
   for (const TestSummary& s : Summarize(result)) {
     if (!s.okay) return 1;
   }

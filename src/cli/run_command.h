@@ -12,6 +12,7 @@ namespace fabricscope::cli {
 // The flags as typed, before they are checked and converted into RunOptions.
 struct RunFlags {
   std::string backend = "gloo";
+  std::string launcher = "auto";
   std::string collective = "all_reduce";
   std::string format = "text";
   std::string output;

@@ -117,7 +117,15 @@ class RankRunner {
       for (int cycle = 0; cycles == 0 || cycle < cycles; ++cycle) {
         for (DataType type : options_.types) {
           for (ReduceOp op : OpsFor(spec, options_)) {
-            for (int root : RootsFor(spec, options_, nranks_)) RunTest({&spec, type, op, root});
+            for (int root : RootsFor(spec, options_, nranks_)) {
+              const TestCase t{&spec, type, op, root};
+              try {
+                RunTest(t);
+              } catch (const Error& e) {
+                // Say where the run was, so a hang or a dead peer is located at once.
+                throw Error(e.code(), Where(t) + ": " + e.what());
+              }
+            }
           }
         }
       }
@@ -162,8 +170,16 @@ class RankRunner {
     std::fill_n(buffers_.recv.get(), buffers_.recv_bytes, std::byte{0});
   }
 
+  std::string Where(const TestCase& t) const {
+    std::string where = "during " + std::string(t.spec->name) + " " + std::string(NameOf(t.type));
+    if (t.spec->has_op) where += " " + std::string(NameOf(t.op));
+    if (t.spec->has_root) where += " root " + std::to_string(t.root);
+    return where + " " + phase_;
+  }
+
   void RunTest(const TestCase& t) {
     // Warm-up at the largest and the smallest size, as nccl-tests does.
+    phase_ = "(warm-up)";
     if (!plan_.sizes.empty()) {
       for (size_t bytes : {plan_.sizes.back(), plan_.sizes.front()}) {
         const CollectiveCounts counts = CountsAt(*t.spec, bytes, t.type);
@@ -198,6 +214,10 @@ class RankRunner {
 
   PlacementResult Measure(const TestCase& t, const CollectiveCounts& counts, bool in_place) {
     const CollectiveCall call = MakeCall(t, counts, in_place, buffers_, rank_);
+    const std::string size =
+        std::to_string(std::max(counts.send_count, counts.recv_count) * SizeOf(t.type));
+    const char* where = in_place ? "in-place" : "out-of-place";
+    phase_ = "size " + size + " " + where + " (timing)";
     // One untimed op and a barrier line the ranks up before the clock starts.
     comm_.Run(call);
     comm_.Barrier();
@@ -233,7 +253,10 @@ class RankRunner {
     placement.algbw = seconds > 0 ? static_cast<double>(alg_bytes) / 1e9 / seconds : 0;
     placement.busbw = placement.algbw * t.spec->bus_factor(nranks_);
     if (!samples_us.empty()) placement.iterations = IterationSpread(samples_us);
-    if (options_.check > 0) placement.wrong = Validate(t, counts, call);
+    if (options_.check > 0) {
+      phase_ = "size " + size + " " + where + " (validation)";
+      placement.wrong = Validate(t, counts, call);
+    }
     return placement;
   }
 
@@ -338,6 +361,7 @@ class RankRunner {
   const int rank_;
   const int nranks_;
   Buffers buffers_;
+  std::string phase_;  // where the sweep is, for error messages
 };
 
 }  // namespace

@@ -1,0 +1,387 @@
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <exception>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "fabricscope/engine.h"
+#include "fabricscope/error.h"
+#include "fabricscope/launch.h"
+#include "fabricscope/version.h"
+#include "launch/mpi_session.h"
+
+extern char** environ;
+
+namespace fabricscope {
+namespace {
+
+std::string IsoNow() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S%z", &tm);
+  return buf;
+}
+
+std::string Hostname() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "unknown";
+  return name;
+}
+
+// "host memory (<cpu model>)": what a host-backend rank computes on.
+std::string HostDeviceName() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.starts_with("model name")) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos && colon + 2 <= line.size()) {
+        return "host memory (" + line.substr(colon + 2) + ")";
+      }
+    }
+  }
+  return "host memory";
+}
+
+// The variables that change how a collective library behaves, recorded with the results.
+std::vector<std::string> RelevantEnvironment() {
+  std::vector<std::string> out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    for (std::string_view prefix : {"NCCL_", "FABRICSCOPE_", "GLOO_", "OMPI_", "UCX_", "CUDA_"}) {
+      if (entry.starts_with(prefix)) {
+        out.emplace_back(entry);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+std::chrono::milliseconds Timeout(const RunOptions& options) {
+  // Without -T the host backends still give up eventually, so a dead peer never hangs a run
+  // forever; 5 minutes is far above any single host-memory collective.
+  const double seconds = options.timeout_s > 0 ? options.timeout_s : 300.0;
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
+}
+
+// The numeric address `host` resolves to, or empty.
+std::string Resolve(const std::string& host, bool skip_loopback) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0) return "";
+  std::string out;
+  for (addrinfo* a = found; a != nullptr && out.empty(); a = a->ai_next) {
+    char text[NI_MAXHOST] = {};
+    if (::getnameinfo(a->ai_addr, a->ai_addrlen, text, sizeof text, nullptr, 0, NI_NUMERICHOST) ==
+            0 &&
+        !(skip_loopback && std::string_view(text).starts_with("127."))) {
+      out = text;
+    }
+  }
+  ::freeaddrinfo(found);
+  return out;
+}
+
+// Where the other processes can reach rank 0: its hostname's address, else the first
+// non-loopback IPv4 address of an interface that is up (hosts without DNS entries, such as
+// network namespaces), else loopback.
+std::string AdvertisedAddress() {
+  if (std::string byname = Resolve(Hostname(), true); !byname.empty()) return byname;
+  ifaddrs* list = nullptr;
+  std::string out = "127.0.0.1";
+  if (::getifaddrs(&list) == 0) {
+    for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+      if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+      char text[NI_MAXHOST] = {};
+      ::getnameinfo(i->ifa_addr, sizeof(sockaddr_in), text, sizeof text, nullptr, 0,
+                    NI_NUMERICHOST);
+      if (!std::string_view(text).starts_with("127.")) {
+        out = text;
+        break;
+      }
+    }
+    ::freeifaddrs(list);
+  }
+  return out;
+}
+
+// The local address this host uses toward `peer`: where this rank's Gloo device listens,
+// so that peers on other hosts reach it on the same network.
+std::string LocalAddressToward(const std::string& peer) {
+  const std::string numeric = Resolve(peer, false);
+  if (numeric.empty()) return "127.0.0.1";
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "127.0.0.1";
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(9);  // any port: a UDP connect only picks the route
+  ::inet_pton(AF_INET, numeric.c_str(), &addr.sin_addr);
+  std::string out = "127.0.0.1";
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    sockaddr_in local{};
+    socklen_t len = sizeof local;
+    char text[INET_ADDRSTRLEN] = {};
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0 &&
+        ::inet_ntop(AF_INET, &local.sin_addr, text, sizeof text) != nullptr) {
+      out = text;
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
+// A rank's line of the header, through the store: "host\tpid\tdevice\tname".
+std::vector<char> EncodeRank(const RankInfo& r) {
+  const std::string s = r.hostname + "\t" + std::to_string(r.pid) + "\t" +
+                        std::to_string(r.device) + "\t" + r.device_name;
+  return {s.begin(), s.end()};
+}
+
+RankInfo DecodeRank(int rank, const std::vector<char>& data) {
+  RankInfo r;
+  r.rank = rank;
+  std::vector<std::string> fields(1);
+  for (char c : data) {
+    if (c == '\t' && fields.size() < 4) {
+      fields.emplace_back();
+    } else {
+      fields.back() += c;
+    }
+  }
+  fields.resize(4);
+  r.hostname = fields[0];
+  r.pid = std::atoi(fields[1].c_str());
+  r.device = std::atoi(fields[2].c_str());
+  r.device_name = fields[3];
+  return r;
+}
+
+// The rendezvous of the job's processes: an in-memory store for one process, else a TCP
+// store served by process 0 (at MASTER_ADDR:MASTER_PORT, or a free port whose address MPI
+// broadcasts). Each rank thread gets its own client: a client serves one request at a
+// time, and a rank blocked in a wait must not hold up the others.
+class Rendezvous {
+ public:
+  Rendezvous(const LaunchInfo& launch, int process, int processes, MpiSession* mpi,
+             std::chrono::milliseconds timeout)
+      : timeout_(timeout) {
+    if (processes == 1) {
+      shared_ = std::make_unique<InMemoryStore>();
+      return;
+    }
+    port_ = launch.master_port;
+    if (launch.kind == LaunchKind::kMpi && mpi != nullptr) {
+      std::string where;
+      if (process == 0) {
+        server_ = std::make_unique<TcpStoreServer>(0);
+        where = AdvertisedAddress() + " " + std::to_string(server_->port());
+      }
+      where = mpi->Broadcast(where);
+      const size_t space = where.find(' ');
+      master_addr_ = where.substr(0, space);
+      port_ = static_cast<uint16_t>(std::atoi(where.c_str() + space + 1));
+    } else {
+      if (process == 0) server_ = std::make_unique<TcpStoreServer>(port_);
+      master_addr_ = launch.master_addr;
+    }
+  }
+
+  // A store for one rank thread; `owned` keeps a client alive while the thread runs.
+  Store& ForThread(std::unique_ptr<Store>& owned) const {
+    if (shared_) return *shared_;
+    owned = std::make_unique<TcpStoreClient>(master_addr_, port_, timeout_);
+    return *owned;
+  }
+
+  const std::string& master_addr() const { return master_addr_; }
+
+ private:
+  std::chrono::milliseconds timeout_;
+  std::unique_ptr<TcpStoreServer> server_;
+  std::unique_ptr<Store> shared_;
+  std::string master_addr_ = "127.0.0.1";
+  uint16_t port_ = 0;
+};
+
+}  // namespace
+
+RunResult MakeHeader(const RunOptions& options, const Backend& backend) {
+  RunResult result;
+  result.version = kVersion;
+  result.backend = std::string(backend.name());
+  result.backend_version = backend.version();
+  result.start_time = IsoNow();
+  result.env = RelevantEnvironment();
+  result.args = options.command_line;
+  RunConfig& c = result.config;
+  c.nthreads = options.nthreads;
+  c.ngpus = 1;
+  c.min_bytes = options.min_bytes;
+  c.max_bytes = options.max_bytes;
+  c.step_bytes = options.step_bytes;
+  c.step_factor = options.step_factor;
+  c.warmup_iters = options.warmup_iters;
+  c.iters = options.iters;
+  c.agg_iters = options.agg_iters;
+  c.check = options.check;
+  c.blocking = options.blocking;
+  c.average = static_cast<int>(options.average);
+  c.per_iter_timing = options.per_iter_timing ? 1 : 0;
+  c.per_iter_skip = options.per_iter_skip;
+  c.report_timestamps = options.report_timestamps ? 1 : 0;
+  if (const char* min_bw = std::getenv("NCCL_TESTS_MIN_BW")) c.min_bw = std::atof(min_bw);
+  return result;
+}
+
+RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
+                 const LaunchInfo& launch, const EnvLookup& env) {
+  CheckSupported(backend, options);
+  const int threads = options.nthreads;
+  if (threads < 1) {
+    throw UsageError("-t/--nthreads must be at least 1 (got " + std::to_string(threads) + ")");
+  }
+  const bool mpi_backend = backend.name() == "mpi";
+  std::optional<MpiSession> mpi;
+  if (launch.kind == LaunchKind::kMpi || mpi_backend) mpi.emplace();
+  const int process = mpi ? mpi->rank() : launch.process_rank;
+  const int processes = mpi ? mpi->size() : launch.process_count;
+  if (mpi_backend && threads > 1) {
+    throw UnsupportedError(
+        "the mpi backend runs one rank per process: launch N processes with mpirun -np N "
+        "instead of -t " +
+        std::to_string(threads));
+  }
+  if (mpi && !mpi->multithreaded() && threads > 1) {
+    throw UnsupportedError("this MPI library does not support MPI_THREAD_MULTIPLE; use -t 1");
+  }
+  const auto timeout = Timeout(options);
+  const SweepPlan plan = PlanSweep(options, threads);
+  const int nranks = processes * threads;
+
+  const Rendezvous rv(launch, process, processes, mpi ? &*mpi : nullptr, timeout);
+  const std::string gloo_host =
+      processes == 1 ? std::string("127.0.0.1") : LocalAddressToward(rv.master_addr());
+  std::string gloo_interface;
+  if (const auto ifname = env("GLOO_SOCKET_IFNAME")) gloo_interface = *ifname;
+
+  RunResult result = MakeHeader(options, backend);
+  result.config.max_bytes = plan.max_bytes;
+  result.notes = plan.notes;
+  result.nranks = nranks;
+  const std::string host = Hostname();
+  const std::string device = HostDeviceName();
+
+  // Every rank's colour is a function of its rank, so each process knows every group.
+  std::vector<int> colors(static_cast<size_t>(nranks));
+  for (int r = 0; r < nranks; ++r) colors[static_cast<size_t>(r)] = SplitColor(env, r);
+
+  std::mutex error_mutex;
+  std::exception_ptr first_error;
+  std::string first_message;
+  auto rank_main = [&](int thread) {
+    const int rank = process * threads + thread;
+    try {
+      std::unique_ptr<Store> client;
+      Store& store = rv.ForThread(client);
+      const RankInfo me{
+          rank, 0,     static_cast<int>(getpid()), host, launch.local_rank * threads + thread,
+          "",   device};
+      store.Set("rank/" + std::to_string(rank), EncodeRank(me));
+      const bool reporter = rank == 0;
+      if (reporter) {
+        for (int r = 0; r < nranks; ++r) {
+          try {
+            result.ranks.push_back(DecodeRank(r, store.Get("rank/" + std::to_string(r), timeout)));
+          } catch (const TimeoutError&) {
+            throw TimeoutError("rendezvous: rank " + std::to_string(r) + " of " +
+                               std::to_string(nranks) + " (process " + std::to_string(r / threads) +
+                               ") did not arrive within " + std::to_string(timeout.count() / 1000) +
+                               " s: it was not started, died, or cannot reach the store at " +
+                               rv.master_addr());
+          }
+        }
+        if (sink != nullptr) sink->Begin(result);
+      }
+      const int color = colors[static_cast<size_t>(rank)];
+      ConnectOptions connect;
+      connect.rank = 0;
+      connect.size = 0;
+      for (int r = 0; r < nranks; ++r) {
+        if (colors[static_cast<size_t>(r)] != color) continue;
+        if (r < rank) ++connect.rank;
+        ++connect.size;
+      }
+      connect.color = color;
+      connect.world_rank = rank;
+      connect.store = &store;
+      connect.prefix = "fs/c" + std::to_string(color);
+      connect.timeout = timeout;
+      connect.hostname = gloo_host;
+      connect.network_interface = gloo_interface;
+      auto comm = backend.Connect(connect);
+      RunResult scratch;  // ranks other than 0 do not keep rows
+      RunBenchmark(options, plan, *comm, reporter ? result : scratch, reporter ? sink : nullptr);
+    } catch (const std::exception& e) {
+      const std::lock_guard lock(error_mutex);
+      if (!first_error) {
+        first_error = std::current_exception();
+        first_message = "rank " + std::to_string(rank) + " on " + host + ": " + e.what();
+      }
+    }
+  };
+  std::vector<std::thread> workers;
+  workers.reserve(static_cast<size_t>(threads));
+  for (int t = 1; t < threads; ++t) workers.emplace_back(rank_main, t);
+  rank_main(0);
+  for (auto& w : workers) w.join();
+
+  // Process 0 serves the store: it waits until every process is done with it (or the
+  // timeout) before tearing it down.
+  if (processes > 1) {
+    try {
+      std::unique_ptr<Store> client;
+      Store& store = rv.ForThread(client);
+      store.Set("done/" + std::to_string(process), {first_error ? 'E' : 'K'});
+      if (process == 0) {
+        for (int p = 1; p < processes; ++p) store.Get("done/" + std::to_string(p), timeout);
+      }
+    } catch (const std::exception&) {
+      // A process that died cannot say it is done; its error is reported by the others.
+    }
+  }
+
+  result.end_time = IsoNow();
+  if (first_error) result.errors.push_back(first_message);
+  if (process == 0 && sink != nullptr) sink->End(result);
+  if (first_error) {
+    try {
+      std::rethrow_exception(first_error);
+    } catch (const Error& e) {
+      // A usage error is the same on every rank; anything else says which rank and host.
+      if (e.code() == ErrorCode::kUsage || e.code() == ErrorCode::kUnsupported) throw;
+      throw Error(e.code(), first_message);
+    }
+  }
+  return result;
+}
+
+RunResult RunThreads(const RunOptions& options, Backend& backend, Reporter* sink) {
+  return RunJob(options, backend, sink, LaunchInfo{},
+                [](std::string_view) { return std::optional<std::string>(); });
+}
+
+}  // namespace fabricscope

@@ -1,0 +1,249 @@
+// Real processes of the real binary, launched the torchrun way (RANK, WORLD_SIZE,
+// MASTER_ADDR, MASTER_PORT) on this host: results, and failures that never hang.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fabricscope/store.h"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+std::string Slurp(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+uint16_t FreePort() {
+  fabricscope::TcpStoreServer probe(0);
+  return probe.port();
+}
+
+// One process of a job, with its output in files.
+struct Proc {
+  pid_t pid = -1;
+  int exit_code = -1;
+  fs::path out;
+  fs::path err;
+};
+
+class MultiProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("fabricscope-mp-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    port_ = FreePort();
+  }
+  void TearDown() override {
+    for (Proc& p : procs_) {
+      if (p.pid > 0 && p.exit_code < 0) {
+        ::kill(p.pid, SIGKILL);
+        ::waitpid(p.pid, nullptr, 0);
+      }
+    }
+    fs::remove_all(dir_);
+  }
+
+  // Starts process `rank` of `world` with the given flags.
+  Proc& Start(int rank, int world, const std::vector<std::string>& flags) {
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
+    env_strings.push_back("RANK=" + std::to_string(rank));
+    env_strings.push_back("WORLD_SIZE=" + std::to_string(world));
+    env_strings.push_back("LOCAL_RANK=" + std::to_string(rank));
+    env_strings.push_back("MASTER_ADDR=127.0.0.1");
+    env_strings.push_back("MASTER_PORT=" + std::to_string(port_));
+    std::vector<char*> envp;
+    for (auto& s : env_strings) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    std::vector<std::string> argv_strings{FABRICSCOPE_BINARY, "run"};
+    argv_strings.insert(argv_strings.end(), flags.begin(), flags.end());
+    std::vector<char*> argv;
+    for (auto& s : argv_strings) argv.push_back(s.data());
+    argv.push_back(nullptr);
+
+    Proc p;
+    p.out = dir_ / ("out." + std::to_string(rank));
+    p.err = dir_ / ("err." + std::to_string(rank));
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, p.out.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
+    posix_spawn_file_actions_addopen(&actions, 2, p.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
+    const int rc = posix_spawn(&p.pid, argv[0], &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    EXPECT_EQ(rc, 0);
+    procs_.push_back(p);
+    return procs_.back();
+  }
+
+  // Waits for a process; fails (and kills it) rather than hang past the deadline.
+  int Wait(Proc& p, std::chrono::seconds limit) {
+    const auto deadline = Clock::now() + limit;
+    while (Clock::now() < deadline) {
+      int status = 0;
+      if (::waitpid(p.pid, &status, WNOHANG) == p.pid) {
+        p.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        return p.exit_code;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ADD_FAILURE() << "process " << p.pid << " still running after " << limit.count() << " s";
+    ::kill(p.pid, SIGKILL);
+    ::waitpid(p.pid, nullptr, 0);
+    p.exit_code = 137;
+    return p.exit_code;
+  }
+
+  fs::path dir_;
+  uint16_t port_ = 0;
+  std::vector<Proc> procs_;
+};
+
+TEST_F(MultiProcessTest, ThreeProcessesTimesTwoThreadsValidateEveryCollective) {
+  const std::vector<std::string> flags{"-t", "2", "--collective", "all", "-b", "1K", "-e", "16K",
+                                       "-f", "4", "-n",           "2",   "-r", "-1", "-T", "60"};
+  for (int r = 0; r < 3; ++r) Start(r, 3, flags);
+  for (Proc& p : procs_) EXPECT_EQ(Wait(p, std::chrono::seconds(120)), 0) << Slurp(p.err);
+  const std::string out = Slurp(procs_[0].out);
+  EXPECT_EQ(Count(out, "# Out of bounds values : 0 OK"), 9u) << out;
+  EXPECT_NE(out.find("# nThread 2 nGpus 1"), std::string::npos);
+  // Six rank lines, numbered process x threads + thread, three pids.
+  for (int r = 0; r < 6; ++r) {
+    EXPECT_NE(
+        out.find("#  Rank " + std::string(r < 10 ? " " : "") + std::to_string(r) + " Group  0"),
+        std::string::npos)
+        << out;
+  }
+  EXPECT_TRUE(Slurp(procs_[1].out).empty());  // only rank 0 reports
+  EXPECT_TRUE(Slurp(procs_[2].out).empty());
+}
+
+TEST_F(MultiProcessTest, SplitRunsOneCommunicatorPerColour) {
+  // 4 ranks, colour = rank % 2: two communicators of 2 ranks; rank 0 reports its own.
+  setenv("NCCL_TESTS_SPLIT", "MOD 2", 1);
+  for (int r = 0; r < 2; ++r) Start(r, 2, {"-t", "2", "-b", "1K", "-e", "1K", "-n", "2"});
+  unsetenv("NCCL_TESTS_SPLIT");
+  for (Proc& p : procs_) EXPECT_EQ(Wait(p, std::chrono::seconds(60)), 0) << Slurp(p.err);
+  const std::string out = Slurp(procs_[0].out);
+  EXPECT_NE(out.find("# Out of bounds values : 0 OK"), std::string::npos) << out;
+  EXPECT_NE(out.find("#  Rank  3"), std::string::npos) << out;  // every rank is listed
+}
+
+TEST_F(MultiProcessTest, KilledRankEndsTheJobWithANamedErrorAndResultsOnDisk) {
+  const fs::path json = dir_ / "results.json";
+  // -N 0 runs until something stops it; -T 5 bounds every wait on a peer.
+  const std::vector<std::string> flags{"-b", "1K", "-e", "64K", "-f", "2",  "-n",
+                                       "5",  "-N", "0",  "-T",  "5",  "-J", json.string()};
+  for (int r = 0; r < 3; ++r) Start(r, 3, flags);
+  // Let a few sizes complete, then kill rank 2 outright.
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (Clock::now() < deadline && Count(Slurp(procs_[0].out), "float     sum") < 8) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_GE(Count(Slurp(procs_[0].out), "float     sum"), 8u) << Slurp(procs_[0].err);
+  ::kill(procs_[2].pid, SIGKILL);
+  const auto killed_at = Clock::now();
+  const int code0 = Wait(procs_[0], std::chrono::seconds(30));
+  const int code1 = Wait(procs_[1], std::chrono::seconds(30));
+  EXPECT_LT(Clock::now() - killed_at, std::chrono::seconds(25));  // within -T, with slack
+  EXPECT_EQ(code0, 3);  // a failure while running, not a crash
+  EXPECT_EQ(code1, 3);
+  const std::string err = Slurp(procs_[0].err);
+  EXPECT_NE(err.find("fabricscope: error: rank 0"), std::string::npos) << err;
+  EXPECT_NE(err.find("during all_reduce float sum"), std::string::npos) << err;
+  // The completed sizes are on disk, in valid JSON.
+  const auto doc = nlohmann::json::parse(Slurp(json));
+  EXPECT_GE(doc["results"].size(), 8u);
+  EXPECT_FALSE(doc["errors"].empty());
+}
+
+TEST_F(MultiProcessTest, RankThatNeverStartsIsNamedWithinTheTimeout) {
+  const std::vector<std::string> flags{"-b", "1K", "-e", "1K", "-T", "3"};
+  Start(0, 3, flags);
+  Start(1, 3, flags);  // rank 2 never starts
+  const auto start = Clock::now();
+  EXPECT_NE(Wait(procs_[0], std::chrono::seconds(30)), 0);
+  EXPECT_NE(Wait(procs_[1], std::chrono::seconds(30)), 0);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(20));
+  const std::string err = Slurp(procs_[0].err);
+  EXPECT_NE(err.find("rank 2 of 3"), std::string::npos) << err;
+  EXPECT_NE(err.find("did not arrive"), std::string::npos) << err;
+}
+
+}  // namespace
+
+namespace {
+
+// mpirun as root on one host: the flags CI needs, and only loopback and shared memory.
+std::string Mpirun(int np, const std::string& flags, const fs::path& out) {
+  const std::string cmd =
+      "mpirun --allow-run-as-root --oversubscribe --mca btl self,vader,tcp "
+      "--mca btl_tcp_if_include lo --mca oob_tcp_if_include lo -np " +
+      std::to_string(np) + " " + FABRICSCOPE_BINARY + " run " + flags + " >" + out.string() +
+      " 2>&1 </dev/null";
+  const int status = std::system(cmd.c_str());
+  return std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+}
+
+class MpirunTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(MpirunTest, MpiBackendValidatesEveryCollectiveTypeAndOp) {
+  const int np = GetParam();
+  const fs::path out =
+      fs::temp_directory_path() / ("fabricscope-mpirun-" + std::to_string(getpid()));
+  const std::string code = Mpirun(
+      np, "--backend mpi --collective all -d all -o all -b 1K -e 16K -f 4 -n 2 -r -1 -T 60", out);
+  const std::string text = Slurp(out);
+  fs::remove(out);
+  EXPECT_EQ(code, "0") << text;
+  EXPECT_EQ(Count(text, "# Out of bounds values : 0 OK"), 9u) << text;
+  EXPECT_EQ(Count(text, "# Collective test starting:"), 9u);  // one report, from rank 0
+  EXPECT_NE(text.find("backend=mpi"), std::string::npos);
+  EXPECT_NE(text.find("#  Rank  " + std::to_string(np - 1)), std::string::npos) << text;
+}
+
+TEST_P(MpirunTest, GlooBackendBootstrapsThroughMpiWithThreads) {
+  const int np = GetParam();
+  const fs::path out =
+      fs::temp_directory_path() / ("fabricscope-mpirun-g" + std::to_string(getpid()));
+  const std::string code =
+      Mpirun(np, "--backend gloo -t 2 --collective all -b 1K -e 16K -f 4 -n 2 -T 60", out);
+  const std::string text = Slurp(out);
+  fs::remove(out);
+  EXPECT_EQ(code, "0") << text;
+  EXPECT_EQ(Count(text, "# Out of bounds values : 0 OK"), 9u) << text;
+  EXPECT_NE(text.find("#  Rank  " + std::to_string(2 * np - 1)), std::string::npos) << text;
+}
+
+INSTANTIATE_TEST_SUITE_P(Processes, MpirunTest, ::testing::Values(2, 3, 4));
+
+}  // namespace
