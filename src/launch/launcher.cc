@@ -18,6 +18,7 @@
 #include "fabricscope/launch.h"
 #include "fabricscope/version.h"
 #include "launch/mpi_session.h"
+#include "launch/watchdog.h"
 
 extern char** environ;
 
@@ -289,6 +290,13 @@ RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
   std::vector<int> colors(static_cast<size_t>(nranks));
   for (int r = 0; r < nranks; ++r) colors[static_cast<size_t>(r)] = SplitColor(env, r);
 
+  // With -T, a call stuck where the backend cannot time out (MPI) ends the process after
+  // the timeout plus a grace that lets backends with their own timeouts report first.
+  std::optional<Watchdog> watchdog;
+  if (options.timeout_s > 0) {
+    watchdog.emplace(timeout + std::max(std::chrono::milliseconds(1000), timeout / 2), host);
+  }
+
   std::mutex error_mutex;
   std::exception_ptr first_error;
   std::string first_message;
@@ -333,6 +341,7 @@ RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
       connect.hostname = gloo_host;
       connect.network_interface = gloo_interface;
       auto comm = backend.Connect(connect);
+      if (watchdog) comm = watchdog->Watch(std::move(comm), rank);
       RunResult scratch;  // ranks other than 0 do not keep rows
       RunBenchmark(options, plan, *comm, reporter ? result : scratch, reporter ? sink : nullptr);
     } catch (const std::exception& e) {

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -245,5 +246,56 @@ TEST_P(MpirunTest, GlooBackendBootstrapsThroughMpiWithThreads) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Processes, MpirunTest, ::testing::Values(2, 3, 4));
+
+}  // namespace
+
+namespace {
+
+// The pids of the fabricscope processes whose command line contains `marker`.
+std::vector<pid_t> RanksWith(const std::string& marker) {
+  std::vector<pid_t> pids;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string comm = Slurp(entry.path() / "comm");
+    std::string cmdline = Slurp(entry.path() / "cmdline");
+    if (comm.rfind("fabricscope", 0) == 0 && cmdline.find(marker) != std::string::npos) {
+      pids.push_back(std::stoi(name));
+    }
+  }
+  return pids;
+}
+
+TEST(WatchdogTest, StuckMpiRankEndsTheJobWithinTheTimeout) {
+  const fs::path dir = fs::temp_directory_path() / ("fabricscope-wd-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path json = dir / "stuck.json";
+  const fs::path out = dir / "out";
+  // -N 0 runs until stopped; MPI has no timeouts of its own, so only the watchdog can end it.
+  const std::string cmd =
+      "mpirun --allow-run-as-root --oversubscribe --mca btl self,vader,tcp --mca "
+      "btl_tcp_if_include lo --mca oob_tcp_if_include lo -np 3 " FABRICSCOPE_BINARY
+      " run --backend mpi -b 1K -e 64K -f 2 -n 5 -N 0 -T 2 -J " +
+      json.string() + " >" + out.string() + " 2>&1 </dev/null";
+  std::thread job([&] { (void)std::system(cmd.c_str()); });
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (Clock::now() < deadline && Count(Slurp(out), "float     sum") < 8) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::vector<pid_t> ranks = RanksWith(json.string());
+  ASSERT_EQ(ranks.size(), 3u) << Slurp(out);
+  std::sort(ranks.begin(), ranks.end());
+  ::kill(ranks.back(), SIGSTOP);  // alive but stuck: no error will ever come from MPI
+  const auto stopped_at = Clock::now();
+  job.join();
+  EXPECT_LT(Clock::now() - stopped_at, std::chrono::seconds(30));
+  for (pid_t p : ranks) ::kill(p, SIGKILL);  // in case mpirun left the stopped one
+  const std::string text = Slurp(out);
+  EXPECT_NE(text.find("did not complete within 3.0 s"), std::string::npos) << text;
+  EXPECT_NE(text.find("a peer is stuck or dead"), std::string::npos) << text;
+  const auto doc = nlohmann::json::parse(Slurp(json));  // completed sizes are on disk
+  EXPECT_GE(doc["results"].size(), 8u);
+  fs::remove_all(dir);
+}
 
 }  // namespace

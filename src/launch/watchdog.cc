@@ -1,0 +1,96 @@
+#include "launch/watchdog.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "fabricscope/collective.h"
+#include "fabricscope/dtype.h"
+
+namespace fabricscope {
+namespace {
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+class Watchdog::WatchedCommunicator : public Communicator {
+ public:
+  WatchedCommunicator(std::unique_ptr<Communicator> inner, Slot& slot)
+      : inner_(std::move(inner)), slot_(slot) {}
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  void Run(const CollectiveCall& call) override {
+    Enter(std::string(SpecOf(call.collective).name) + " of " + std::to_string(call.count) + " " +
+          std::string(NameOf(call.type)) + " elements");
+    inner_->Run(call);
+    slot_.started_ns = 0;
+  }
+  void Barrier() override {
+    Enter("barrier");
+    inner_->Barrier();
+    slot_.started_ns = 0;
+  }
+
+ private:
+  void Enter(std::string what) {
+    {
+      const std::lock_guard lock(slot_.what_mutex);
+      slot_.what = std::move(what);
+    }
+    slot_.started_ns.store(NowNs(), std::memory_order_release);
+  }
+  std::unique_ptr<Communicator> inner_;
+  Slot& slot_;
+};
+
+Watchdog::Watchdog(std::chrono::milliseconds limit, std::string where)
+    : limit_(limit), where_(std::move(where)), thread_([this] { Loop(); }) {}
+
+Watchdog::~Watchdog() {
+  {
+    const std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  stop_.notify_all();
+  thread_.join();
+}
+
+std::unique_ptr<Communicator> Watchdog::Watch(std::unique_ptr<Communicator> comm, int rank) {
+  const std::lock_guard lock(mutex_);
+  slots_.push_back(std::make_unique<Slot>());
+  Slot& slot = *slots_.back();
+  slot.rank = rank;
+  return std::make_unique<WatchedCommunicator>(std::move(comm), slot);
+}
+
+void Watchdog::Loop() {
+  const auto tick = std::max(std::chrono::milliseconds(50), limit_ / 10);
+  std::unique_lock lock(mutex_);
+  while (!stop_.wait_for(lock, tick, [this] { return stopping_; })) {
+    const int64_t now = NowNs();
+    for (const auto& slot : slots_) {
+      const int64_t started = slot->started_ns.load(std::memory_order_acquire);
+      if (started == 0 || now - started < limit_.count() * 1'000'000) continue;
+      // The call is stuck inside the communication library, which cannot be interrupted
+      // safely: report and end the process. Rows already reported are on disk.
+      std::string what;
+      {
+        const std::lock_guard what_lock(slot->what_mutex);
+        what = slot->what;
+      }
+      std::fprintf(stderr,
+                   "fabricscope: error: rank %d on %s: %s did not complete within %.1f s "
+                   "(the -T timeout and its grace); a peer is stuck or dead\n",
+                   slot->rank, where_.c_str(), what.c_str(),
+                   static_cast<double>(limit_.count()) / 1000.0);
+      std::fflush(stderr);
+      std::_Exit(3);
+    }
+  }
+}
+
+}  // namespace fabricscope

@@ -1,0 +1,51 @@
+// Private: the -T watchdog. Backends time out their own waits where they can (Gloo, the
+// store); MPI cannot, so every rank's calls are watched and a call that outlives the
+// timeout ends the process with an error that names the rank, its host and the call,
+// rather than hanging the job.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fabricscope/backend.h"
+
+namespace fabricscope {
+
+class Watchdog {
+ public:
+  // `limit`: how long one call may take; `where`: "host", for the message.
+  Watchdog(std::chrono::milliseconds limit, std::string where);
+  ~Watchdog();
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  // Wraps the communicator of job rank `rank` so its calls are watched.
+  std::unique_ptr<Communicator> Watch(std::unique_ptr<Communicator> comm, int rank);
+
+ private:
+  struct Slot {
+    std::atomic<int64_t> started_ns{0};  // 0 = no call in flight
+    std::mutex what_mutex;
+    std::string what;  // the call in flight
+    int rank = 0;
+  };
+  class WatchedCommunicator;
+
+  void Loop();
+
+  const std::chrono::milliseconds limit_;
+  const std::string where_;
+  std::mutex mutex_;
+  std::condition_variable stop_;
+  bool stopping_ = false;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::thread thread_;
+};
+
+}  // namespace fabricscope
