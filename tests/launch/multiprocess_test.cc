@@ -204,7 +204,12 @@ TEST_F(MultiProcessTest, RankThatNeverStartsIsNamedWithinTheTimeout) {
 
 namespace {
 
-// mpirun as root on one host: the flags CI needs, and only loopback and shared memory.
+// mpirun as root on one host, as CI needs it: shared memory only (no network interface or
+// /etc/hosts entry needed), no single-copy mechanism (containers lack CAP_SYS_PTRACE).
+constexpr const char* kMpirun =
+    "mpirun --allow-run-as-root --oversubscribe --mca btl self,vader "
+    "--mca btl_vader_single_copy_mechanism none --mca mpi_yield_when_idle 1";
+
 std::string Mpirun(int np, const std::string& flags, const fs::path& out) {
   const std::string cmd =
       "mpirun --allow-run-as-root --oversubscribe --mca btl self,vader,tcp "
@@ -272,11 +277,10 @@ TEST(WatchdogTest, StuckMpiRankEndsTheJobWithinTheTimeout) {
   const fs::path json = dir / "stuck.json";
   const fs::path out = dir / "out";
   // -N 0 runs until stopped; MPI has no timeouts of its own, so only the watchdog can end it.
-  const std::string cmd =
-      "mpirun --allow-run-as-root --oversubscribe --mca btl self,vader,tcp --mca "
-      "btl_tcp_if_include lo --mca oob_tcp_if_include lo -np 3 " FABRICSCOPE_BINARY
-      " run --backend mpi -b 1K -e 64K -f 2 -n 5 -N 0 -T 2 -J " +
-      json.string() + " >" + out.string() + " 2>&1 </dev/null";
+  const std::string cmd = std::string(kMpirun) +
+                          " -np 3 " FABRICSCOPE_BINARY
+                          " run --backend mpi -b 1K -e 64K -f 2 -n 5 -N 0 -T 2 -J " +
+                          json.string() + " >" + out.string() + " 2>&1 </dev/null";
   std::thread job([&] { (void)std::system(cmd.c_str()); });
   const auto deadline = Clock::now() + std::chrono::seconds(60);
   while (Clock::now() < deadline && Count(Slurp(out), "float     sum") < 8) {
