@@ -24,8 +24,9 @@ run: build
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600
 
+# The overhead benchmarks of bench/CMakeLists.txt (docs/performance.md): Gloo backend, engine.
 bench: build
-	./$(BUILD)/bench/gloo_overhead
+	cmake --build $(BUILD) --target bench
 
 # The test suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 sanitize:

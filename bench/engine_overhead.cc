@@ -3,7 +3,7 @@
 // gloo::allreduce in the same process, threads as ranks over loopback TCP.
 //
 //   engine_overhead [--ranks 2] [--min-bytes 1024] [--max-bytes 67108864] [--rounds 16]
-//                   [--iters N] [--bare-kernel fabricscope|gloo] [--connect round|once]
+//                   [--iters N] [--bare-kernel fabricscope|gloo] [--connect round|once] [--aa 0|1]
 //
 // The bare loop is timed as nccl-tests times: one untimed op and a barrier, then N ops
 // between two host clock reads; the mean time per op, averaged over ranks. It runs both of
@@ -28,6 +28,10 @@
 // goal is about) and the median and quartiles of the per-round ratios, each engine half
 // against the bare half next to it, which the scheduler tail moves less. Before timing, one
 // validated engine call (-c 1) per size checks the sums.
+//
+// --aa 1 puts a second bare loop where the engine was (an A/A test): the spread of its
+// ratios is what this machine's noise alone does to the table, the yardstick for the
+// engine's.
 #include <fmt/format.h>
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
@@ -77,6 +81,7 @@ struct BenchOptions {
   int iters = 0;    // timed ops per placement and round; 0 = ItersFor(size)
   bool bare_uses_reduce3 = true;
   bool connect_each_round = true;
+  bool aa = false;  // time the bare loop against itself
 };
 
 // Timed ops per placement and round: about 32 MiB of data, at least 4 ops, at most 100.
@@ -116,7 +121,7 @@ double Quantile(std::vector<double> v, double q) {
 
 // Runs body(rank) for every rank and rethrows the first failure. Like RunThreads, rank 0
 // runs on the calling thread and the others on new threads: where a rank runs decides which
-// malloc arena its buffers come from, and that alone moves busbw by 10-20% here.
+// malloc arena its buffers come from, which alone moved 4 MB busbw by 10-20% on a 2-vCPU VM.
 void OnRanks(int nranks, const std::function<void(int)>& body) {
   std::mutex mutex;
   std::exception_ptr failure;
@@ -327,16 +332,26 @@ class EngineRanks {
 void RunRanks(int nranks, const BenchOptions& options) {
   BareRanks bare(nranks, options.bare_uses_reduce3, options.connect_each_round);
   EngineRanks engine(nranks, options.connect_each_round);
+  // --aa: the "fs" side is a second, identical bare loop (an A/A test).
+  std::unique_ptr<BareRanks> twin;
+  if (options.aa) {
+    twin =
+        std::make_unique<BareRanks>(nranks, options.bare_uses_reduce3, options.connect_each_round);
+  }
 
   fmt::print("# all_reduce float sum, {} thread ranks, {} rounds per way (ABBA), busbw in GB/s\n",
              nranks, options.rounds);
   fmt::print("# bare: gloo::allreduce loop, kernel {}\n",
              options.bare_uses_reduce3 ? "fabricscope::Reduce3 (the backend's kernel)"
                                        : "gloo::sum<float> (not the backend's kernel)");
-  fmt::print("# fs:   busbw the engine reports (-c 0), {}\n",
-             options.connect_each_round
-                 ? "one RunThreads per round; bare reconnects each round too"
-                 : "RunBenchmark on communicators kept all run; bare keeps its contexts too");
+  if (options.aa) {
+    fmt::print("# fs:   A/A TEST: a second bare loop, not the engine; its ratios are the noise\n");
+  } else {
+    fmt::print("# fs:   busbw the engine reports (-c 0), {}\n",
+               options.connect_each_round
+                   ? "one RunThreads per round; bare reconnects each round too"
+                   : "RunBenchmark on communicators kept all run; bare keeps its contexts too");
+  }
   fmt::print(
       "# ratio = fs / bare busbw over all rounds; median, quartiles: of the ratios of\n"
       "# each round's engine half to its bare half (adjacent in time, so drift cancels)\n");
@@ -365,7 +380,9 @@ void RunRanks(int nranks, const BenchOptions& options) {
       const bool bare_first = round % 4 == 0 || round % 4 == 3;
       for (int half = 0; half < 2; ++half) {
         const bool run_bare = (half == 0) == bare_first;
-        const RoundTimes t = run_bare ? bare.Round(bytes, iters) : engine.Round(bytes, iters);
+        const RoundTimes t = run_bare ? bare.Round(bytes, iters)
+                             : twin   ? twin->Round(bytes, iters)
+                                      : engine.Round(bytes, iters);
         for (int p = 0; p < kPlacements; ++p) {
           (run_bare ? bare_s : engine_s)[p].push_back(t.per_op_s[p]);
         }
@@ -406,7 +423,7 @@ void RunRanks(int nranks, const BenchOptions& options) {
   fmt::print(stderr,
              "usage: engine_overhead [--ranks 2[,4...]] [--min-bytes N] [--max-bytes N]\n"
              "                       [--rounds N] [--iters N] [--bare-kernel fabricscope|gloo]\n"
-             "                       [--connect round|once]\n");
+             "                       [--connect round|once] [--aa 0|1]\n");
   std::exit(2);
 }
 
@@ -450,6 +467,9 @@ BenchOptions Parse(int argc, char** argv) {
     } else if (flag == "--bare-kernel") {
       if (value != "gloo" && value != "fabricscope") Usage("--bare-kernel is fabricscope or gloo");
       options.bare_uses_reduce3 = value == "fabricscope";
+    } else if (flag == "--aa") {
+      if (value != "0" && value != "1") Usage("--aa is 0 or 1");
+      options.aa = value == "1";
     } else if (flag == "--connect") {
       if (value != "round" && value != "once") Usage("--connect is round or once");
       options.connect_each_round = value == "round";

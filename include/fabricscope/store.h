@@ -56,6 +56,8 @@ class TcpStoreClient : public Store {
   ~TcpStoreClient() override;
   void Set(const std::string& key, const std::vector<char>& value) override;
   std::vector<char> Get(const std::string& key, std::chrono::milliseconds timeout) override;
+  // The local address of the connection: the interface this host reaches rank 0 through.
+  std::string LocalAddress() const;
 
  private:
   std::mutex mutex_;

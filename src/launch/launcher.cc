@@ -120,29 +120,21 @@ std::string AdvertisedAddress() {
   return out;
 }
 
-// The local address this host uses toward `peer`: where this rank's Gloo device listens,
-// so that peers on other hosts reach it on the same network.
-std::string LocalAddressToward(const std::string& peer) {
-  const std::string numeric = Resolve(peer, false);
-  if (numeric.empty()) return "127.0.0.1";
-  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return "127.0.0.1";
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(9);  // any port: a UDP connect only picks the route
-  ::inet_pton(AF_INET, numeric.c_str(), &addr.sin_addr);
-  std::string out = "127.0.0.1";
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    sockaddr_in local{};
-    socklen_t len = sizeof local;
-    char text[INET_ADDRSTRLEN] = {};
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0 &&
-        ::inet_ntop(AF_INET, &local.sin_addr, text, sizeof text) != nullptr) {
-      out = text;
-    }
+bool IsLoopback(const std::string& address) {
+  return address.starts_with("127.") || address == "::1" || address == "localhost";
+}
+
+// Where a rank's Gloo device listens: the local address of its connection to the store,
+// i.e. the interface this host reaches rank 0 through. Rank 0's host connects to itself,
+// possibly through a loopback alias of its own name (Debian maps it to 127.0.1.1): then,
+// unless the whole job is on loopback, it listens on its advertised address instead.
+std::string ListenAddress(const TcpStoreClient* client, const std::string& master_addr) {
+  if (client == nullptr) return "127.0.0.1";  // one process: ranks are threads
+  const std::string local = client->LocalAddress();
+  if (local.empty() || (IsLoopback(local) && !IsLoopback(master_addr))) {
+    return AdvertisedAddress();
   }
-  ::close(fd);
-  return out;
+  return local;
 }
 
 // A rank's line of the header, through the store: "host\tpid\tdevice\tname".
@@ -202,7 +194,7 @@ class Rendezvous {
   }
 
   // A store for one rank thread; `owned` keeps a client alive while the thread runs.
-  Store& ForThread(std::unique_ptr<Store>& owned) const {
+  Store& ForThread(std::unique_ptr<TcpStoreClient>& owned) const {
     if (shared_) return *shared_;
     owned = std::make_unique<TcpStoreClient>(master_addr_, port_, timeout_);
     return *owned;
@@ -274,8 +266,6 @@ RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
   const int nranks = processes * threads;
 
   const Rendezvous rv(launch, process, processes, mpi ? &*mpi : nullptr, timeout);
-  const std::string gloo_host =
-      processes == 1 ? std::string("127.0.0.1") : LocalAddressToward(rv.master_addr());
   std::string gloo_interface;
   if (const auto ifname = env("GLOO_SOCKET_IFNAME")) gloo_interface = *ifname;
 
@@ -294,7 +284,15 @@ RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
   // the timeout plus a grace that lets backends with their own timeouts report first.
   std::optional<Watchdog> watchdog;
   if (options.timeout_s > 0) {
-    watchdog.emplace(timeout + std::max(std::chrono::milliseconds(1000), timeout / 2), host);
+    // Before the process ends, the first process records the error in the report (the
+    // JSON file keeps the rows so far and says why they stop).
+    watchdog.emplace(timeout + std::max(std::chrono::milliseconds(1000), timeout / 2), host,
+                     [&](const std::string& message) {
+                       if (process != 0 || sink == nullptr) return;
+                       result.errors.push_back(message);
+                       result.end_time = IsoNow();
+                       sink->End(result);
+                     });
   }
 
   std::mutex error_mutex;
@@ -303,7 +301,7 @@ RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
   auto rank_main = [&](int thread) {
     const int rank = process * threads + thread;
     try {
-      std::unique_ptr<Store> client;
+      std::unique_ptr<TcpStoreClient> client;
       Store& store = rv.ForThread(client);
       const RankInfo me{
           rank, 0,     static_cast<int>(getpid()), host, launch.local_rank * threads + thread,
@@ -338,7 +336,7 @@ RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
       connect.store = &store;
       connect.prefix = "fs/c" + std::to_string(color);
       connect.timeout = timeout;
-      connect.hostname = gloo_host;
+      connect.hostname = ListenAddress(client.get(), rv.master_addr());
       connect.network_interface = gloo_interface;
       auto comm = backend.Connect(connect);
       if (watchdog) comm = watchdog->Watch(std::move(comm), rank);
@@ -359,17 +357,38 @@ RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
   for (auto& w : workers) w.join();
 
   // Process 0 serves the store: it waits until every process is done with it (or the
-  // timeout) before tearing it down.
+  // timeout) before tearing it down. A process that never says so died or hangs: when the
+  // job failed, that names the culprit, which a peer's "connection closed" does not.
   if (processes > 1) {
+    std::string missing;
     try {
-      std::unique_ptr<Store> client;
+      std::unique_ptr<TcpStoreClient> client;
       Store& store = rv.ForThread(client);
       store.Set("done/" + std::to_string(process), {first_error ? 'E' : 'K'});
       if (process == 0) {
-        for (int p = 1; p < processes; ++p) store.Get("done/" + std::to_string(p), timeout);
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        for (int p = 1; p < processes; ++p) {
+          try {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                deadline - std::chrono::steady_clock::now());
+            store.Get("done/" + std::to_string(p), std::max(left, std::chrono::milliseconds(1)));
+          } catch (const TimeoutError&) {
+            const size_t first_rank = static_cast<size_t>(p * threads);
+            missing +=
+                (missing.empty() ? "" : ", ") + std::string("process ") + std::to_string(p) +
+                " (ranks " + std::to_string(first_rank) + "-" +
+                std::to_string(first_rank + static_cast<size_t>(threads) - 1) +
+                (first_rank < result.ranks.size() ? " on " + result.ranks[first_rank].hostname
+                                                  : std::string()) +
+                ")";
+          }
+        }
       }
     } catch (const std::exception&) {
-      // A process that died cannot say it is done; its error is reported by the others.
+      // The store itself is gone (process 0 died): the error already says what failed.
+    }
+    if (first_error && !missing.empty()) {
+      first_message += "; never finished: " + missing + ", which died or hangs";
     }
   }
 

@@ -247,6 +247,20 @@ TcpStoreClient::TcpStoreClient(const std::string& host, uint16_t port,
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
+std::string TcpStoreClient::LocalAddress() const {
+  sockaddr_storage local{};
+  socklen_t len = sizeof local;
+  char text[NI_MAXHOST] = {};
+  if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&local), &len) != 0 ||
+      ::getnameinfo(reinterpret_cast<sockaddr*>(&local), len, text, sizeof text, nullptr, 0,
+                    NI_NUMERICHOST) != 0) {
+    return "";
+  }
+  std::string address = text;
+  if (address.rfind("::ffff:", 0) == 0) address = address.substr(7);  // IPv4-mapped
+  return address;
+}
+
 TcpStoreClient::~TcpStoreClient() {
   if (fd_ >= 0) ::close(fd_);
 }

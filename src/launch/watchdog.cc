@@ -47,8 +47,11 @@ class Watchdog::WatchedCommunicator : public Communicator {
   Slot& slot_;
 };
 
-Watchdog::Watchdog(std::chrono::milliseconds limit, std::string where)
-    : limit_(limit), where_(std::move(where)), thread_([this] { Loop(); }) {}
+Watchdog::Watchdog(std::chrono::milliseconds limit, std::string where, OnExpire on_expire)
+    : limit_(limit),
+      where_(std::move(where)),
+      on_expire_(std::move(on_expire)),
+      thread_([this] { Loop(); }) {}
 
 Watchdog::~Watchdog() {
   {
@@ -82,12 +85,15 @@ void Watchdog::Loop() {
         const std::lock_guard what_lock(slot->what_mutex);
         what = slot->what;
       }
-      std::fprintf(stderr,
-                   "fabricscope: error: rank %d on %s: %s did not complete within %.1f s "
-                   "(the -T timeout and its grace); a peer is stuck or dead\n",
-                   slot->rank, where_.c_str(), what.c_str(),
-                   static_cast<double>(limit_.count()) / 1000.0);
+      char message[1024];
+      std::snprintf(message, sizeof message,
+                    "rank %d on %s: %s did not complete within %.1f s (the -T timeout and its "
+                    "grace); a peer is stuck or dead",
+                    slot->rank, where_.c_str(), what.c_str(),
+                    static_cast<double>(limit_.count()) / 1000.0);
+      std::fprintf(stderr, "fabricscope: error: %s\n", message);
       std::fflush(stderr);
+      if (on_expire_) on_expire_(message);
       std::_Exit(3);
     }
   }

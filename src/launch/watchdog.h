@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,8 +20,11 @@ namespace fabricscope {
 
 class Watchdog {
  public:
+  // Called with the message just before the process ends, to save what can be saved.
+  using OnExpire = std::function<void(const std::string& message)>;
+
   // `limit`: how long one call may take; `where`: "host", for the message.
-  Watchdog(std::chrono::milliseconds limit, std::string where);
+  Watchdog(std::chrono::milliseconds limit, std::string where, OnExpire on_expire);
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
@@ -41,6 +45,7 @@ class Watchdog {
 
   const std::chrono::milliseconds limit_;
   const std::string where_;
+  const OnExpire on_expire_;
   std::mutex mutex_;
   std::condition_variable stop_;
   bool stopping_ = false;

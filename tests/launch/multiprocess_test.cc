@@ -181,6 +181,7 @@ TEST_F(MultiProcessTest, KilledRankEndsTheJobWithANamedErrorAndResultsOnDisk) {
   const std::string err = Slurp(procs_[0].err);
   EXPECT_NE(err.find("fabricscope: error: rank 0"), std::string::npos) << err;
   EXPECT_NE(err.find("during all_reduce float sum"), std::string::npos) << err;
+  EXPECT_NE(err.find("never finished: process 2 (ranks 2-2 on "), std::string::npos) << err;
   // The completed sizes are on disk, in valid JSON.
   const auto doc = nlohmann::json::parse(Slurp(json));
   EXPECT_GE(doc["results"].size(), 8u);
@@ -299,6 +300,9 @@ TEST(WatchdogTest, StuckMpiRankEndsTheJobWithinTheTimeout) {
   EXPECT_NE(text.find("a peer is stuck or dead"), std::string::npos) << text;
   const auto doc = nlohmann::json::parse(Slurp(json));  // completed sizes are on disk
   EXPECT_GE(doc["results"].size(), 8u);
+  ASSERT_EQ(doc["errors"].size(), 1u) << doc.dump();  // and why they stop
+  EXPECT_NE(doc["errors"][0].get<std::string>().find("did not complete"), std::string::npos);
+  EXPECT_FALSE(doc["end_time"].is_null());
   fs::remove_all(dir);
 }
 

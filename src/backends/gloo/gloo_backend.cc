@@ -476,9 +476,12 @@ class GlooBackend final : public Backend {
       }
       auto device = gloo::transport::tcp::CreateDevice(attr);
       auto context = std::make_shared<gloo::rendezvous::Context>(options.rank, options.size);
-      context->setTimeout(options.timeout);
+      // Gloo waits five context timeouts for its pairs to connect; a fifth during the
+      // connect keeps the whole wait within the timeout the user gave (-T).
+      context->setTimeout(std::max(std::chrono::milliseconds(1), options.timeout / 5));
       StoreAdapter store(*options.store, options.prefix, options.timeout);
       context->connectFullMesh(store, device);
+      context->setTimeout(options.timeout);
       return std::make_unique<GlooCommunicator>(std::move(context), options.timeout);
     } catch (...) {
       RethrowAs(where);
