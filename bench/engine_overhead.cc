@@ -121,7 +121,7 @@ double Quantile(std::vector<double> v, double q) {
 
 // Runs body(rank) for every rank and rethrows the first failure. Like RunThreads, rank 0
 // runs on the calling thread and the others on new threads: where a rank runs decides which
-// malloc arena its buffers come from, which alone moved 4 MB busbw by 10-20% on a 2-vCPU VM.
+// malloc arena its buffers come from, which alone moved 4 MB busbw by 10-30% on a 2-vCPU VM.
 void OnRanks(int nranks, const std::function<void(int)>& body) {
   std::mutex mutex;
   std::exception_ptr failure;
