@@ -58,6 +58,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_stats.h"
 #include "fabricscope/backend.h"
 #include "fabricscope/dtype.h"
 #include "fabricscope/engine.h"
@@ -67,6 +68,12 @@
 #include "fabricscope/store.h"
 
 namespace {
+
+using fabricscope::bench::AllReduceBusBw;
+using fabricscope::bench::Mean;
+using fabricscope::bench::Median;
+using fabricscope::bench::Quantile;
+using fabricscope::bench::Sum;
 
 using Clock = std::chrono::steady_clock;
 
@@ -98,26 +105,6 @@ constexpr const char* kPlacementNames[kPlacements] = {"out-of-place", "in-place"
 struct RoundTimes {
   double per_op_s[kPlacements] = {0, 0};
 };
-
-double BusBw(size_t bytes, double seconds_per_op, int nranks) {
-  const double algbw = static_cast<double>(bytes) / 1e9 / seconds_per_op;
-  return algbw * 2.0 * (nranks - 1) / nranks;
-}
-
-double Mean(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += x;
-  return s / static_cast<double>(v.size());
-}
-
-// The q-quantile (0..1) with linear interpolation between order statistics.
-double Quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<size_t>(pos);
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
-}
 
 // Runs body(rank) for every rank and rethrows the first failure. Like RunThreads, rank 0
 // runs on the calling thread and the others on new threads: where a rank runs decides which
@@ -281,7 +268,7 @@ class EngineRanks {
       if (!placement.has_value()) throw std::runtime_error("engine row without a placement");
       times.per_op_s[p] = placement->time_us * 1e-6;
       // The table derives busbw from time; this says the engine's own figure is the same.
-      const double expected = BusBw(bytes, times.per_op_s[p], nranks_);
+      const double expected = AllReduceBusBw(bytes, times.per_op_s[p], nranks_);
       if (std::abs(placement->busbw - expected) > 1e-9 * expected) {
         throw std::runtime_error(fmt::format("engine busbw {} != {} from its time at {} bytes",
                                              placement->busbw, expected, bytes));
@@ -392,8 +379,8 @@ void RunRanks(int nranks, const BenchOptions& options) {
     const bool in_goal = bytes >= kGoalFromBytes;
     goal_sizes += in_goal ? 1 : 0;
     for (int p = 0; p < kPlacements; ++p) {
-      const double bare_bw = BusBw(bytes, Mean(bare_s[p]), nranks);
-      const double fs_bw = BusBw(bytes, Mean(engine_s[p]), nranks);
+      const double bare_bw = AllReduceBusBw(bytes, Mean(bare_s[p]), nranks);
+      const double fs_bw = AllReduceBusBw(bytes, Mean(engine_s[p]), nranks);
       const double ratio = fs_bw / bare_bw;
       std::vector<double> paired;
       for (size_t r = 0; r < bare_s[p].size(); ++r) paired.push_back(bare_s[p][r] / engine_s[p][r]);

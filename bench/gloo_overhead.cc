@@ -34,11 +34,18 @@
 #include <thread>
 #include <vector>
 
+#include "bench_stats.h"
 #include "fabricscope/backend.h"
 #include "fabricscope/dtype.h"
 #include "fabricscope/store.h"
 
 namespace {
+
+using fabricscope::bench::AllReduceBusBw;
+using fabricscope::bench::Mean;
+using fabricscope::bench::Median;
+using fabricscope::bench::Quantile;
+using fabricscope::bench::Sum;
 
 using Clock = std::chrono::steady_clock;
 
@@ -142,23 +149,6 @@ void RankMain(int rank, int size, const BenchOptions& options, gloo::rendezvous:
   }
 }
 
-double Sum(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += x;
-  return s;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t mid = v.size() / 2;
-  return v.size() % 2 == 1 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
-}
-
-double BusBw(size_t bytes, double seconds_per_op, int nranks) {
-  const double algbw = static_cast<double>(bytes) / 1e9 / seconds_per_op;
-  return algbw * 2.0 * (nranks - 1) / nranks;
-}
-
 void RunRanks(int nranks, const BenchOptions& options) {
   auto backend = fabricscope::MakeBackend("gloo");
   fabricscope::InMemoryStore store;
@@ -206,8 +196,8 @@ void RunRanks(int nranks, const BenchOptions& options) {
     const int ops = iters * options.rounds;
     const double bare_per_op = Sum(bare_rounds) / ops;
     const double backend_per_op = Sum(backend_rounds) / ops;
-    const double bare_bw = BusBw(bytes, bare_per_op, nranks);
-    const double backend_bw = BusBw(bytes, backend_per_op, nranks);
+    const double bare_bw = AllReduceBusBw(bytes, bare_per_op, nranks);
+    const double backend_bw = AllReduceBusBw(bytes, backend_per_op, nranks);
     const double median_ratio = Median(bare_rounds) / Median(backend_rounds);
     fmt::print("  {:>10}  {:>6}  {:>10.1f}  {:>9.3f}  {:>10.1f}  {:>9.3f}  {:>7.3f}  {:>8.3f}\n",
                bytes, ops, bare_per_op * 1e6, bare_bw, backend_per_op * 1e6, backend_bw,

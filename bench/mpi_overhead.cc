@@ -24,11 +24,18 @@
 #include <string_view>
 #include <vector>
 
+#include "bench_stats.h"
 #include "fabricscope/backend.h"
 #include "fabricscope/collective.h"
 #include "fabricscope/dtype.h"
 
 namespace {
+
+using fabricscope::bench::AllReduceBusBw;
+using fabricscope::bench::Mean;
+using fabricscope::bench::Median;
+using fabricscope::bench::Quantile;
+using fabricscope::bench::Sum;
 
 struct BenchOptions {
   size_t min_bytes = size_t{1} << 10;
@@ -44,23 +51,6 @@ int ItersFor(size_t bytes) {
 
 // Untimed ops per way before the first round: as OSU, more for small messages.
 int WarmupsFor(size_t bytes) { return bytes <= (size_t{1} << 20) ? 10 : 2; }
-
-double Sum(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += x;
-  return s;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t mid = v.size() / 2;
-  return v.size() % 2 == 1 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
-}
-
-double BusBw(size_t bytes, double seconds_per_op, int nranks) {
-  const double algbw = static_cast<double>(bytes) / 1e9 / seconds_per_op;
-  return algbw * 2.0 * (nranks - 1) / nranks;
-}
 
 // Throws on an MPI failure, so main reports it instead of a wrong figure.
 void Check(int rc, std::string_view what) {
@@ -149,8 +139,8 @@ void RunSweep(const BenchOptions& options) {
     const int ops = iters * rounds;
     const double bare_per_op = Sum(bare_rounds) / ops;
     const double backend_per_op = Sum(backend_rounds) / ops;
-    const double bare_bw = BusBw(bytes, bare_per_op, nranks);
-    const double backend_bw = BusBw(bytes, backend_per_op, nranks);
+    const double bare_bw = AllReduceBusBw(bytes, bare_per_op, nranks);
+    const double backend_bw = AllReduceBusBw(bytes, backend_per_op, nranks);
     const double median_ratio = Median(bare_rounds) / Median(backend_rounds);
     fmt::print("  {:>10}  {:>6}  {:>10.1f}  {:>9.3f}  {:>10.1f}  {:>9.3f}  {:>7.3f}  {:>8.3f}\n",
                bytes, ops, bare_per_op * 1e6, bare_bw, backend_per_op * 1e6, backend_bw,

@@ -46,6 +46,9 @@ struct BackendCapabilities {
   std::vector<ReduceOp> ops;
 };
 
+// Every collective, type and op fabricscope knows: what a complete host backend declares.
+BackendCapabilities AllCapabilities();
+
 // How a rank joins a communicator.
 struct ConnectOptions {
   int rank = 0;

@@ -43,6 +43,14 @@ void CheckAll(const Backend& backend, std::string_view what, const std::vector<T
 
 }  // namespace
 
+BackendCapabilities AllCapabilities() {
+  BackendCapabilities all;
+  for (const CollectiveSpec& spec : Collectives()) all.collectives.push_back(spec.id);
+  all.types = AllDataTypes();
+  all.ops = AllReduceOps();
+  return all;
+}
+
 const std::vector<BackendEntry>& Backends() {
   // One line per backend; nccl joins here when it is compiled in.
   static const std::vector<BackendEntry> entries = {

@@ -441,15 +441,7 @@ class GlooCommunicator final : public Communicator {
 
 class GlooBackend final : public Backend {
  public:
-  GlooBackend()
-      : capabilities_{
-            {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter,
-             Collective::kBroadcast, Collective::kReduce, Collective::kAlltoAll,
-             Collective::kSendRecv, Collective::kGather, Collective::kScatter},
-            {DataType::kInt8, DataType::kUint8, DataType::kInt32, DataType::kUint32,
-             DataType::kInt64, DataType::kUint64, DataType::kHalf, DataType::kFloat,
-             DataType::kDouble, DataType::kBfloat16},
-            {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMax, ReduceOp::kMin, ReduceOp::kAvg}} {}
+  GlooBackend() : capabilities_(AllCapabilities()) {}
 
   std::string_view name() const override { return "gloo"; }
 

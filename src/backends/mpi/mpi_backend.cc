@@ -438,15 +438,7 @@ class MpiCommunicator final : public Communicator {
 
 class MpiBackend final : public Backend {
  public:
-  MpiBackend()
-      : capabilities_{
-            {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter,
-             Collective::kBroadcast, Collective::kReduce, Collective::kAlltoAll,
-             Collective::kSendRecv, Collective::kGather, Collective::kScatter},
-            {DataType::kInt8, DataType::kUint8, DataType::kInt32, DataType::kUint32,
-             DataType::kInt64, DataType::kUint64, DataType::kHalf, DataType::kFloat,
-             DataType::kDouble, DataType::kBfloat16},
-            {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMax, ReduceOp::kMin, ReduceOp::kAvg}} {}
+  MpiBackend() : capabilities_(AllCapabilities()) {}
 
   std::string_view name() const override { return "mpi"; }
 
