@@ -180,8 +180,15 @@ TEST_F(MultiProcessTest, KilledRankEndsTheJobWithANamedErrorAndResultsOnDisk) {
   EXPECT_EQ(code1, 3);
   const std::string err = Slurp(procs_[0].err);
   EXPECT_NE(err.find("fabricscope: error: rank 0"), std::string::npos) << err;
-  EXPECT_NE(err.find("during all_reduce float sum"), std::string::npos) << err;
-  EXPECT_NE(err.find("never finished: process 2 (ranks 2-2 on "), std::string::npos) << err;
+  // Gloo times out each wait, so a ring step stuck behind the dead rank usually fails with
+  // a named phase; on a loaded machine the -T watchdog may end the call first. Either way
+  // the error names the rank and the call, and the job ends.
+  if (err.find("did not complete within") == std::string::npos) {
+    EXPECT_NE(err.find("during all_reduce float sum"), std::string::npos) << err;
+    EXPECT_NE(err.find("never finished: process 2 (ranks 2-2 on "), std::string::npos) << err;
+  } else {
+    EXPECT_NE(err.find("all_reduce of "), std::string::npos) << err;
+  }
   // The completed sizes are on disk, in valid JSON.
   const auto doc = nlohmann::json::parse(Slurp(json));
   EXPECT_GE(doc["results"].size(), 8u);
