@@ -210,13 +210,12 @@ int ExecuteRun(const RunFlags& flags, const std::vector<std::string>& args) {
     // Progress only when someone watches stderr and the table is not already scrolling by
     // on the same terminal.
     const bool table_on_terminal = flags.output.empty() && isatty(STDOUT_FILENO) != 0;
+    const SweepPlan plan = PlanSweep(options, options.nthreads);
     if (isatty(STDERR_FILENO) != 0 && !table_on_terminal) {
-      const SweepPlan plan = PlanSweep(options, options.nthreads);
       const int ranks = launch.process_count * options.nthreads;
       sink.Add(MakeProgressReporter(std::cerr, CountRows(options, plan, ranks)));
     }
     if (options.show_memory) {
-      const SweepPlan plan = PlanSweep(options, options.nthreads);
       std::cerr << "# fabricscope: up to " << 2 * plan.max_bytes
                 << " bytes of buffers per rank (send + receive at the largest size)\n";
     }

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <ctime>
 #include <fstream>
 #include <memory>
 #include <numeric>
 #include <string>
 
+#include "core/local_time.h"
 #include "core/validation.h"
 #include "fabricscope/error.h"
 #include "fabricscope/sizes.h"
@@ -43,15 +43,6 @@ std::vector<int> RootsFor(const CollectiveSpec& spec, const RunOptions& options,
 std::vector<ReduceOp> OpsFor(const CollectiveSpec& spec, const RunOptions& options) {
   if (!spec.has_op) return {ReduceOp::kSum};  // unused: the call moves data only
   return options.ops;
-}
-
-std::string Timestamp() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
-  return buf;
 }
 
 // The buffers of one rank, sized for the largest call of the sweep.
@@ -203,7 +194,7 @@ class RankRunner {
     row.iterations = static_cast<int64_t>(options_.iters) * options_.agg_iters;
     row.out_of_place = Measure(t, counts, false);
     row.in_place = Measure(t, counts, true);
-    if (options_.report_timestamps) row.timestamp = Timestamp();
+    if (options_.report_timestamps) row.timestamp = LocalTime("%Y-%m-%d %H:%M:%S");
     if (IsReporter()) {
       result_.rows.push_back(std::move(row));
       sink_->Row(result_, result_.rows.back());

@@ -7,12 +7,12 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <ctime>
 #include <exception>
 #include <fstream>
 #include <mutex>
 #include <thread>
 
+#include "core/local_time.h"
 #include "fabricscope/engine.h"
 #include "fabricscope/error.h"
 #include "fabricscope/launch.h"
@@ -25,14 +25,7 @@ extern char** environ;
 namespace fabricscope {
 namespace {
 
-std::string IsoNow() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&now, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S%z", &tm);
-  return buf;
-}
+constexpr const char* kIsoTime = "%Y-%m-%dT%H:%M:%S%z";  // the JSON start and end times
 
 std::string Hostname() {
   char name[256] = {};
@@ -217,7 +210,7 @@ RunResult MakeHeader(const RunOptions& options, const Backend& backend) {
   result.version = kVersion;
   result.backend = std::string(backend.name());
   result.backend_version = backend.version();
-  result.start_time = IsoNow();
+  result.start_time = LocalTime(kIsoTime);
   result.env = RelevantEnvironment();
   result.args = options.command_line;
   RunConfig& c = result.config;
@@ -290,7 +283,7 @@ RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
                      [&](const std::string& message) {
                        if (process != 0 || sink == nullptr) return;
                        result.errors.push_back(message);
-                       result.end_time = IsoNow();
+                       result.end_time = LocalTime(kIsoTime);
                        sink->End(result);
                      });
   }
@@ -392,7 +385,7 @@ RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
     }
   }
 
-  result.end_time = IsoNow();
+  result.end_time = LocalTime(kIsoTime);
   if (first_error) result.errors.push_back(first_message);
   if (process == 0 && sink != nullptr) sink->End(result);
   if (first_error) {
