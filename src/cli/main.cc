@@ -1,13 +1,14 @@
-// The fabricscope command line: subcommands, and the nccl-tests names dispatched on argv[0].
+// The fabricscope command line: subcommands from the registry, and the nccl-tests names
+// dispatched on argv[0].
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "cli/command.h"
 #include "cli/run_command.h"
 #include "fabricscope/collective.h"
 #include "fabricscope/error.h"
@@ -15,25 +16,8 @@
 
 namespace {
 
-// Exit codes: 0 success, 1 wrong results (or bandwidth under NCCL_TESTS_MIN_BW),
-// 2 bad usage or unsupported request, 3 a failure while running.
-constexpr int kExitUsage = 2;
-constexpr int kExitFailure = 3;
-
-// What `fabricscope run` does with no arguments at all: a short local sweep that shows
-// something meaningful on a laptop (nccl-tests' own defaults give one 32 MB size on 1 rank).
-// Up to 4 ranks, but no more than the cores: Gloo's ranks wait on sockets, and more ranks
-// than cores turn microseconds of latency into scheduler ticks.
-std::vector<std::string> LocalDefault() {
-  const unsigned cores = std::thread::hardware_concurrency();
-  const unsigned ranks = std::clamp(cores, 2u, 4u);
-  return {"-t", std::to_string(ranks), "-b", "8", "-e", "64M", "-f", "4"};
-}
-
-int Fail(int code, const std::string& prog, const std::string& message) {
-  std::cerr << prog << ": error: " << message << "\n";
-  return code;
-}
+using fabricscope::cli::kExitRuntime;
+using fabricscope::cli::kExitUsage;
 
 int ExitCodeOf(const fabricscope::Error& e) {
   switch (e.code()) {
@@ -41,7 +25,7 @@ int ExitCodeOf(const fabricscope::Error& e) {
     case fabricscope::ErrorCode::kUnsupported:
       return kExitUsage;
     default:
-      return kExitFailure;
+      return kExitRuntime;
   }
 }
 
@@ -62,28 +46,37 @@ int main(int argc, char** argv) {
 
   CLI::App app{"fabricscope: benchmark, validate and diagnose GPU-cluster networks", prog};
   app.set_version_flag("--version", std::string("fabricscope ") + fabricscope::kVersion);
-  fabricscope::cli::RunFlags flags;
-  CLI::App* run = &app;
+  std::map<const CLI::App*, fabricscope::cli::CommandAction> actions;
   if (perf != nullptr) {
     app.description(std::string("fabricscope as nccl-tests' ") + std::string(perf->perf_binary) +
                     ": " + std::string(perf->description));
-    flags.collective = std::string(perf->name);
-    fabricscope::cli::AddRunFlags(app, flags, true);
+    actions[&app] = fabricscope::cli::SetupPerfCommand(app, std::string(perf->name));
   } else {
     app.require_subcommand(1);
-    run = app.add_subcommand("run",
-                             "the collective benchmark: nccl-tests flags and output (also "
-                             "callable as all_reduce_perf, all_gather_perf, ...)");
-    fabricscope::cli::AddRunFlags(*run, flags, false);
+    for (const auto& command : fabricscope::cli::Commands()) {
+      CLI::App* sub =
+          app.add_subcommand(std::string(command.name), std::string(command.description));
+      actions[sub] = command.setup(*sub);
+    }
+    if (!args.empty() && !args[0].starts_with("-") &&
+        app.get_subcommands([&](CLI::App* sub) { return sub->get_name() == args[0]; }).empty()) {
+      std::cerr << prog << ": error: unknown command '" << args[0] << "'\nRun '" << prog
+                << " --help' for the commands.\n";
+      return kExitUsage;
+    }
+    if (args.size() == 1 && args[0] == "run") {
+      const std::vector<std::string> local = fabricscope::cli::LocalDefaultArgs();
+      std::cerr << "# fabricscope run without arguments: a local all_reduce sweep over " << local[1]
+                << " thread ranks through Gloo (as: fabricscope run";
+      for (const auto& a : local) std::cerr << " " << a;
+      std::cerr << "); give any flag for nccl-tests' defaults\n";
+      args.insert(args.end(), local.begin(), local.end());
+    }
   }
 
-  if (perf == nullptr && !args.empty() && !args[0].starts_with("-") &&
-      app.get_subcommands([&](CLI::App* sub) { return sub->get_name() == args[0]; }).empty()) {
-    std::cerr << prog << ": error: unknown command '" << args[0] << "'\nRun '" << prog
-              << " --help' for the commands.\n";
-    return kExitUsage;
-  }
-
+  const std::string help_hint =
+      perf != nullptr ? prog
+                      : (args.empty() || args[0].starts_with("-") ? prog : prog + " " + args[0]);
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());
     app.parse(reversed);
@@ -95,31 +88,21 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << prog << ": error: " << e.what() << "\n"
-              << "Run '" << prog << (perf ? "" : " run") << " --help' for the flags.\n";
+              << "Run '" << help_hint << " --help' for the flags.\n";
     return kExitUsage;
   }
 
-  std::vector<std::string> command_line{prog};
-  command_line.insert(command_line.end(), args.begin(), args.end());
-  if (perf == nullptr && args.size() == 1 && args[0] == "run") {
-    const std::vector<std::string> local = LocalDefault();
-    std::cerr << "# fabricscope run without arguments: a local all_reduce sweep over " << local[1]
-              << " thread ranks through Gloo (as: fabricscope run";
-    for (const auto& a : local) std::cerr << " " << a;
-    std::cerr << "); give any flag for nccl-tests' defaults\n";
-    std::vector<std::string> reversed(local.rbegin(), local.rend());
-    reversed.push_back("run");
-    flags = fabricscope::cli::RunFlags{};
-    app.clear();
-    app.parse(reversed);
-    command_line.insert(command_line.end(), local.begin(), local.end());
-  }
-
+  const CLI::App* chosen = &app;
+  if (perf == nullptr) chosen = app.get_subcommands().front();
+  fabricscope::cli::CommandContext context{prog, {prog}};
+  context.command_line.insert(context.command_line.end(), args.begin(), args.end());
   try {
-    return fabricscope::cli::ExecuteRun(flags, command_line);
+    return actions.at(chosen)(context);
   } catch (const fabricscope::Error& e) {
-    return Fail(ExitCodeOf(e), prog, e.what());
+    std::cerr << prog << ": error: " << e.what() << "\n";
+    return ExitCodeOf(e);
   } catch (const std::exception& e) {
-    return Fail(kExitFailure, prog, e.what());
+    std::cerr << prog << ": error: " << e.what() << "\n";
+    return kExitRuntime;
   }
 }

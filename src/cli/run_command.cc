@@ -2,9 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <thread>
 
 #include "fabricscope/backend.h"
 #include "fabricscope/engine.h"
@@ -227,6 +229,27 @@ int ExecuteRun(const RunFlags& flags, const std::vector<std::string>& args) {
     if (!s.okay) return 1;
   }
   return 0;
+}
+
+CommandAction SetupRunCommand(CLI::App& app) {
+  auto flags = std::make_shared<RunFlags>();
+  AddRunFlags(app, *flags, false);
+  return [flags](const CommandContext& ctx) { return ExecuteRun(*flags, ctx.command_line); };
+}
+
+CommandAction SetupPerfCommand(CLI::App& app, std::string collective) {
+  auto flags = std::make_shared<RunFlags>();
+  flags->collective = std::move(collective);
+  AddRunFlags(app, *flags, true);
+  return [flags](const CommandContext& ctx) { return ExecuteRun(*flags, ctx.command_line); };
+}
+
+std::vector<std::string> LocalDefaultArgs() {
+  // Up to 4 ranks, but no more than the cores: Gloo's ranks wait on sockets, and more ranks
+  // than cores turn microseconds of latency into scheduler ticks.
+  const unsigned cores = std::thread::hardware_concurrency();
+  const unsigned ranks = std::clamp(cores, 2u, 4u);
+  return {"-t", std::to_string(ranks), "-b", "8", "-e", "64M", "-f", "4"};
 }
 
 }  // namespace fabricscope::cli

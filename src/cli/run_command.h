@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/command.h"
 #include "fabricscope/options.h"
 
 namespace fabricscope::cli {
@@ -56,5 +57,15 @@ RunOptions ToRunOptions(const RunFlags& flags);
 
 // Runs the benchmark and writes the report; returns the process exit code.
 int ExecuteRun(const RunFlags& flags, const std::vector<std::string>& args);
+
+// `fabricscope run`: with no argument at all, main substitutes LocalDefaultArgs().
+CommandAction SetupRunCommand(CLI::App& app);
+
+// The run command fixed to one collective: the nccl-tests name `collective`_perf.
+CommandAction SetupPerfCommand(CLI::App& app, std::string collective);
+
+// What `fabricscope run` does with no arguments: a short local sweep that shows something
+// meaningful on a laptop (nccl-tests' defaults give one 32 MB size on 1 rank).
+std::vector<std::string> LocalDefaultArgs();
 
 }  // namespace fabricscope::cli

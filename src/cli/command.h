@@ -1,0 +1,40 @@
+// The CLI's subcommands as a registry: name -> purpose + flag setup + action.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fabricscope::cli {
+
+// What an action knows about how it was called.
+struct CommandContext {
+  std::string prog;                       // argv[0]'s file name
+  std::vector<std::string> command_line;  // prog and every argument, as typed (or defaulted)
+};
+
+// Runs a parsed command; returns the process exit code. May throw fabricscope::Error, which
+// main converts: usage and unsupported -> 2, anything else -> 3.
+using CommandAction = std::function<int(const CommandContext&)>;
+
+// One subcommand. `setup` declares its flags on `app` (storage owned by the returned
+// action) and returns what to run once the command line has been parsed.
+struct Command {
+  std::string_view name;
+  std::string_view description;
+  std::function<CommandAction(CLI::App& app)> setup;
+};
+
+// Every subcommand, in the order `--help` lists them.
+const std::vector<Command>& Commands();
+
+// Exit codes shared by every command: 0 success (PASS), 1 a result is wrong or failed a
+// threshold, 2 bad usage or unsupported request, 3 a failure while running.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitRuntime = 3;
+
+}  // namespace fabricscope::cli

@@ -1,0 +1,17 @@
+// The registry of subcommands: one line per command, each defined in its own file.
+#include "cli/command.h"
+#include "cli/run_command.h"
+
+namespace fabricscope::cli {
+
+const std::vector<Command>& Commands() {
+  static const std::vector<Command> commands = {
+      {"run",
+       "the collective benchmark: nccl-tests flags and output (also callable as "
+       "all_reduce_perf, all_gather_perf, ...)",
+       SetupRunCommand},
+  };
+  return commands;
+}
+
+}  // namespace fabricscope::cli
