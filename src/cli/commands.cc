@@ -1,4 +1,5 @@
 // The registry of subcommands: one line per command, each defined in its own file.
+#include "cli/analyze_command.h"
 #include "cli/command.h"
 #include "cli/run_command.h"
 
@@ -10,6 +11,12 @@ const std::vector<Command>& Commands() {
        "the collective benchmark: nccl-tests flags and output (also callable as "
        "all_reduce_perf, all_gather_perf, ...)",
        SetupRunCommand},
+      {"analyze", "summarize nccl-tests, rccl-tests and fabricscope results from any log or file",
+       SetupAnalyzeCommand},
+      {"compare", "busbw of two runs (or sets of repeats) size by size, with a significance test",
+       SetupCompareCommand},
+      {"report", "SVG plots and one self-contained HTML report of result files",
+       SetupReportCommand},
   };
   return commands;
 }

@@ -1,0 +1,106 @@
+// Which reader a file needs, and reading files and stdin whole.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+#include <iterator>
+#include <string>
+
+#include "analyze/readers.h"
+#include "analyze/text_fields.h"
+#include "fabricscope/parse.h"
+
+namespace fabricscope {
+namespace {
+
+// JSON starts with '{', or with '[' and then '{' (a '[' alone starts many log lines:
+// "[1,0]<stdout>:", "[2024-05-01 ...]"). CSV's first line names busbw among commas.
+InputFormat Detect(std::string_view text) {
+  const std::string_view body = analyze::TrimLeft(text);
+  size_t i = 0;
+  while (i < body.size() && (body[i] == '\n' || analyze::IsBlank(body[i]))) ++i;
+  if (i < body.size() && body[i] == '{') return InputFormat::kJson;
+  if (i < body.size() && body[i] == '[') {
+    size_t j = i + 1;
+    while (j < body.size() && (body[j] == '\n' || analyze::IsBlank(body[j]))) ++j;
+    if (j == body.size() || body[j] == '{' || body[j] == ']') return InputFormat::kJson;
+  }
+  const std::string_view first = body.substr(i, body.find('\n', i) - i);
+  if (first.find(',') != std::string_view::npos && first.find('#') == std::string_view::npos &&
+      (analyze::Contains(first, "busbw") || analyze::Contains(first, "busBw"))) {
+    return InputFormat::kCsv;
+  }
+  return InputFormat::kText;
+}
+
+std::string SystemReason(const std::string& path, int error) {
+  return std::string("cannot read '") + path + "': " + std::strerror(error) +
+         "; check the path and its permissions";
+}
+
+ParsedResults Unreadable(const std::string& source, std::string message) {
+  ParsedResults out;
+  out.source = source;
+  out.diagnostics.push_back({Diagnostic::Severity::kError, source, 0, std::move(message)});
+  return out;
+}
+
+}  // namespace
+
+ParsedResults ParseResults(std::string_view text, const std::string& source,
+                           const ParseOptions& options) {
+  const InputFormat format = options.format == InputFormat::kAuto ? Detect(text) : options.format;
+  switch (format) {
+    case InputFormat::kJson:
+      return analyze::ParseJsonResults(text, source, options);
+    case InputFormat::kCsv:
+      return analyze::ParseCsvResults(text, source, options);
+    default:
+      return analyze::ParseTextResults(text, source, options);
+  }
+}
+
+ParsedResults ReadResultsFile(const std::string& path, const ParseOptions& options) {
+  if (path == "-") {
+    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    if (std::cin.bad()) return Unreadable("<stdin>", "cannot read standard input");
+    return ParseResults(text, "<stdin>", options);
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Unreadable(path, SystemReason(path, errno));
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    const int error = errno;
+    ::close(fd);
+    return Unreadable(path, SystemReason(path, error));
+  }
+  if (S_ISDIR(info.st_mode)) {
+    ::close(fd);
+    return Unreadable(path, "'" + path + "' is a directory: give the result files in it");
+  }
+  // One read of the whole file (its size is known for regular files; pipes grow the buffer):
+  // the parsers then work on views into it without copying lines.
+  std::string text;
+  text.resize(S_ISREG(info.st_mode) ? static_cast<size_t>(info.st_size) : 0);
+  size_t have = 0;
+  while (true) {
+    if (have == text.size()) text.resize(text.size() < 65536 ? 65536 : text.size() * 2);
+    const ssize_t n = ::read(fd, text.data() + have, text.size() - have);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int error = errno;
+      ::close(fd);
+      return Unreadable(path, SystemReason(path, error));
+    }
+    if (n == 0) break;
+    have += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  text.resize(have);
+  return ParseResults(text, path, options);
+}
+
+}  // namespace fabricscope
