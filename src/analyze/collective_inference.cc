@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "fabricscope/collective.h"
 #include "fabricscope/parse.h"
 
 namespace fabricscope {
@@ -161,6 +162,54 @@ Inference InferCollective(const ResultRow* rows, size_t n, int nranks) {
     }
   }
   return out;
+}
+
+int RanksFromColumns(const ResultRow* rows, size_t n, std::string_view collective) {
+  const CollectiveSpec* spec = nullptr;
+  for (const CollectiveSpec& candidate : Collectives()) {
+    if (candidate.name == collective) spec = &candidate;
+  }
+  if (spec == nullptr || n == 0) return 0;
+  double ratio = 0;
+  size_t ratio_size = 0;
+  std::vector<double> factors;
+  for (size_t i = 0; i < n; ++i) {
+    const ResultRow& row = rows[i];
+    const size_t elem = ElementSizeOf(row.type);
+    if (row.count > 0 && elem > 0 && row.size >= ratio_size) {
+      ratio_size = row.size;
+      ratio = static_cast<double>(row.size) / static_cast<double>(row.count * elem);
+    }
+    for (const auto* half : {&row.out_of_place, &row.in_place}) {
+      if (half->has_value() && (*half)->algbw >= 1.0 && std::isfinite((*half)->busbw)) {
+        factors.push_back((*half)->busbw / (*half)->algbw);
+      }
+    }
+  }
+  if (spec->alg_bytes(1, 1, 2) == 2 && ratio_size > 0) {
+    const long whole = std::lround(ratio);
+    if (whole > 1 && Near(ratio, static_cast<double>(whole), 0.01)) return static_cast<int>(whole);
+  }
+  if (factors.empty() || spec->bus_factor(2) == spec->bus_factor(3)) return 0;
+  const double factor = Median(factors);
+  int best = 0;
+  double best_error = 0.01;
+  for (int ranks = 2; ranks <= 65536; ranks *= 2) {
+    // Powers of two first (the usual case), then every count near the best one.
+    const double error = std::fabs(spec->bus_factor(ranks) - factor);
+    if (error < best_error) {
+      best_error = error;
+      best = ranks;
+    }
+  }
+  for (int ranks = 2; ranks <= 4096; ++ranks) {
+    const double error = std::fabs(spec->bus_factor(ranks) - factor);
+    if (error < best_error - 1e-9) {
+      best_error = error;
+      best = ranks;
+    }
+  }
+  return best;
 }
 
 }  // namespace analyze

@@ -26,4 +26,9 @@ struct Inference {
 // factor: 2(n-1)/n, (n-1)/n or 1). `nranks` is the device-line count, or 0.
 Inference InferCollective(const ResultRow* rows, size_t n, int nranks);
 
+// The rank count the columns of a known collective imply: size / (count x element size) for
+// the collectives whose size is n chunks, else the n whose busbw factor busbw / algbw is;
+// 0 when they do not tell (broadcast's factor is 1 for any n).
+int RanksFromColumns(const ResultRow* rows, size_t n, std::string_view collective);
+
 }  // namespace fabricscope::analyze

@@ -11,12 +11,20 @@ namespace {
 
 // Each matcher returns the length of the prefix at the start of `s`, or 0.
 
+// Takes one blank after a prefix that the launcher separates with one.
+size_t WithBlank(std::string_view s, size_t n) {
+  return n < s.size() && (s[n] == ' ' || s[n] == '\t') ? n + 1 : n;
+}
+
 // ESC [ parameters final-byte: colour codes SkyPilot and kubectl wrappers put around prefixes.
 size_t AnsiEscape(std::string_view s) {
   if (s.size() < 3 || s[0] != '\x1b' || s[1] != '[') return 0;
   for (size_t i = 2; i < s.size() && i < 32; ++i) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x40 && c <= 0x7e) return i + 1;
+    if (c < 0x40 || c > 0x7e) continue;
+    // A reset that closes a coloured prefix takes the blank separating it from the line.
+    const bool reset = c == 'm' && (i == 2 || (i == 3 && s[2] == '0'));
+    return reset ? WithBlank(s, i + 1) : i + 1;
   }
   return 0;
 }
@@ -25,11 +33,6 @@ size_t Digits(std::string_view s, size_t i) {
   size_t n = 0;
   while (i + n < s.size() && IsDigit(s[i + n])) ++n;
   return n;
-}
-
-// Takes one blank after a prefix that the launcher separates with one.
-size_t WithBlank(std::string_view s, size_t n) {
-  return n < s.size() && (s[n] == ' ' || s[n] == '\t') ? n + 1 : n;
 }
 
 // Open MPI --tag-output: "[1,0]<stdout>:" (no blank follows it).
@@ -143,6 +146,18 @@ size_t ComposePrefix(std::string_view s) {
   return i + 2;
 }
 
+// What nccl-tests output starts with, '#' lost or not (dstack drops it).
+bool IsTestsOutput(std::string_view rest) {
+  if (rest.empty()) return false;
+  if (rest[0] == '#' || IsDigit(rest[0])) return true;
+  for (std::string_view word :
+       {"nThread", "Rank ", "Using devices", "size ", "out-of-place", "in-place", "(B)",
+        "Out of bounds", "Avg bus", "Collective test", "nccl-tests ", "NCCL version"}) {
+    if (StartsWith(rest, word)) return true;
+  }
+  return false;
+}
+
 // pdsh and clush: "node01: " -- but only when nccl-tests output follows, because
 // "rccl-tests: Version ..." and many log lines have the same shape.
 size_t HostPrefix(std::string_view s) {
@@ -150,8 +165,7 @@ size_t HostPrefix(std::string_view s) {
   size_t i = 1;
   while (i < s.size() && IsNameChar(s[i])) ++i;
   if (i + 1 >= s.size() || s[i] != ':' || s[i + 1] != ' ') return 0;
-  const std::string_view rest = TrimLeft(s.substr(i + 2));
-  if (rest.empty() || !(rest[0] == '#' || IsDigit(rest[0]))) return 0;
+  if (!IsTestsOutput(TrimLeft(s.substr(i + 2)))) return 0;
   return i + 2;
 }
 

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
@@ -29,7 +30,7 @@ InputFormat Detect(std::string_view text) {
     if (j == body.size() || body[j] == '{' || body[j] == ']') return InputFormat::kJson;
   }
   const std::string_view first = body.substr(i, body.find('\n', i) - i);
-  if (first.find(',') != std::string_view::npos && first.find('#') == std::string_view::npos &&
+  if (std::count(first.begin(), first.end(), ',') >= 3 &&
       (analyze::Contains(first, "busbw") || analyze::Contains(first, "busBw"))) {
     return InputFormat::kCsv;
   }

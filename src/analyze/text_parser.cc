@@ -162,6 +162,9 @@ class TextParser {
         continue;
       }
       if (block.collective.empty()) NameFromColumns(block, count);
+      if (run_.nranks == 0) {
+        run_.nranks = RanksFromColumns(&run_.rows[block.first_row], count, block.collective);
+      }
       for (size_t i = block.first_row; i < end; ++i) run_.rows[i].collective = block.collective;
       if (block.trailer) {
         block.printed.collective = block.collective;
@@ -232,6 +235,14 @@ class TextParser {
         sink_.Error("malformed row", line_no,
                     "a table row that cannot be read: " + problem + "; the row is left out");
       }
+      return;
+    }
+    // A last line without its newline that lacks a half the header has was cut mid-row.
+    if (last_partial_ && schema_.known && schema_.halves == 2 &&
+        !(row.out_of_place.has_value() && row.in_place.has_value())) {
+      sink_.Warn("truncated", line_no,
+                 "the last line is an incomplete table row (one half of the two the header "
+                 "names): the log was cut off mid-line; the row is left out");
       return;
     }
     row.size = static_cast<size_t>(size);
@@ -355,7 +366,6 @@ class TextParser {
           run_.notes.emplace_back(body);
           return;
         }
-        if (StartsWith(body, "RCCL version")) return LibraryVersion(body, "rccl");
         break;
       case 'C':
         if (StartsWith(body, "Collective test starting:")) {
@@ -419,14 +429,19 @@ class TextParser {
       default:
         break;
     }
-    if (StartsWith(body, "NCCL version")) return LibraryVersion(body, "nccl");
-    if (StartsWith(body, "rccl-tests: Version")) {
-      ToolHint("rccl-tests");
-      if (run_open_) run_.version = std::string(Trim(body.substr(19)));
-      return;
-    }
     if (IsVersionLine(body)) return VersionLine(body, line_no);
     if (hashed) return;
+    // The library's own version line, alone or inside an INFO line, behind any prefix.
+    for (std::string_view library : {"NCCL version ", "RCCL version "}) {
+      const size_t at = body.find(library);
+      if (at != std::string_view::npos)
+        LibraryVersion(body.substr(at), library[0] == 'N' ? "nccl" : "rccl");
+    }
+    if (const size_t at = body.find("rccl-tests: Version"); at != std::string_view::npos) {
+      ToolHint("rccl-tests");
+      if (run_open_) run_.version = std::string(Trim(body.substr(at + 19)));
+      return;
+    }
     // Lines of other programs interleaved with the table: NCCL's and nccl-tests' own.
     if (Contains(body, "NCCL INFO")) return NcclInfo(body);
     if (Contains(body, "NCCL WARN")) return NcclWarn(body, line_no);
@@ -485,7 +500,7 @@ class TextParser {
   void LibraryVersion(std::string_view body, std::string_view backend) {
     if (!run_open_) return;
     std::string_view f[3];
-    if (SplitFields(body, f, 2) < 3) return;
+    if (SplitFields(body, f, 3) < 3) return;
     run_.backend = std::string(backend);
     run_.backend_version = std::string(f[2]);
     if (backend == "rccl") ToolHint("rccl-tests");
@@ -757,7 +772,7 @@ class TextParser {
   const ParseOptions& options_;
   DiagnosticSink sink_;
   ParsedResults out_;
-  std::string_view tool_seen_;
+  std::string tool_seen_;
   bool last_partial_ = false;
 
   RunResult run_;
