@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -140,6 +141,19 @@ std::optional<double> Number(const Json& object, const char* key) {
   return std::nullopt;
 }
 
+// A JSON number as an integer type: `fallback` unless it is finite and in range (a cast of
+// 1e300 or NaN to an integer is undefined behaviour, and files come from anywhere).
+template <typename T>
+T Whole(const std::optional<double>& value, T fallback) {
+  if (!value.has_value() || !std::isfinite(*value)) return fallback;
+  const double v = std::trunc(*value);
+  if (v < static_cast<double>(std::numeric_limits<T>::lowest()) ||
+      v >= static_cast<double>(std::numeric_limits<T>::max())) {
+    return fallback;
+  }
+  return static_cast<T>(v);
+}
+
 std::string String(const Json& object, const char* key) {
   const auto it = object.find(key);
   if (it == object.end() || !it->is_string()) return {};
@@ -156,8 +170,7 @@ bool Flag(const Json& object, const char* key) {
 }
 
 int Int(const Json& object, const char* key, int fallback = 0) {
-  const auto value = Number(object, key);
-  return value.has_value() && std::isfinite(*value) ? static_cast<int>(*value) : fallback;
+  return Whole<int>(Number(object, key), fallback);
 }
 
 // The environment nccl-tests dumps whole; only what shapes a run is worth keeping.
@@ -246,7 +259,7 @@ class JsonReader {
     run.backend_version = String(doc, "backend_version");
     if (const auto code = Number(doc, "nccl_version");
         code.has_value() && run.backend_version.empty()) {
-      run.backend_version = NcclVersionName(static_cast<long>(*code));
+      run.backend_version = NcclVersionName(Whole<long>(code, 0));
     }
     run.start_time = String(doc, "start_time");
     run.end_time = String(doc, "end_time");
@@ -315,10 +328,10 @@ class JsonReader {
     RunConfig& c = run.config;
     c.nthreads = Int(config, "nthreads", 1);
     c.ngpus = Int(config, "ngpus", 1);
-    c.min_bytes = static_cast<size_t>(Number(config, "minimum_bytes").value_or(0));
-    c.max_bytes = static_cast<size_t>(Number(config, "maximum_bytes").value_or(0));
-    c.step_factor = static_cast<uint64_t>(Number(config, "step_factor").value_or(1));
-    c.step_bytes = static_cast<size_t>(Number(config, "step_bytes").value_or(0));
+    c.min_bytes = Whole<size_t>(Number(config, "minimum_bytes"), 0);
+    c.max_bytes = Whole<size_t>(Number(config, "maximum_bytes"), 0);
+    c.step_factor = Whole<uint64_t>(Number(config, "step_factor"), 1);
+    c.step_bytes = Whole<size_t>(Number(config, "step_bytes"), 0);
     c.warmup_iters = Int(config, "warmup_iters");
     c.iters = Int(config, "iterations");
     c.agg_iters = Int(config, "aggregated_iterations", 1);
@@ -354,7 +367,7 @@ class JsonReader {
     }
     const auto size = Number(result, "size");
     const auto count = Number(result, "count");
-    if (!size.has_value() || !count.has_value() || *size < 0 || *count < 0) {
+    if (Whole<int64_t>(size, -1) < 0 || Whole<int64_t>(count, -1) < 0) {
       sink_.Error("malformed result", line,
                   where + " lacks a numeric \"size\" and \"count\": left out");
       return;
@@ -362,12 +375,12 @@ class JsonReader {
     ResultRow row;
     row.collective = String(result, "collective");
     if (row.collective.empty()) row.collective = collective;
-    row.size = static_cast<size_t>(*size);
-    row.count = static_cast<size_t>(*count);
+    row.size = static_cast<size_t>(Whole<int64_t>(size, 0));
+    row.count = static_cast<size_t>(Whole<int64_t>(count, 0));
     row.type = String(result, "type");
     row.redop = String(result, "redop");
-    row.root = static_cast<int>(Number(result, "root").value_or(-1));
-    row.iterations = static_cast<int64_t>(Number(result, "actual_iterations").value_or(0));
+    row.root = Whole<int>(Number(result, "root"), -1);
+    row.iterations = Whole<int64_t>(Number(result, "actual_iterations"), 0);
     row.timestamp = String(result, "timestamp");
     const char* halves[2] = {"out_of_place", "in_place"};
     for (int h = 0; h < 2; ++h) {
@@ -411,7 +424,7 @@ class JsonReader {
     half.algbw = *algbw;
     half.busbw = *busbw;
     if (const auto wrong = Number(json, "nwrong"); wrong.has_value() && std::isfinite(*wrong)) {
-      half.wrong = static_cast<int64_t>(std::llround(*wrong));
+      half.wrong = Whole<int64_t>(std::round(*wrong), 0);
     }
     if (const auto it = json.find("rank_times"); it != json.end() && it->is_object()) {
       RankTimes& ranks = half.ranks;
@@ -444,7 +457,7 @@ class JsonReader {
     TestSummary summary;
     summary.avg_busbw = *bandwidth;
     if (const auto oob = object.find("out_of_bounds"); oob != object.end() && oob->is_object()) {
-      summary.out_of_bounds = static_cast<int64_t>(Number(*oob, "count").value_or(0));
+      summary.out_of_bounds = Whole<int64_t>(Number(*oob, "count"), 0);
     }
     summary.okay = summary.out_of_bounds == 0 && String(*avg, "okay") != "false";
     return summary;
@@ -457,7 +470,7 @@ class JsonReader {
           if (!test.is_object()) continue;
           if (auto summary = Trailer(test)) {
             summary->collective = String(test, "collective");
-            summary->rows = static_cast<size_t>(Number(test, "rows").value_or(0));
+            summary->rows = Whole<size_t>(Number(test, "rows"), 0);
             run.printed.push_back(std::move(*summary));
           }
         }
@@ -554,8 +567,8 @@ class JsonReader {
       const auto time = Number(record, "time");
       const auto algbw = Number(record, "algBw");
       const auto busbw = Number(record, "busBw");
-      if (!size.has_value() || !time.has_value() || !algbw.has_value() || !busbw.has_value() ||
-          *size < 0) {
+      if (Whole<int64_t>(size, -1) < 0 || !time.has_value() || !algbw.has_value() ||
+          !busbw.has_value()) {
         sink_.Error("malformed result", line,
                     where +
                         " lacks numeric \"size\", \"time\", \"algBw\" and \"busBw\": left out "
@@ -571,12 +584,12 @@ class JsonReader {
       half.algbw = *algbw;
       half.busbw = *busbw;
       if (const auto wrong = Number(record, "wrong"); wrong.has_value()) {
-        half.wrong = static_cast<int64_t>(std::llround(*wrong));
+        half.wrong = Whole<int64_t>(std::round(*wrong), 0);
       }
       const bool in_place = Flag(record, "inPlace");
       const std::string type = String(record, "type");
       const std::string redop = String(record, "redop");
-      const auto bytes = static_cast<size_t>(*size);
+      const auto bytes = static_cast<size_t>(Whole<int64_t>(size, 0));
       // The out-of-place record, then the in-place one, of each size.
       if (run.rows.empty() || run.rows.back().size != bytes ||
           run.rows.back().collective != collective || run.rows.back().type != type ||

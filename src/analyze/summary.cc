@@ -80,7 +80,11 @@ TestAnalysis AnalyzeTest(const RunResult& run, const std::string& collective,
       if (row.size > 0 && placement.time_us < floor) floor = placement.time_us;
       if (placement.wrong.has_value()) {
         checked = true;
-        wrong += *placement.wrong;
+        // Saturating: a corrupt log can claim more wrong elements than an int64 holds.
+        wrong =
+            *placement.wrong > 0 && wrong > std::numeric_limits<int64_t>::max() - *placement.wrong
+                ? std::numeric_limits<int64_t>::max()
+                : wrong + std::max<int64_t>(*placement.wrong, 0);
         if (*placement.wrong > 0) ++test.out_of_bounds;
       }
     }
