@@ -23,6 +23,8 @@ namespace fabricscope::analyze {
 namespace {
 
 constexpr size_t kMaxFields = 64;
+// A row has at most 5 + 2 x 8 (-I) + 2 (-S) + 3 (rccl-tests -A) fields; more is not a row.
+constexpr size_t kMaxRowFields = 32;
 // NCCL repeats its transport and warning lines for every rank and channel; a run keeps this
 // many distinct ones.
 constexpr size_t kMaxTransportLines = 32;
@@ -54,6 +56,14 @@ struct Block {
   bool has_avg = false;
   TestSummary printed;
 };
+
+// A field that cannot be a number: rccl-tests' algorithm and protocol names ("RING", "LL128").
+bool IsWord(std::string_view s) {
+  const char c = s.empty() ? '0' : s[0];
+  return !(IsDigit(c) || c == '-' || c == '+' || c == '.' || c == 'n' || c == 'i' || c == 'N' ||
+           c == 'I') ||
+         !IsNumber(s);
+}
 
 std::string_view AfterColon(std::string_view s) {
   const size_t colon = s.find(':');
@@ -210,8 +220,8 @@ class TextParser {
   // ---- table rows: the hot path ----
 
   void Row(std::string_view line, std::string_view body, size_t line_no) {
-    std::string_view f[kMaxFields + 1];
-    const size_t n = SplitFields(body, f, kMaxFields);
+    std::string_view f[kMaxRowFields + 1];
+    const size_t n = SplitFields(body, f, kMaxRowFields);
     int64_t size = 0;
     int64_t count = 0;
     // Other log lines can start with a digit (an IP, a time); a row starts with two integers.
@@ -219,8 +229,8 @@ class TextParser {
     EnsureRun(line_no);
     std::string problem;
     ResultRow row;
-    if (n > kMaxFields) {
-      problem = "more than " + std::to_string(kMaxFields) + " fields";
+    if (n > kMaxRowFields) {
+      problem = "more than " + std::to_string(kMaxRowFields) + " fields";
     } else if (size < 0 || count < 0) {
       problem = "a negative size or count";
     } else {
@@ -271,7 +281,7 @@ class TextParser {
     // and a count, so a word just before the last field marks these columns.
     if (schema_.trailing > 0 && end >= i + schema_.trailing) {
       end -= schema_.trailing;
-    } else if (end >= i + 3 && !IsNumber(f[end - 2]) && f[end - 2] != "N/A") {
+    } else if (end >= i + 3 && IsWord(f[end - 2]) && f[end - 2] != "N/A") {
       end -= 3;
     } else if (end >= i + 3 && f[end - 2] == "N/A" && f[end - 3] == "N/A") {
       end -= 3;

@@ -30,7 +30,9 @@ struct Layout {
   bool in_place_only = false;   // rccl-tests -O 0: one half
   bool rccl_extras = false;     // "rccl-tests: Version", asterisk note, -A columns
   bool hash_lost = false;       // dstack's web log drops the leading '#'
-  bool column_header = true;    // the three table-header lines
+  bool title_line = true;       // "#   out-of-place   in-place"
+  bool names_line = true;       // "#  size  count  type ..."
+  bool units_line = true;       // "#  (B)  (elements) ..."
   bool trailer = true;
   bool check = true;  // -c 1: #wrong counted; else N/A
 };
@@ -70,9 +72,15 @@ inline std::vector<Layout> AllLayouts() {
   Layout lost{"dstack_lost_hash"};
   lost.hash_lost = true;
   layouts.push_back(lost);
-  Layout headerless{"column_header_missing"};
-  headerless.column_header = false;
+  Layout headerless{"table_header_missing"};
+  headerless.title_line = headerless.names_line = headerless.units_line = false;
   layouts.push_back(headerless);
+  Layout no_names{"column_names_line_missing"};
+  no_names.names_line = false;
+  layouts.push_back(no_names);
+  Layout names_only{"title_and_units_lines_missing"};
+  names_only.title_line = names_only.units_line = false;
+  layouts.push_back(names_only);
   Layout no_devices{"device_lines_missing"};
   no_devices.device_lines = false;
   layouts.push_back(no_devices);
@@ -185,11 +193,19 @@ inline std::vector<std::string> FixtureLines(const Layout& layout) {
     lines.push_back(h + " nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809");
   }
   if (layout.starting_line) lines.push_back(h + " Collective test starting: all_reduce_perf");
-  lines.push_back(h +
-                  " nThread 1 nGpus 1 minBytes 8 maxBytes 549755813888 step: 16(factor) "
-                  "warmup iters: 5 iters: 20 agg iters: 1 validation: " +
-                  std::string(layout.check ? "1" : "0") + " graph: 0" +
-                  (layout.version_line ? " unalign: 0" : ""));
+  if (layout.rccl_extras) {
+    // rccl-tests before its 2.17 merge: "key: value" and "warmupIters".
+    lines.push_back(h +
+                    " nThread: 1 nGpus: 1 minBytes: 8 maxBytes: 549755813888 step: "
+                    "16(factor) warmupIters: 5 iters: 20 validation: " +
+                    std::string(layout.check ? "1" : "0"));
+  } else {
+    lines.push_back(h +
+                    " nThread 1 nGpus 1 minBytes 8 maxBytes 549755813888 step: 16(factor) "
+                    "warmup iters: 5 iters: 20 agg iters: 1 validation: " +
+                    std::string(layout.check ? "1" : "0") + " graph: 0" +
+                    (layout.version_line ? " unalign: 0" : ""));
+  }
   lines.push_back(h);
   if (layout.rccl_extras) lines.push_back("rccl-tests: Version develop:3b4f9c2");
   if (layout.device_lines) {
@@ -210,7 +226,7 @@ inline std::vector<std::string> FixtureLines(const Layout& layout) {
   lines.push_back(
       "node-a:1000:1000 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>");
   lines.push_back("NCCL version 2.28.9+cuda12.8");
-  if (layout.column_header) {
+  if (layout.title_line || layout.names_line || layout.units_line) {
     lines.push_back(h);
     const std::string lead = layout.root_column
                                  ? Format("# %10s  %12s  %8s  %6s  %6s", "", "", "", "", "")
@@ -245,9 +261,11 @@ inline std::vector<std::string> FixtureLines(const Layout& layout) {
     names += Format(" %*s", layout.timestamps ? 19 : 0, layout.timestamps ? "timestamp" : "");
     units +=
         Format(" %*s", layout.timestamps ? 19 : 0, layout.timestamps ? "%Y-%m-%d %H:%M:%S" : "");
+    const bool wanted[] = {layout.title_line, layout.names_line, layout.units_line};
+    int i = 0;
     for (std::string* line : {&title, &names, &units}) {
       if (layout.hash_lost) line->erase(0, 1);
-      lines.push_back(*line);
+      if (wanted[i++]) lines.push_back(*line);
     }
   }
   const std::vector<FixtureRow> rows = FixtureRows();

@@ -106,7 +106,7 @@ TEST_P(LayoutTimesPrefix, ReadsEveryRowAsPrinted) {
   ASSERT_EQ(run.notes.size(), 1u);
   EXPECT_EQ(run.notes[0], "NCCL WARN NET/IB : Got async event : port error");
   // Only what is really missing is warned about.
-  EXPECT_EQ(Count(parsed, Diagnostic::Severity::kWarning), layout.column_header ? 0u : 1u)
+  EXPECT_EQ(Count(parsed, Diagnostic::Severity::kWarning), layout.names_line ? 0u : 1u)
       << Dump(parsed);
 }
 
