@@ -1,5 +1,7 @@
 #include "cli/analyze_command.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -141,7 +143,14 @@ int ExecuteAnalyze(const AnalyzeFlags& flags) {
   const AnalysisFormat& format = FindAnalysisFormat(flags.format);
   const ParseOptions options = ToParseOptions(flags.read);
   std::vector<std::string> files = flags.files;
-  if (files.empty()) files.push_back("-");
+  if (files.empty()) {
+    // Waiting for a log to be typed in is never what was meant.
+    if (isatty(STDIN_FILENO) != 0) {
+      throw UsageError(
+          "no input: give result files, or pipe a log in (fabricscope analyze < job.log)");
+    }
+    files.push_back("-");
+  }
   bool errors = false;
   const std::vector<ParsedResults> inputs = ReadAll(files, options, errors);
   std::vector<TestAnalysis> tests;

@@ -101,6 +101,19 @@ TEST_F(AnalyzeCli, ReadsStdin) {
 }
 
 // The round trip: `fabricscope run`'s text, read back, equals the JSON of the same run.
+TEST_F(AnalyzeCli, NoInputOnATerminalIsAUsageError) {
+  // script(1) gives the command a terminal for stdin.
+  if (std::system("command -v script >/dev/null") != 0) GTEST_SKIP() << "no script(1)";
+  const fs::path out = dir_ / "typescript";
+  const std::string cmd = "script -qec '" + std::string(FABRICSCOPE_BINARY) + " analyze' " +
+                          out.string() + " </dev/null >/dev/null 2>&1";
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_NE(Slurp(out).find("no input: give result files, or pipe a log in"), std::string::npos)
+      << Slurp(out);
+}
+
 TEST_F(AnalyzeCli, RunTextReadBackEqualsItsJson) {
   const fs::path json_path = dir_ / "out.json";
   const Outcome run =
