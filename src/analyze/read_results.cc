@@ -54,6 +54,12 @@ ParsedResults Unreadable(const std::string& source, std::string message) {
 
 ParsedResults ParseResults(std::string_view text, const std::string& source,
                            const ParseOptions& options) {
+  // Windows editors start files with a byte-order mark; it is not part of the first line.
+  if (analyze::StartsWith(text, "\xEF\xBB\xBF")) text.remove_prefix(3);
+  if (analyze::StartsWith(text, "\x1f\x8b")) {
+    return Unreadable(
+        source, "gzip-compressed: decompress it first (zcat " + source + " | fabricscope analyze)");
+  }
   const InputFormat format = options.format == InputFormat::kAuto ? Detect(text) : options.format;
   switch (format) {
     case InputFormat::kJson:

@@ -301,6 +301,17 @@ TEST(TextParser, MinBandwidthVerdictAndNCyclesAreRead) {
   EXPECT_FALSE(parsed.runs[0].printed[0].okay);
 }
 
+TEST(TextParser, ByteOrderMarkAndCompressedFiles) {
+  const std::string text = "\xEF\xBB\xBF" + Run219("all_reduce", 1, 2);
+  const ParsedResults parsed = ParseResults(text, "bom.log");
+  ASSERT_EQ(parsed.runs.size(), 1u);
+  EXPECT_EQ(parsed.runs[0].source, "bom.log:1");
+  EXPECT_TRUE(parsed.diagnostics.empty()) << Dump(parsed);
+  const ParsedResults gz = ParseResults(std::string("\x1f\x8b\x08\x00", 4), "job.log.gz");
+  ASSERT_TRUE(gz.HasErrors());
+  EXPECT_NE(gz.diagnostics[0].message.find("zcat job.log.gz"), std::string::npos);
+}
+
 TEST(TextParser, BinaryGarbageIsNotACrash) {
   std::string text;
   for (int i = 0; i < 5000; ++i) text += static_cast<char>((i * 7919) % 256);
