@@ -48,6 +48,11 @@ CpuVendor ParseCpuVendor(std::string_view name);
 // The generation of a GPU model name ("NVIDIA H200" -> Hopper); empty when unknown.
 std::optional<GpuArch> ArchOfGpu(std::string_view gpu_model);
 
+// The NCCL release whose tuning constants the model uses ("2.25.1"), and where they were
+// read ("NVIDIA/nccl src/graph/tuning.cc @ <commit>").
+std::string_view NcclTuningVersion();
+std::string NcclTuningSource();
+
 // The terms calibration fits. Priors come from the platform (PriorParams).
 struct ModelParams {
   double latency_scale = 1.0;     // multiplies every latency of NCCL's table
@@ -171,7 +176,7 @@ std::vector<FitPoint> CompareWithMeasured(const CollectiveModel& model, const Ru
 
 // What Calibrate reads from a run.
 struct CalibrationOptions {
-  Placement placement = Placement::kOutOfPlace;
+  std::vector<Placement> placements = {Placement::kOutOfPlace};  // halves of each row to fit
   size_t min_size = 0;  // ignore rows below this size
   int nodes = 0;        // 0: NodesOf(run); required when the run does not say
 };

@@ -88,6 +88,11 @@ std::optional<double> BandEfficiency(const Platform& platform) {
 
 }  // namespace
 
+std::string_view NcclTuningVersion() { return NcclTuning().version; }
+std::string NcclTuningSource() {
+  return std::string(NcclTuning().version) + " (" + NcclTuning().source + ")";
+}
+
 std::string_view AlgorithmName(NcclAlgorithm algorithm) {
   return kAlgorithmNames[static_cast<size_t>(algorithm)];
 }
@@ -311,7 +316,9 @@ std::optional<AlgoTime> CollectiveModel::Evaluate(Collective c, NcclAlgorithm a,
       break;
     case A::kCollNetDirect:
     case A::kCollNetChain:
-      bus = std::min(intra_ / 2, inter_) / t.tree_ratio;
+      // The switches reduce: a node sends and receives the data once; inside the node a
+      // reduce-scatter and an all-gather over NVLink, 2 (ppn - 1) / ppn of it per GPU.
+      bus = std::min(ppn_ > 1 ? intra_ * ppn_ / (2.0 * (ppn_ - 1)) : inter_, inter_) / t.tree_ratio;
       break;
     case A::kPat:
       bus = inter_ * n / (n - 1.0);

@@ -127,17 +127,24 @@ Calibration Calibrate(const Platform& platform, const ModelOptions& base, const 
   options_at_scale.net_efficiency.reset();  // folded into the prior; the fit may move it
 
   const bool multi_node = nodes > 1;
-  auto with = [&](double scale, double efficiency) {
+  auto with = [&](double scale, double efficiency, double net_latency) {
     ModelParams p = prior;
     p.latency_scale = scale;
+    p.net_latency_us = net_latency;
     (multi_node ? p.net_efficiency : p.intra_efficiency) = efficiency;
     return p;
   };
+  if (options.placements.empty()) throw UsageError("calibration needs a placement to read");
   auto points_for = [&](const ModelParams& p) {
     ModelOptions o = options_at_scale;
     o.params = p;
-    return CompareWithMeasured(CollectiveModel(platform, o), measured, options.placement,
-                               options.min_size);
+    const CollectiveModel model(platform, o);
+    std::vector<FitPoint> points;
+    for (Placement placement : options.placements) {
+      auto half = CompareWithMeasured(model, measured, placement, options.min_size);
+      points.insert(points.end(), half.begin(), half.end());
+    }
+    return points;
   };
   auto cost = [&](const ModelParams& p) {
     double sum = 0;
@@ -178,45 +185,62 @@ Calibration Calibrate(const Platform& platform, const ModelOptions& base, const 
   }
 
   const double prior_eff = multi_node ? prior.net_efficiency : prior.intra_efficiency;
+  // The per-step network latency moves the protocols' latencies apart (Simple pays it twice,
+  // LL and LL128 once, against different base latencies): fit it too when the run spans
+  // nodes and shows latency.
+  const bool fit_net_latency = fit_latency && multi_node;
   double scale = prior.latency_scale;
   double eff = prior_eff;
-  // Coarse grid in log space, then alternating golden-section refinement.
+  double net_latency = prior.net_latency_us;
+  // Coarse grids in log space (from the prior's network latency and from none), then
+  // alternating golden-section refinement of each term.
   const double scale_lo = std::log(0.02);
   const double scale_hi = std::log(50.0);
   const double eff_lo = std::log(0.02);
   const double eff_hi = std::log(1.5);
+  const double net_hi = 2 * (prior.net_latency_us + 30);
   if (fit_latency && fit_efficiency) {
     double best = std::numeric_limits<double>::infinity();
     constexpr int kGrid = 25;
-    for (int i = 0; i <= kGrid; ++i) {
-      for (int j = 0; j <= kGrid; ++j) {
-        const double s = std::exp(scale_lo + (scale_hi - scale_lo) * i / kGrid);
-        const double e = std::exp(eff_lo + (eff_hi - eff_lo) * j / kGrid);
-        const double c = cost(with(s, e));
-        if (c < best) {
-          best = c;
-          scale = s;
-          eff = e;
+    std::vector<double> starts = {prior.net_latency_us};
+    if (fit_net_latency && prior.net_latency_us > 0) starts.push_back(0);
+    for (double lx : starts) {
+      for (int i = 0; i <= kGrid; ++i) {
+        for (int j = 0; j <= kGrid; ++j) {
+          const double s = std::exp(scale_lo + (scale_hi - scale_lo) * i / kGrid);
+          const double e = std::exp(eff_lo + (eff_hi - eff_lo) * j / kGrid);
+          const double c = cost(with(s, e, lx));
+          if (c < best) {
+            best = c;
+            scale = s;
+            eff = e;
+            net_latency = lx;
+          }
         }
       }
     }
   }
   for (int round = 0; round < 8; ++round) {
     if (fit_efficiency) {
-      eff = std::exp(
-          GoldenMin([&](double x) { return cost(with(scale, std::exp(x))); }, eff_lo, eff_hi));
+      eff = std::exp(GoldenMin(
+          [&](double x) { return cost(with(scale, std::exp(x), net_latency)); }, eff_lo, eff_hi));
     }
     if (fit_latency) {
-      scale = std::exp(
-          GoldenMin([&](double x) { return cost(with(std::exp(x), eff)); }, scale_lo, scale_hi));
+      scale = std::exp(GoldenMin(
+          [&](double x) { return cost(with(std::exp(x), eff, net_latency)); }, scale_lo, scale_hi));
+    }
+    if (fit_net_latency) {
+      net_latency = GoldenMin([&](double x) { return cost(with(scale, eff, x)); }, 0.0, net_hi);
     }
     if (!(fit_latency && fit_efficiency)) break;
   }
   if (fit_latency) out.fitted.push_back("latency_scale");
+  if (fit_net_latency) out.fitted.push_back("net_latency_us");
   if (fit_efficiency) out.fitted.push_back(multi_node ? "net_efficiency" : "intra_efficiency");
 
-  out.params = with(scale, eff);
+  out.params = with(scale, eff, net_latency);
   out.options = base;
+  out.options.nodes = nodes;
   out.options.params = out.params;
   out.options.net_efficiency.reset();
   out.points = points_for(out.params);
