@@ -177,8 +177,8 @@ std::vector<FitPoint> CompareWithMeasured(const CollectiveModel& model, const Ru
 // What Calibrate reads from a run.
 struct CalibrationOptions {
   std::vector<Placement> placements = {Placement::kOutOfPlace};  // halves of each row to fit
-  size_t min_size = 0;  // ignore rows below this size
-  int nodes = 0;        // 0: NodesOf(run); required when the run does not say
+  size_t min_size = 0;                                           // ignore rows below this size
+  int nodes = 0;  // 0: NodesOf(run); required when the run does not say
 };
 
 // A model fitted to a run: the terms, the fit's error, and what could not be fitted.
