@@ -132,7 +132,7 @@ TEST(Calibration, OnePointFitsTheEfficiencyOnlyAndPredictsTheOtherCollective) {
   ring.nodes = 4;
   ring.algorithms = {NcclAlgorithm::kRing};
   EXPECT_LT(std::abs(TimeError(CollectiveModel(platform, ring),
-                                Point(platform, "all_reduce", size_t{8} << 30))),
+                               Point(platform, "all_reduce", size_t{8} << 30))),
             0.10);
 }
 
