@@ -350,13 +350,15 @@ int Simulate(const ModelFlags& f, const Platform& platform, ModelOptions options
                       {"connections", r.connections},
                       {"link_uses", r.link_uses},
                       {"events", r.events},
+                      {"transfer_busbw", r.busbw},
                       {"rows", rows},
                       {"tiers", tiers},
                       {"links", links}});
       continue;
     }
     text << "#\n# " << SpecOf(c).name << ": " << r.flows << " flows, " << r.connections
-         << " connections, " << r.link_uses << " link uses, " << r.events << " events\n";
+         << " connections, " << r.link_uses << " link uses, " << r.events
+         << " events; busbw of the transfer alone " << fmt::format("{:.1f}", r.busbw) << " GB/s\n";
     if (r.stalled) text << "# STALLED: " << r.stall_reason << "\n";
     text << kTableHeader << table;
     text << "#  tier         links    used  max-util  mean-util  max-conn\n";
