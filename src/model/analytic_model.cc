@@ -201,6 +201,10 @@ CollectiveModel::CollectiveModel(const Platform& platform, const ModelOptions& o
     throw UsageError("platform " + platform.name +
                      " has no single-node ring busbw: give --intra-node-busbw");
   }
+  if (options.in_network_reduction && nodes_ > 1 && Lower(platform.transport) != "ib") {
+    throw UsageError("in-network reduction (SHARP) runs in InfiniBand switches; " + platform.name +
+                     " uses " + platform.transport + ": drop --in-network");
+  }
   arch_ = options.arch.value_or(ArchOfGpu(platform.gpu_model).value_or(GpuArch::kHopper));
   params_ = options.params ? *options.params : PriorParams(platform, options);
   if (options.params && options.net_efficiency) params_.net_efficiency = *options.net_efficiency;

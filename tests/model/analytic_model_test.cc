@@ -235,6 +235,14 @@ TEST(AnalyticModel, MoreNodesNeverMakeARingFaster) {
 TEST(AnalyticModel, BadScalesAndNamesAreRefusedWithTheReason) {
   const Platform& platform = testing::BuiltinCatalog().Get("dgx-h100");
   EXPECT_THROW(CollectiveModel(platform, Nodes(0)), UsageError);
+  ModelOptions sharp = Nodes(4);
+  sharp.in_network_reduction = true;
+  try {
+    CollectiveModel(testing::BuiltinCatalog().Get("gcp-a3-ultragpu-8g"), sharp);
+    FAIL() << "SHARP on RoCE was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("InfiniBand"), std::string::npos) << e.what();
+  }
   try {
     CollectiveModel(Generic(1, 100, 1, 400, "IB"), Nodes(1));
     FAIL() << "a single rank was accepted";

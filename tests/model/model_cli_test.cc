@@ -112,6 +112,15 @@ TEST_F(ModelCliTest, JsonRowsCarryTheColumnsOtherToolsRead) {
   EXPECT_NEAR(doc["params"]["net_efficiency"].get<double>(), 0.9, 1e-9);
 }
 
+TEST_F(ModelCliTest, AGenericLatencyFloorSetsTheSmallMessageTime) {
+  const Outcome o =
+      Run("--gpus-per-node 8 --intra-node-busbw 370 --nics 8 --nic-rate 400 --transport RoCE "
+          "--latency-floor 40 --nodes 2 --collective all_gather -b 1K -e 1K --format json");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto doc = nlohmann::json::parse(o.out);
+  EXPECT_NEAR(doc["rows"][0]["time_us"].get<double>(), 40.0, 0.2);
+}
+
 TEST_F(ModelCliTest, AlgoAndProtoForceTheChoice) {
   const Outcome o = Run("--platform dgx-h100 --nodes 8 --algo Ring --proto Simple -b 8 -e 1G -f 8");
   ASSERT_EQ(o.exit_code, 0) << o.err;
@@ -177,11 +186,13 @@ TEST_F(ModelCliTest, BadInputIsRefusedWithWhatAndHow) {
   ExpectRefused("--platform dgx-h100 --proto LL64", 2, "unknown NCCL protocol");
   ExpectRefused("--platform dgx-h100 --collective allreduce", 2, "allreduce");
   ExpectRefused("--platform dgx-h100 --format xml", 2, "--format 'xml'");
-  ExpectRefused("--platform dgx-h100 -b 2G -e 1G", 2, "");
+  ExpectRefused("--platform dgx-h100 -b 2G -e 1G", 2, "-e");
   ExpectRefused("--platform dgx-h100 --gpu-arch pascal", 2, "unknown GPU architecture");
   ExpectRefused("--platform dgx-h100 --cpu arm", 2, "unknown CPU vendor");
   ExpectRefused("--platform dgx-h100 --net-efficiency 3", 2, "--net-efficiency");
-  ExpectRefused("--platform dgx-h100 --tiers 3", 2, "add --simulate");
+  ExpectRefused("--platform dgx-h100 --tiers 3", 2, "--simulate");
+  ExpectRefused("--platform dgx-h100 --fail-link leaf0-spine0", 2, "--simulate");
+  ExpectRefused("--platform a3-ultragpu-8g --nodes 4 --in-network", 2, "InfiniBand");
   ExpectRefused("--platform dgx-h100 --simulate --tiers 4", 2, "--tiers must be 2");
   ExpectRefused("--platform dgx-h100 --simulate --design dragonfly", 2, "--design 'dragonfly'");
   ExpectRefused("--platform dgx-h100 --simulate --routing random", 2, "--routing 'random'");
