@@ -55,9 +55,18 @@ std::vector<std::string> GatherStore(const std::string& mine, const LaunchInfo& 
   std::optional<TcpStoreServer> server;
   if (launch.process_rank == 0) server.emplace(launch.master_port);
   TcpStoreClient client(launch.master_addr, launch.master_port, timeout);
-  client.Set(Key(launch.process_rank), std::vector<char>(mine.begin(), mine.end()));
   std::vector<std::string> out;
-  if (launch.process_rank != 0) return out;
+  if (launch.process_rank != 0) {
+    try {
+      client.Set(Key(launch.process_rank), std::vector<char>(mine.begin(), mine.end()));
+    } catch (const BackendError&) {
+      // Process 0 tears its store down once it holds every report, which may be before
+      // this acknowledgement reaches us. Had it died instead, its own exit status and
+      // message say so: the verdict on the cluster is process 0's to give.
+    }
+    return out;
+  }
+  client.Set(Key(0), std::vector<char>(mine.begin(), mine.end()));
   out.push_back(mine);
   std::string missing;
   for (int r = 1; r < launch.process_count; ++r) {
