@@ -2,6 +2,7 @@
 // locked-memory limit.
 #include <fmt/format.h>
 
+#include <map>
 #include <sstream>
 
 #include "doctor/check.h"
@@ -65,6 +66,7 @@ class MtuCheck : public Check {
 
   void Run(const NodeContext& node, CheckOutput& out) const override {
     std::vector<std::string> good;
+    std::map<int64_t, std::vector<std::string>> small;  // MTU -> evidence, per interface
     for (const IbDevice& d : node.ib.devices) {
       const bool roce =
           std::any_of(d.ports.begin(), d.ports.end(), [](const IbPort& p) { return p.roce(); });
@@ -96,27 +98,27 @@ class MtuCheck : public Check {
           continue;
         }
         out.Fact("mtu." + netdev, std::to_string(*mtu));
-        const int roce_mtu = RoceMtu(static_cast<int>(*mtu));
-        const std::string evidence = node.root.Show(file) + ": " + std::to_string(*mtu);
-        if (roce_mtu < 4096) {
-          out.Add(Severity::kWarn,
-                  fmt::format("{} ({}) has MTU {}: RoCE packets carry only {} bytes instead of "
-                              "4096, more headers and more packets for the same data",
-                              netdev, d.name, *mtu, roce_mtu),
-                  {evidence},
-                  fmt::format("set MTU {} or more (9000 is usual) on the interface and on every "
-                              "switch port on the path: ip link set {} mtu 9000",
-                              4096 + kRoceHeaderBytes, netdev));
+        const std::string evidence = fmt::format("{}: {} ({})", node.root.Show(file), *mtu, d.name);
+        if (RoceMtu(static_cast<int>(*mtu)) < 4096) {
+          small[*mtu].push_back(evidence);
         } else {
-          good.push_back(evidence + fmt::format(" (RoCE MTU {})", roce_mtu));
+          good.push_back(evidence);
         }
       }
     }
+    for (const auto& [mtu, evidence] : small) {
+      out.Add(Severity::kWarn,
+              fmt::format("{} RoCE interface(s) have MTU {}: RoCE packets carry only {} bytes "
+                          "instead of 4096, more headers and more packets for the same data",
+                          evidence.size(), mtu, RoceMtu(static_cast<int>(mtu))),
+              evidence,
+              fmt::format("set MTU {} or more (9000 is usual) on each interface (ip link set "
+                          "<interface> mtu 9000) and on every switch port on the path",
+                          4096 + kRoceHeaderBytes));
+    }
     if (!good.empty()) {
-      Finding& f =
-          out.Add(Severity::kOk,
-                  fmt::format("{} RoCE interface(s) carry 4096-byte RDMA packets", good.size()));
-      f.evidence = good;
+      out.Add(Severity::kOk,
+              fmt::format("{} RoCE interface(s) carry 4096-byte RDMA packets", good.size()), good);
     }
   }
 };

@@ -36,14 +36,26 @@ std::vector<const PciDevice*> DataNics(const PciTopology& t) {
   return rdma.empty() ? t.Nics() : rdma;
 }
 
+// NIC names for a message: the first few, then how many more.
+constexpr size_t kNamesShown = 3;
+std::string Names(const std::vector<const PciDevice*>& devices) {
+  std::string out;
+  for (size_t i = 0; i < devices.size() && i < kNamesShown; ++i) {
+    out += (out.empty() ? "" : "/") + devices[i]->name;
+  }
+  if (devices.size() > kNamesShown) out += fmt::format(" +{} more", devices.size() - kNamesShown);
+  return out;
+}
+
 // For every GPU, the closest data NIC, judged the way NCCL's GPUDirect RDMA cut-off
-// (NCCL_NET_GDR_LEVEL) and nvidia-smi's legend see distances.
-// `facts`: whether this analysis speaks for the node in drift detection (sysfs does; a
-// file passed in may describe another machine).
+// (NCCL_NET_GDR_LEVEL) and nvidia-smi's legend see distances. GPUs at the same distance
+// share one finding, with a line of evidence each. `facts`: whether this analysis speaks for
+// the node in drift detection (sysfs does; a file passed in may describe another machine).
 void AnalyzeAffinity(const PciTopology& t, const std::string& evidence_prefix, bool facts,
                      CheckOutput& out) {
   const auto nics = DataNics(t);
-  std::vector<std::string> good;
+  std::map<PathType, std::vector<std::string>> gpus_at;  // distance -> GPU names
+  std::map<PathType, std::vector<std::string>> evidence_at;
   PathType worst = PathType::kPix;
   for (const PciDevice* gpu : t.Gpus()) {
     PathType best = PathType::kUnknown;
@@ -57,49 +69,65 @@ void AnalyzeAffinity(const PciTopology& t, const std::string& evidence_prefix, b
       if (p == best) nearest.push_back(nic);
     }
     worst = std::max(worst, best);
-    std::string names;
-    for (const PciDevice* n : nearest) names += (names.empty() ? "" : "/") + n->name;
-    const std::string pair = gpu->name + " -> " + names + " " + std::string(PathName(best));
+    const std::string names = Names(nearest);
     if (facts) out.Fact("affinity." + gpu->name, names + " " + std::string(PathName(best)));
+    gpus_at[best].push_back(gpu->name);
     if (best <= PathType::kPxb) {
-      good.push_back(pair);
+      evidence_at[best].push_back(gpu->name + " -> " + names + " " + std::string(PathName(best)));
       continue;
     }
-    std::vector<std::string> evidence = {evidence_prefix + Position(*gpu)};
-    for (const PciDevice* n : nearest) evidence.push_back(evidence_prefix + Position(*n));
-    if (best == PathType::kSys) {
-      out.Add(Severity::kCritical,
-              gpu->name + ": the closest NIC (" + names +
-                  ") is across the socket (SYS): its traffic crosses the CPU interconnect and "
-                  "NCCL turns GPUDirect RDMA off for it",
-              evidence,
-              "give each socket's GPUs a NIC on the same socket (check which slots the NICs "
-              "sit in, and BIOS NUMA settings); meanwhile bind each rank to a NIC on its "
-              "GPU's socket with NCCL_IB_HCA");
-    } else if (best == PathType::kUnknown) {
-      out.Add(Severity::kWarn,
-              gpu->name + ": cannot tell how close any NIC is (no PCIe path and no NUMA node)",
-              evidence,
-              "give the output of `nvidia-smi topo -m` or NCCL's topology dump (--topo-file)");
-    } else {
-      out.Add(Severity::kWarn,
-              gpu->name + ": the closest NIC (" + names + ") is " + std::string(PathName(best)) +
-                  ", not behind the GPU's own PCIe switch: GPUDirect RDMA goes through the " +
-                  (best == PathType::kPhb ? "CPU's host bridge" : "CPU between host bridges") +
-                  " and NCCL may turn it off at its default distance",
-              evidence,
-              "prefer a NIC under the GPU's PCIe switch; if none exists, set "
-              "NCCL_NET_GDR_LEVEL=" +
-                  std::string(PathName(best)) + " to keep GPUDirect RDMA");
+    std::string line = evidence_prefix + Position(*gpu) + " -> closest ";
+    for (size_t i = 0; i < nearest.size() && i < kNamesShown; ++i) {
+      line += (i == 0 ? "" : "; ") + Position(*nearest[i]);
     }
+    if (nearest.size() > kNamesShown) {
+      line += fmt::format("; +{} more at the same distance", nearest.size() - kNamesShown);
+    }
+    evidence_at[best].push_back(line);
   }
   if (facts) out.Fact("affinity.worst", std::string(PathName(worst)));
-  if (!good.empty()) {
-    Finding& f =
-        out.Add(Severity::kOk, fmt::format("{} of {} GPUs have a NIC behind their own PCIe switch "
-                                           "(PIX/PXB)",
-                                           good.size(), t.Gpus().size()));
-    f.evidence = good;
+  for (const auto& [path, gpus] : gpus_at) {
+    std::string who;
+    for (const auto& g : gpus) who += (who.empty() ? "" : ", ") + g;
+    const std::vector<std::string>& evidence = evidence_at[path];
+    const std::string name(PathName(path));
+    switch (path) {
+      case PathType::kPix:
+      case PathType::kPxb:
+        out.Add(Severity::kOk,
+                fmt::format("{} of {} GPUs have a NIC behind their own PCIe switch ({})",
+                            gpus.size(), t.Gpus().size(), name),
+                evidence);
+        break;
+      case PathType::kSys:
+        out.Add(Severity::kCritical,
+                who +
+                    ": the closest NIC is across the socket (SYS): traffic crosses the CPU "
+                    "interconnect and NCCL turns GPUDirect RDMA off at that distance",
+                evidence,
+                "give each socket's GPUs a NIC on the same socket (check which slots the NICs "
+                "sit in, and BIOS NUMA settings); meanwhile bind each rank to a NIC on its "
+                "GPU's socket with NCCL_IB_HCA");
+        break;
+      case PathType::kUnknown:
+        out.Add(Severity::kWarn,
+                who + ": cannot tell how close any NIC is (no PCIe path and no NUMA node)",
+                evidence,
+                "give the output of `nvidia-smi topo -m` or NCCL's topology dump (--topo-file)");
+        break;
+      case PathType::kPhb:
+      case PathType::kNode:
+        out.Add(Severity::kWarn,
+                who + ": the closest NIC is " + name +
+                    ", not behind the GPU's own PCIe switch: GPUDirect RDMA goes through the " +
+                    (path == PathType::kPhb ? "CPU's host bridge" : "CPU between host bridges") +
+                    " and NCCL may turn it off at its default distance",
+                evidence,
+                "prefer a NIC under the GPU's PCIe switch; if none exists, set "
+                "NCCL_NET_GDR_LEVEL=" +
+                    name + " to keep GPUDirect RDMA");
+        break;
+    }
   }
 }
 
