@@ -78,10 +78,13 @@ void AnalyzeAffinity(const PciTopology& t, const std::string& evidence_prefix, b
     }
     std::string line = evidence_prefix + Position(*gpu) + " -> closest ";
     for (size_t i = 0; i < nearest.size() && i < kNamesShown; ++i) {
-      line += (i == 0 ? "" : "; ") + Position(*nearest[i]);
+      const PciDevice& n = *nearest[i];
+      line += (i == 0 ? "" : ", ") + Describe(n) + " on NUMA " +
+              (n.numa >= 0 ? std::to_string(n.numa) : "unknown") +
+              (n.host_bridge.empty() ? "" : " under " + n.host_bridge);
     }
     if (nearest.size() > kNamesShown) {
-      line += fmt::format("; +{} more at the same distance", nearest.size() - kNamesShown);
+      line += fmt::format(", +{} more at the same distance", nearest.size() - kNamesShown);
     }
     evidence_at[best].push_back(line);
   }

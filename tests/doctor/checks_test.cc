@@ -106,7 +106,9 @@ TEST_F(ChecksTest, NicsOnTheOtherSocketAreCritical) {
     ASSERT_EQ(f.evidence.size(), 4u);
     EXPECT_NE(f.evidence[0].find("GPU0 (0000:1a:00.0): NUMA 0, pci0000:17"), std::string::npos)
         << f.evidence[0];
-    EXPECT_NE(f.evidence[0].find("mlx5_0 (0000:9b:00.0): NUMA 1"), std::string::npos);
+    EXPECT_NE(f.evidence[0].find("closest mlx5_0 (0000:9b:00.0) on NUMA 1 under pci0000:97"),
+              std::string::npos)
+        << f.evidence[0];
     EXPECT_NE(f.evidence[0].find("+5 more at the same distance"), std::string::npos);
   }
   EXPECT_TRUE(Has(Find(r, "numa"), Severity::kWarn, "NUMA node 0 has 4 GPU(s) but no RDMA NIC"))
