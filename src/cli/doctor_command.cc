@@ -1,9 +1,12 @@
 #include "cli/doctor_command.h"
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
