@@ -8,6 +8,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev
   libhwloc-dev libgloo-dev libopenmpi-dev openmpi-bin
   libgtest-dev libgmock-dev
+  libpugixml-dev
   clang-format iproute2 iperf3 jq
 )
 

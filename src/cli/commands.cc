@@ -1,5 +1,6 @@
 // The registry of subcommands: one line per command, each defined in its own file.
 #include "cli/command.h"
+#include "cli/doctor_command.h"
 #include "cli/model_command.h"
 #include "cli/run_command.h"
 
@@ -11,6 +12,8 @@ const std::vector<Command>& Commands() {
        "the collective benchmark: nccl-tests flags and output (also callable as "
        "all_reduce_perf, all_gather_perf, ...)",
        SetupRunCommand},
+      {"doctor", "node configuration checks: GPUDirect, GPU-NIC affinity, ports, MTU, NCCL",
+       SetupDoctorCommand},
       {"model", "predict collective performance for a platform and scale, or simulate the fabric",
        SetupModelCommand},
   };
