@@ -5,6 +5,7 @@
 
 #include <compare>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -136,6 +137,9 @@ struct LocateOptions {
   int confirm_peers = 3;   // known-good nodes each suspect node is retested against
   bool per_node = true;    // the per-node round (nodes with two or more ranks)
   bool stragglers = true;  // the collective over every rank, for per-rank times
+  // Told before each round: the phase ("per-node", "pairs", "confirmation", "world"), the
+  // round's number in it (from 1) and the phase's rounds. For a progress line.
+  std::function<void(std::string_view phase, int round, int rounds)> progress;
 };
 
 // What a suspect is.

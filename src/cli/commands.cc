@@ -1,5 +1,6 @@
 // The registry of subcommands: one line per command, each defined in its own file.
 #include "cli/command.h"
+#include "cli/locate_command.h"
 #include "cli/run_command.h"
 
 namespace fabricscope::cli {
@@ -10,6 +11,8 @@ const std::vector<Command>& Commands() {
        "the collective benchmark: nccl-tests flags and output (also callable as "
        "all_reduce_perf, all_gather_perf, ...)",
        SetupRunCommand},
+      {"locate", "find the slow node and the slow link: pair rounds, confirmation, stragglers",
+       SetupLocateCommand},
   };
   return commands;
 }

@@ -25,8 +25,8 @@ std::string Times(double ratio) { return fmt::format("{:.2f}x", ratio); }
 // "rail 1", "rails 0, 2", or "" when the cluster has one rail.
 std::string RailsPhrase(const std::vector<int>& rails, int total) {
   if (total <= 1) return "";
-  if (static_cast<int>(rails.size()) == total) return " on every rail";
-  std::string s = rails.size() == 1 ? " on rail " : " on rails ";
+  if (static_cast<int>(rails.size()) == total) return ", on every rail";
+  std::string s = rails.size() == 1 ? ", on rail " : ", on rails ";
   for (size_t i = 0; i < rails.size(); ++i) s += (i ? ", " : "") + std::to_string(rails[i]);
   return s;
 }
@@ -492,8 +492,8 @@ Decision Decide(const ClusterLayout& layout, const Candidates& candidates,
     const RailBaseline& base =
         candidates.rails[static_cast<size_t>(s.rails.front())].baseline.values();
     s.evidence = fmt::format(
-        "slow between {} and {} only{}: {} the cluster's bandwidth (sendrecv {} against a "
-        "median pair's {}); {} of their {} other pairs fine",
+        "slow between {} and {} only{}: {} the typical pair (sendrecv {} against {}); {} of "
+        "their {} other pairs fine",
         name(link.a), name(link.b), RailsPhrase(s.rails, total_rails), Times(s.ratio),
         Gbs(Median(sendrecv)), Gbs(base.sendrecv_median), fine_others, others);
     s.evidence += plan_link.good_a < 0 ? "; not retested: no known-good node to test it against"

@@ -73,7 +73,13 @@ LocateReport Locate(const LocateOptions& options, const ClusterLayout& layout,
   const bool per_node =
       options.per_node && std::any_of(layout.ranks.begin(), layout.ranks.end(),
                                       [](const auto& ranks) { return ranks.size() >= 2; });
+  auto tell = [&](std::string_view phase, size_t round, size_t rounds) {
+    if (options.progress) {
+      options.progress(phase, static_cast<int>(round + 1), static_cast<int>(rounds));
+    }
+  };
   if (per_node) {
+    tell("per-node", 0, 1);
     report.node_samples = measurer.MeasureNodes();
     ++report.rounds.per_node;
   }
@@ -82,6 +88,7 @@ LocateReport Locate(const LocateOptions& options, const ClusterLayout& layout,
                                           ? RoundRobinSchedule(nodes)
                                           : QuickSchedule(nodes, options.coverage, options.seed);
   for (const Round& round : schedule) {
+    tell("pairs", static_cast<size_t>(report.rounds.pairs), schedule.size());
     Append(report.samples, measurer.MeasureRound(round));
     ++report.rounds.pairs;
   }
@@ -91,7 +98,9 @@ LocateReport Locate(const LocateOptions& options, const ClusterLayout& layout,
     report.baselines.push_back(rail.baseline.values());
   }
   const classify::ConfirmationPlan plan = classify::PlanConfirmation(candidates, options);
-  for (const Round& round : PackRounds(plan.Pairs())) {
+  const std::vector<Round> retests = PackRounds(plan.Pairs());
+  for (const Round& round : retests) {
+    tell("confirmation", static_cast<size_t>(report.rounds.confirmation), retests.size());
     Append(report.confirmation_samples, measurer.MeasureRound(round));
     ++report.rounds.confirmation;
   }
@@ -101,6 +110,7 @@ LocateReport Locate(const LocateOptions& options, const ClusterLayout& layout,
   if (per_node) {
     std::vector<NodeSample> retest;
     if (!classify::IntraNodeCandidates(report.node_samples, options).empty()) {
+      tell("per-node", 0, 1);
       retest = measurer.MeasureNodes();
       ++report.rounds.per_node;
     }
@@ -114,6 +124,7 @@ LocateReport Locate(const LocateOptions& options, const ClusterLayout& layout,
   report.unconfirmed = std::move(decision.unconfirmed);
 
   if (options.stragglers) {
+    tell("world", 0, 1);
     report.world_times = measurer.MeasureWorld();
     ++report.rounds.world;
     if (report.world_times) {
