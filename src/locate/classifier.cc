@@ -409,8 +409,7 @@ Decision Decide(const ClusterLayout& layout, const Candidates& candidates,
     const RailBaseline& base =
         candidates.rails[static_cast<size_t>(s.rails.front())].baseline.values();
     s.evidence = fmt::format(
-        "slow with {} of {} peers{}: median {} the cluster's bandwidth "
-        "(sendrecv {} against a median pair's {})",
+        "slow with {} of {} peers{}: median {} the typical pair (sendrecv {} against {})",
         slow_peers, peers, RailsPhrase(s.rails, total_rails), Times(s.ratio), Gbs(Median(sendrecv)),
         Gbs(base.sendrecv_median));
     if (plan_node.good.empty()) {

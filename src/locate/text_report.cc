@@ -20,7 +20,7 @@ void WriteMatrix(const LocateReport& report, const matrix::PairGrid& grid,
                  const std::vector<double>& values, const char* metric, double median, int rail,
                  std::ostream& out) {
   const auto& names = report.layout.names;
-  size_t width = 7;
+  size_t width = 9;  // "0.00592*": three digits, a star
   for (const auto& n : names) width = std::max(width, n.size() + 1);
   out << fmt::format("#\n# {} bus bandwidth (GB/s){}, typical pair {}; * below {:.2f}x\n", metric,
                      report.layout.rails > 1 ? fmt::format(", rail {}", rail) : std::string(),
