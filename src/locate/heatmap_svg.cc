@@ -67,11 +67,11 @@ std::string LocateHeatmapSvg(const LocateReport& report, int rail) {
   const matrix::PairGrid g = matrix::BuildGrid(report, rail, kMaxCells);
   const auto& names = report.layout.names;
   const bool labelled = g.block == 1 && g.cells <= kMaxLabelled;
-  const double cell = std::max(1.0, std::floor(kPlotPixels / std::max(1, g.cells)));
+  const double cell = std::clamp(std::floor(kPlotPixels / std::max(1, g.cells)), 1.0, 40.0);
   const double left = labelled ? 110 : 40;
-  const double top = 70;
+  const double top = labelled ? 120 : 60;  // room for the slanted column names
   const double side = cell * g.cells;
-  const double width = left + side + 120;
+  const double width = std::max(left + side + 140, 900.0);  // and for the title
   const double height = top + side + 40;
   std::string svg = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0:.0f}\" height=\"{1:.0f}\" "

@@ -14,37 +14,47 @@ namespace {
 
 NodePair Ordered(int a, int b) { return a < b ? NodePair{a, b} : NodePair{b, a}; }
 
-}  // namespace
-
-std::vector<Round> RoundRobinSchedule(int nodes) {
-  if (nodes < 2) {
-    throw UsageError("a pair schedule needs at least 2 nodes (got " + std::to_string(nodes) + ")");
-  }
-  // The circle method on an even count: one position stays put, the others rotate by one
-  // each round; with an odd count a phantom node makes it even, and its partner sits out.
+// Round r of the circle method on an even count: one position stays put, the others
+// rotate by one each round; with an odd count a phantom node makes it even, and its
+// partner sits out. Computed on its own, so quick mode never builds the whole schedule.
+Round CircleRound(int nodes, int r) {
   const int even = nodes % 2 == 0 ? nodes : nodes + 1;
   const int circle = even - 1;
   const int fixed = even - 1;
-  std::vector<Round> rounds(static_cast<size_t>(circle));
-  for (int r = 0; r < circle; ++r) {
-    Round& round = rounds[static_cast<size_t>(r)];
-    round.pairs.reserve(static_cast<size_t>(even / 2));
-    auto add = [&](int x, int y) {
-      if (x < nodes && y < nodes) round.pairs.push_back(Ordered(x, y));
-    };
-    add(fixed, r);
-    for (int k = 1; k < even / 2; ++k) add((r + k) % circle, (r - k + circle) % circle);
-    std::sort(round.pairs.begin(), round.pairs.end());
+  Round round;
+  round.pairs.reserve(static_cast<size_t>(even / 2));
+  auto add = [&](int x, int y) {
+    if (x < nodes && y < nodes) round.pairs.push_back(Ordered(x, y));
+  };
+  add(fixed, r);
+  for (int k = 1; k < even / 2; ++k) add((r + k) % circle, (r - k + circle) % circle);
+  std::sort(round.pairs.begin(), round.pairs.end());
+  return round;
+}
+
+int CircleRounds(int nodes) {
+  if (nodes < 2) {
+    throw UsageError("a pair schedule needs at least 2 nodes (got " + std::to_string(nodes) + ")");
   }
+  return nodes % 2 == 0 ? nodes - 1 : nodes;
+}
+
+}  // namespace
+
+std::vector<Round> RoundRobinSchedule(int nodes) {
+  const int count = CircleRounds(nodes);
+  std::vector<Round> rounds;
+  rounds.reserve(static_cast<size_t>(count));
+  for (int r = 0; r < count; ++r) rounds.push_back(CircleRound(nodes, r));
   return rounds;
 }
 
 std::vector<Round> QuickSchedule(int nodes, int coverage, uint64_t seed) {
-  std::vector<Round> full = RoundRobinSchedule(nodes);
-  if (coverage < 1 || static_cast<size_t>(coverage) > full.size()) {
-    throw UsageError("quick mode covers each node 1 to " + std::to_string(full.size()) +
-                     " times with " + std::to_string(nodes) + " nodes (got " +
-                     std::to_string(coverage) + "); beyond that, run the full schedule");
+  const int count = CircleRounds(nodes);
+  if (coverage < 1 || coverage > count) {
+    throw UsageError("quick mode covers each node 1 to " + std::to_string(count) + " times with " +
+                     std::to_string(nodes) + " nodes (got " + std::to_string(coverage) +
+                     "); beyond that, run the full schedule");
   }
   // A random relabelling of the nodes and a random choice of rounds: each node meets
   // `coverage` distinct peers, random but reproducible from the seed.
@@ -52,14 +62,14 @@ std::vector<Round> QuickSchedule(int nodes, int coverage, uint64_t seed) {
   std::vector<int> label(static_cast<size_t>(nodes));
   std::iota(label.begin(), label.end(), 0);
   Shuffle(label, rng);
-  std::vector<size_t> order(full.size());
-  std::iota(order.begin(), order.end(), size_t{0});
+  std::vector<int> order(static_cast<size_t>(count));
+  std::iota(order.begin(), order.end(), 0);
   Shuffle(order, rng);
   std::vector<Round> rounds;
   rounds.reserve(static_cast<size_t>(coverage));
   for (int r = 0; r < coverage; ++r) {
     Round round;
-    for (const NodePair& p : full[order[static_cast<size_t>(r)]].pairs) {
+    for (const NodePair& p : CircleRound(nodes, order[static_cast<size_t>(r)]).pairs) {
       round.pairs.push_back(
           Ordered(label[static_cast<size_t>(p.a)], label[static_cast<size_t>(p.b)]));
     }
