@@ -88,6 +88,8 @@ double Baseline::Ratio(double sendrecv, double all_reduce, int64_t wrong) const 
   return parts == 0 ? 1.0 : sum / parts;
 }
 
+bool Baseline::IsFine(double ratio) const { return Finite(ratio) && ratio >= threshold_ * center_; }
+
 bool Baseline::IsSlow(double ratio) const {
   if (!Finite(ratio)) return false;
   const double sigma = Finite(values_.sigma) ? values_.sigma : 0.0;
@@ -443,7 +445,7 @@ Decision Decide(const ClusterLayout& layout, const Candidates& candidates,
           if (o.pair == link || rail.slow_node[static_cast<size_t>(Other(o.pair, end))]) continue;
           ++others;
           ++rail_measurements;
-          if (!o.slow) {
+          if (rail.baseline.IsFine(o.ratio)) {
             ++fine_others;
             ++rail_agreeing;
           }
@@ -454,13 +456,17 @@ Decision Decide(const ClusterLayout& layout, const Candidates& candidates,
           plan_link.good_a >= 0 ? Find(retest[r], link.a, plan_link.good_a) : nullptr;
       const PairVerdict* with_b =
           plan_link.good_b >= 0 ? Find(retest[r], link.b, plan_link.good_b) : nullptr;
+      // The ends must be clearly fine with good nodes, not merely short of slow: an end at
+      // 0.55x in a noisy cluster is no evidence that the link, not the node, is at fault.
+      const auto fine = [&](const PairVerdict* t) {
+        return t != nullptr && rail.baseline.IsFine(t->ratio);
+      };
       for (const PairVerdict* t : {again, with_a, with_b}) {
         if (t == nullptr) continue;
         ++rail_measurements;
-        if ((t == again) == t->slow) ++rail_agreeing;
+        if (t == again ? t->slow : fine(t)) ++rail_agreeing;
       }
-      const bool confirmed = again != nullptr && again->slow && with_a != nullptr &&
-                             !with_a->slow && with_b != nullptr && !with_b->slow;
+      const bool confirmed = again != nullptr && again->slow && fine(with_a) && fine(with_b);
       if (confirmed) confirmed_rails.push_back(static_cast<int>(r));
       agreeing += rail_agreeing;
       measurements += rail_measurements;

@@ -31,6 +31,8 @@ class Baseline {
   double Ratio(double sendrecv, double all_reduce, int64_t wrong) const;
   // Below threshold AND more than min_robust_z robust standard deviations under the center.
   bool IsSlow(double ratio) const;
+  // At or above the threshold: clearly not slow (below it but within the noise is neither).
+  bool IsFine(double ratio) const;
   const RailBaseline& values() const { return values_; }
 
  private:

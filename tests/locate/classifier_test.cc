@@ -240,6 +240,25 @@ TEST(Decide, ALinkWhoseEndIsSlowWithAGoodNodeIsNotNamedALink) {
   EXPECT_EQ(d.unconfirmed.size(), 1u);
 }
 
+TEST(Decide, ALinkWhoseEndIsOnlyShortOfSlowIsNotConfirmed) {
+  const ClusterLayout layout = Layout(6);
+  const LocateOptions options;
+  const Candidates c = FindCandidates(layout, AllPairs(6, 1, SlowLink(1, 4, 0.3)), options);
+  const ConfirmationPlan plan = PlanConfirmation(c, options);
+  // Node 1 at 0.6x with its good node: below the threshold, so no evidence of a link.
+  const int good_a = plan.links[0].good_a;
+  const Decision d = Decide(layout, c, plan, Retests(plan.Pairs(), 1, [&](int a, int b, int) {
+                              if (a == 1 && b == 4) return 3.0;
+                              if ((a == 1 && b == good_a) || (a == good_a && b == 1)) return 6.0;
+                              return 10.0;
+                            }));
+  EXPECT_TRUE(d.named.empty());
+  ASSERT_EQ(d.unconfirmed.size(), 1u);
+  const Baseline& b = c.rails[0].baseline;
+  EXPECT_FALSE(b.IsFine(0.6));
+  EXPECT_TRUE(b.IsFine(0.7));
+}
+
 TEST(Decide, SlowOnOneOfTwoRailsIsANic) {
   const ClusterLayout layout = Layout(6, 2);
   const LocateOptions options;

@@ -107,11 +107,15 @@ TEST_F(LocateCliTest, SimulatedSlowNodeIsNamedWithExitCode1) {
 }
 
 TEST_F(LocateCliTest, SimulatedClusterWithoutFaultExitsZero) {
-  const Outcome o = Run("locate --simulate 40 --noise 0.05 --transients 0.01");
+  const fs::path report = dir_ / "report.txt";
+  const Outcome o =
+      Run("locate --simulate 40 --noise 0.05 --transients 0.01 --output " + report.string());
   EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
-  EXPECT_NE(o.out.find("# verdict: nobody named"), std::string::npos) << o.out;
+  EXPECT_TRUE(o.out.empty()) << o.out;  // the report went to --output
+  const std::string text = Slurp(report);
+  EXPECT_NE(text.find("# verdict: nobody named"), std::string::npos) << text;
   // Beyond 16 nodes the text leaves the matrix to the JSON and the SVG.
-  EXPECT_NE(o.out.find("the 40 x 40 matrix is in the JSON"), std::string::npos) << o.out;
+  EXPECT_NE(text.find("the 40 x 40 matrix is in the JSON"), std::string::npos) << text;
 }
 
 TEST_F(LocateCliTest, QuickModeAtScaleAsJsonOnStdout) {
@@ -217,6 +221,8 @@ TEST_F(LocateCliTest, BadInputsGetAClearErrorAndExitCode) {
   ExpectRefused("locate --simulate 8 --json /nonexistent-dir/r.json", 3,
                 "cannot write the JSON report");
   ExpectRefused("locate --simulate 8 --svg /nonexistent-dir/r.svg", 3, "cannot write the heatmap");
+  ExpectRefused("locate --simulate 8 --output /nonexistent-dir/r.txt", 3,
+                "cannot write the report");
 }
 
 }  // namespace

@@ -156,7 +156,7 @@ check_common() {
     "$(for ((i = 1; i <= HOSTS; i++)); do printf '%s%d ' "$node_prefix" "$i"; done | sed 's/ $//')"
   check "$label: every pair measured in $((HOSTS - 1)) rounds" equal \
     "$(jq -r '"\(.rounds.pairs) \([.measurements[] | select(.phase == "pairs")] | length)"' "$json")" \
-    "$((HOSTS - 1)) $((HOSTS * (HOSTS - 1) / 2 * threads))"
+    "$((HOSTS - 1)) $((HOSTS * (HOSTS - 1) * threads / 2))"
   check "$label: no wrong data" equal "$(jq '[.measurements[].wrong] | add' "$json")" 0
   check "$label: the heatmap is an SVG" contains "$tmp/$label.svg" "</svg>"
   check "$label: only rank 0 reports" equal "$(cat "$tmp/$label".out.[1-9]*)" ""
