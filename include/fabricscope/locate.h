@@ -129,7 +129,7 @@ struct LocateOptions {
   LocateMode mode = LocateMode::kFull;
   int coverage = 3;   // quick mode: rounds, i.e. peers per node
   uint64_t seed = 1;  // quick mode's pairing
-  // A measurement is slow when it is below `threshold` x the median of its kind AND more
+  // A measurement is slow when it is below `threshold` x the typical one AND more
   // than `min_robust_z` robust standard deviations (1.4826 MAD) below it: the first keeps
   // a tight cluster's noise from naming anyone, the second a noisy cluster's.
   double threshold = 0.7;
@@ -156,7 +156,7 @@ struct Suspect {
   SuspectKind kind = SuspectKind::kNode;
   std::vector<int> nodes;  // one node; two for a link
   std::vector<int> rails;  // the rails it is slow on
-  // Median bandwidth of its slow measurements over the cluster's median (0.25 = a quarter).
+  // Median bandwidth of its slow measurements over the typical pair's (0.25 = a quarter).
   double ratio = 1.0;
   // Measurements that agree with the verdict over all that bear on it (0..1): for a node,
   // its slow pairs; for a link, the pair slow and both ends fine with other peers;
@@ -191,9 +191,11 @@ struct LocateRounds {
 // The bandwidth every pair on one rail is judged against.
 struct RailBaseline {
   int rail = 0;
-  double sendrecv_median = 0;
-  double all_reduce_median = 0;
-  double sigma = 0;  // robust standard deviation of the pairs' ratios to the medians
+  // The typical pair, GB/s: the median over nodes of each node's median pair (robust to a
+  // slow node, which is in half the pairs of four nodes but a minority of any one's peers).
+  double sendrecv_typical = 0;
+  double all_reduce_typical = 0;
+  double sigma = 0;  // robust standard deviation of healthy pairs' ratios to the typical
 };
 
 // Everything locate found, and how.
@@ -321,7 +323,7 @@ LocateReport RunLocateJob(const LocateJobOptions& options, Backend& backend,
 void WriteLocateText(const LocateReport& report, std::ostream& out);
 // The whole report as one JSON document.
 std::string LocateJson(const LocateReport& report);
-// The node x node heatmap of pair bandwidth over the median (rail 0 unless `rail`),
+// The node x node heatmap of pair bandwidth over the typical pair (rail 0 unless `rail`),
 // suspects outlined; above 256 nodes, a cell is a block of nodes and shows its slowest pair.
 std::string LocateHeatmapSvg(const LocateReport& report, int rail = 0);
 

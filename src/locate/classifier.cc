@@ -77,12 +77,12 @@ double Baseline::Ratio(double sendrecv, double all_reduce, int64_t wrong) const 
   if (wrong > 0) return 0.0;  // wrong data is the worst a link can do
   double sum = 0;
   int parts = 0;
-  if (values_.sendrecv_median > 0 && Finite(sendrecv)) {
-    sum += sendrecv / values_.sendrecv_median;
+  if (values_.sendrecv_typical > 0 && Finite(sendrecv)) {
+    sum += sendrecv / values_.sendrecv_typical;
     ++parts;
   }
-  if (values_.all_reduce_median > 0 && Finite(all_reduce)) {
-    sum += all_reduce / values_.all_reduce_median;
+  if (values_.all_reduce_typical > 0 && Finite(all_reduce)) {
+    sum += all_reduce / values_.all_reduce_typical;
     ++parts;
   }
   return parts == 0 ? 1.0 : sum / parts;
@@ -179,8 +179,8 @@ RailAnalysis AnalyzeRail(int rail, int nodes, const std::vector<PairSample>& sam
   };
   RailBaseline values;
   values.rail = rail;
-  values.sendrecv_median = typical(&PairVerdict::sendrecv);
-  values.all_reduce_median = typical(&PairVerdict::all_reduce);
+  values.sendrecv_typical = typical(&PairVerdict::sendrecv);
+  values.all_reduce_typical = typical(&PairVerdict::all_reduce);
   const Baseline provisional(values, 1.0, options);
   for (PairVerdict& v : a.pairs) v.ratio = provisional.Ratio(v.sendrecv, v.all_reduce, v.wrong);
   // The noise of a healthy pair: the spread of pairs between nodes whose median pair is
@@ -413,7 +413,7 @@ Decision Decide(const ClusterLayout& layout, const Candidates& candidates,
     s.evidence = fmt::format(
         "slow with {} of {} peers{}: median {} the typical pair (sendrecv {} against {})",
         slow_peers, peers, RailsPhrase(s.rails, total_rails), Times(s.ratio), Gbs(Median(sendrecv)),
-        Gbs(base.sendrecv_median));
+        Gbs(base.sendrecv_typical));
     if (plan_node.good.empty()) {
       s.evidence += "; not retested: no known-good node to test it against";
     } else {
@@ -500,7 +500,7 @@ Decision Decide(const ClusterLayout& layout, const Candidates& candidates,
         "slow between {} and {} only{}: {} the typical pair (sendrecv {} against {}); {} of "
         "their {} other pairs fine",
         name(link.a), name(link.b), RailsPhrase(s.rails, total_rails), Times(s.ratio),
-        Gbs(Median(sendrecv)), Gbs(base.sendrecv_median), fine_others, others);
+        Gbs(Median(sendrecv)), Gbs(base.sendrecv_typical), fine_others, others);
     s.evidence += plan_link.good_a < 0 ? "; not retested: no known-good node to test it against"
                                        : retest_text;
     (s.confirmed ? decision.named : decision.unconfirmed).push_back(std::move(s));

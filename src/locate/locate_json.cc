@@ -103,8 +103,8 @@ std::string LocateJson(const LocateReport& report) {
   Json baselines = Json::array();
   for (const RailBaseline& b : report.baselines) {
     baselines.push_back({{"rail", b.rail},
-                         {"sendrecv_busbw", Number(b.sendrecv_median)},
-                         {"all_reduce_busbw", Number(b.all_reduce_median)},
+                         {"sendrecv_busbw", Number(b.sendrecv_typical)},
+                         {"all_reduce_busbw", Number(b.all_reduce_typical)},
                          {"sigma", Number(b.sigma)}});
   }
   j["baselines"] = std::move(baselines);

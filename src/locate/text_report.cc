@@ -73,8 +73,8 @@ void WriteLocateText(const LocateReport& report, std::ostream& out) {
     for (int rail = 0; rail < layout.rails; ++rail) {
       const matrix::PairGrid grid = matrix::BuildGrid(report, rail, kMaxTextNodes);
       const RailBaseline& b = report.baselines[static_cast<size_t>(rail)];
-      WriteMatrix(report, grid, grid.sendrecv, "sendrecv", b.sendrecv_median, rail, out);
-      WriteMatrix(report, grid, grid.all_reduce, "all_reduce", b.all_reduce_median, rail, out);
+      WriteMatrix(report, grid, grid.sendrecv, "sendrecv", b.sendrecv_typical, rail, out);
+      WriteMatrix(report, grid, grid.all_reduce, "all_reduce", b.all_reduce_typical, rail, out);
     }
   } else {
     out << fmt::format("#\n# the {} x {} matrix is in the JSON (--json) and the heatmap (--svg)\n",

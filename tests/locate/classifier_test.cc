@@ -63,7 +63,7 @@ TEST(Classifier, SlowWithEveryPeerIsANode) {
   EXPECT_EQ(c.good.size(), 5u);
   EXPECT_EQ(std::count(c.good.begin(), c.good.end(), 2), 0);
   ASSERT_EQ(c.rails.size(), 1u);
-  EXPECT_NEAR(c.rails[0].baseline.values().sendrecv_median, 10.0, 0.2);
+  EXPECT_NEAR(c.rails[0].baseline.values().sendrecv_typical, 10.0, 0.2);
 }
 
 TEST(Classifier, SlowWithOnePeerIsALink) {
@@ -85,7 +85,7 @@ TEST(Classifier, FourNodesAreEnoughToTellThemApart) {
   const Candidates node = FindCandidates(layout, AllPairs(4, 1, SlowNode(0, 0.3)), {});
   EXPECT_EQ(node.nodes, std::vector<int>{0});
   EXPECT_TRUE(node.links.empty());
-  EXPECT_NEAR(node.rails[0].baseline.values().sendrecv_median, 10.0, 0.2);
+  EXPECT_NEAR(node.rails[0].baseline.values().sendrecv_typical, 10.0, 0.2);
 }
 
 TEST(Classifier, TwoSlowNodesDoNotMakeTheirPeersLookSlow) {
