@@ -40,10 +40,14 @@ class LocateCliTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   Outcome Run(const std::string& args) {
+    return Shell(std::string(FABRICSCOPE_BINARY) + " " + args);
+  }
+
+  // A command line through sh, stdout and stderr captured.
+  Outcome Shell(const std::string& command) {
     const fs::path out = dir_ / "stdout";
     const fs::path err = dir_ / "stderr";
-    const std::string cmd = std::string(FABRICSCOPE_BINARY) + " " + args + " >" + out.string() +
-                            " 2>" + err.string() + " </dev/null";
+    const std::string cmd = command + " >" + out.string() + " 2>" + err.string() + " </dev/null";
     const int status = std::system(cmd.c_str());
     Outcome o;
     o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -196,6 +200,30 @@ TEST_F(LocateCliTest, FourProcessesAsNodesOverGloo) {
   EXPECT_EQ(pairs, 6u * 2u);  // 6 pairs x 2 rails
   EXPECT_EQ(j["suspects"].size(), 0u) << j["suspects"].dump(2);
   EXPECT_EQ(j["world_times"]["per_rank_us"].size(), 8u);
+}
+
+// Under mpirun with the MPI backend, whose Connect is collective over the whole job: every
+// rank joins a group each round, the idle ones a group of their own.
+TEST_F(LocateCliTest, MpiBackendUnderMpirun) {
+  // Shared memory only, as the launch tests run mpirun; Open MPI leaves its own allocations
+  // to the OS at exit, which a sanitizer build would otherwise report.
+  const Outcome o = Shell(
+      "ASAN_OPTIONS=detect_leaks=0 mpirun --allow-run-as-root "
+      "--oversubscribe --mca btl self,vader --mca btl_vader_single_copy_mechanism none "
+      "--mca mpi_yield_when_idle 1 -np 5 " +
+      std::string(FABRICSCOPE_BINARY) +
+      " locate --backend mpi --group-by process -b 64K -n 2 -T 60 --threshold 0.2 --format json");
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  const auto j = nlohmann::json::parse(o.out);  // one report: rank 0's
+  EXPECT_EQ(j["backend"], "mpi");
+  EXPECT_EQ(j["nodes"].size(), 5u);
+  EXPECT_EQ(j["rounds"]["pairs"], 5);  // odd: a node sits out each round
+  EXPECT_EQ(j["measurements"].size(), 10u);
+  for (const auto& m : j["measurements"]) {
+    EXPECT_GT(m["sendrecv_busbw"].get<double>(), 0);
+    EXPECT_EQ(m["wrong"], 0);
+  }
+  EXPECT_EQ(j["suspects"].size(), 0u) << j["suspects"].dump(2);
 }
 
 TEST_F(LocateCliTest, BadInputsGetAClearErrorAndExitCode) {
