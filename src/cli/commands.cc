@@ -1,6 +1,7 @@
 // The registry of subcommands: one line per command, each defined in its own file.
 #include "cli/command.h"
 #include "cli/doctor_command.h"
+#include "cli/locate_command.h"
 #include "cli/model_command.h"
 #include "cli/run_command.h"
 
@@ -12,6 +13,8 @@ const std::vector<Command>& Commands() {
        "the collective benchmark: nccl-tests flags and output (also callable as "
        "all_reduce_perf, all_gather_perf, ...)",
        SetupRunCommand},
+      {"locate", "find the slow node and the slow link: pair rounds, confirmation, stragglers",
+       SetupLocateCommand},
       {"doctor", "node configuration checks: GPUDirect, GPU-NIC affinity, ports, MTU, NCCL",
        SetupDoctorCommand},
       {"model", "predict collective performance for a platform and scale, or simulate the fabric",
