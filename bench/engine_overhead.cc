@@ -40,6 +40,7 @@
 #include <gloo/rendezvous/hash_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -405,69 +406,51 @@ void RunRanks(int nranks, const BenchOptions& options) {
   fmt::print("\n");
 }
 
-[[noreturn]] void Usage(std::string_view problem) {
-  fmt::print(stderr, "engine_overhead: {}\n", problem);
-  fmt::print(stderr,
-             "usage: engine_overhead [--ranks 2[,4...]] [--min-bytes N] [--max-bytes N]\n"
-             "                       [--rounds N] [--iters N] [--bare-kernel fabricscope|gloo]\n"
-             "                       [--connect round|once] [--aa 0|1]\n");
-  std::exit(2);
-}
-
-size_t ParseNumber(std::string_view flag, const std::string& text) {
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  if (end == text.c_str() || *end != '\0' || v == 0) Usage(fmt::format("bad value for {}", flag));
-  return static_cast<size_t>(v);
-}
-
-int ParseInt(std::string_view flag, const std::string& text) {
-  const size_t v = ParseNumber(flag, text);
-  if (v > 1000000) Usage(fmt::format("{} is too large", flag));
-  return static_cast<int>(v);
-}
-
 BenchOptions Parse(int argc, char** argv) {
   BenchOptions options;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view flag = argv[i];
-    if (i + 1 >= argc) Usage(fmt::format("{} needs a value", flag));
-    const std::string value = argv[++i];
-    if (flag == "--ranks") {
-      options.ranks.clear();
-      size_t start = 0;
-      while (start <= value.size()) {
-        const size_t comma = std::min(value.find(',', start), value.size());
-        const int n = ParseInt(flag, value.substr(start, comma - start));
-        if (n < 2) Usage("--ranks needs at least 2 ranks: one rank has no Gloo traffic");
-        options.ranks.push_back(n);
-        start = comma + 1;
-      }
-    } else if (flag == "--min-bytes") {
-      options.min_bytes = ParseNumber(flag, value);
-    } else if (flag == "--max-bytes") {
-      options.max_bytes = ParseNumber(flag, value);
-    } else if (flag == "--rounds") {
-      options.rounds = ParseInt(flag, value);
-    } else if (flag == "--iters") {
-      options.iters = ParseInt(flag, value);
-    } else if (flag == "--bare-kernel") {
-      if (value != "gloo" && value != "fabricscope") Usage("--bare-kernel is fabricscope or gloo");
-      options.bare_uses_reduce3 = value == "fabricscope";
-    } else if (flag == "--aa") {
-      if (value != "0" && value != "1") Usage("--aa is 0 or 1");
-      options.aa = value == "1";
-    } else if (flag == "--connect") {
-      if (value != "round" && value != "once") Usage("--connect is round or once");
-      options.connect_each_round = value == "round";
-    } else {
-      Usage(fmt::format("unknown flag {}", flag));
+  CLI::App app{"Bare gloo::allreduce against the busbw fabricscope's engine reports for it",
+               "engine_overhead"};
+  app.add_option("--ranks", options.ranks,
+                 "rank counts, comma-separated (one rank has no Gloo traffic)")
+      ->delimiter(',')
+      ->check(CLI::Range(2, 64))
+      ->capture_default_str();
+  app.add_option("--min-bytes", options.min_bytes, "smallest size, a multiple of 4")
+      ->check(CLI::Range(size_t{4}, size_t{1} << 34))
+      ->capture_default_str();
+  app.add_option("--max-bytes", options.max_bytes, "largest size")
+      ->check(CLI::Range(size_t{4}, size_t{1} << 34))
+      ->capture_default_str();
+  app.add_option("--rounds", options.rounds, "rounds per way and size")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  app.add_option("--iters", options.iters, "timed ops per placement and round; 0 = by size")
+      ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  std::string kernel = "fabricscope";
+  app.add_option("--bare-kernel", kernel, "the bare side's reduction kernel")
+      ->check(CLI::IsMember({"gloo", "fabricscope"}))
+      ->capture_default_str();
+  std::string connect = "round";
+  app.add_option("--connect", connect, "connect the bare side every round or once")
+      ->check(CLI::IsMember({"round", "once"}))
+      ->capture_default_str();
+  int aa = 0;
+  app.add_option("--aa", aa, "1: time the bare loop against itself (the noise yardstick)")
+      ->check(CLI::Range(0, 1))
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+    if (options.min_bytes % sizeof(float) != 0 || options.min_bytes > options.max_bytes) {
+      throw CLI::ValidationError("--min-bytes",
+                                 "must be a multiple of 4 and not exceed --max-bytes");
     }
+  } catch (const CLI::ParseError& e) {
+    std::exit(app.exit(e));
   }
-  if (options.min_bytes < sizeof(float) || options.min_bytes % sizeof(float) != 0 ||
-      options.min_bytes > options.max_bytes) {
-    Usage("need min-bytes <= max-bytes, min-bytes a multiple of 4");
-  }
+  options.bare_uses_reduce3 = kernel == "fabricscope";
+  options.connect_each_round = connect == "round";
+  options.aa = aa == 1;
   return options;
 }
 

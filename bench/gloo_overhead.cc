@@ -21,6 +21,7 @@
 #include <gloo/rendezvous/hash_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
@@ -206,55 +207,36 @@ void RunRanks(int nranks, const BenchOptions& options) {
   fmt::print("\n");
 }
 
-[[noreturn]] void Usage(std::string_view problem) {
-  fmt::print(stderr, "gloo_overhead: {}\n", problem);
-  fmt::print(stderr,
-             "usage: gloo_overhead [--ranks 2,4] [--min-bytes N] [--max-bytes N] [--rounds N]\n"
-             "                     [--bare-kernel gloo|fabricscope]\n");
-  std::exit(2);
-}
-
-size_t ParseNumber(std::string_view flag, const char* text) {
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(text, &end, 10);
-  if (end == text || *end != '\0' || v == 0) Usage(fmt::format("bad value for {}", flag));
-  return static_cast<size_t>(v);
-}
-
 BenchOptions Parse(int argc, char** argv) {
   BenchOptions options;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view flag = argv[i];
-    if (i + 1 >= argc) Usage(fmt::format("{} needs a value", flag));
-    const char* value = argv[++i];
-    if (flag == "--ranks") {
-      options.ranks.clear();
-      std::string list = value;
-      size_t start = 0;
-      while (start <= list.size()) {
-        const size_t comma = std::min(list.find(',', start), list.size());
-        const std::string item = list.substr(start, comma - start);
-        options.ranks.push_back(static_cast<int>(ParseNumber(flag, item.c_str())));
-        start = comma + 1;
-      }
-    } else if (flag == "--min-bytes") {
-      options.min_bytes = ParseNumber(flag, value);
-    } else if (flag == "--max-bytes") {
-      options.max_bytes = ParseNumber(flag, value);
-    } else if (flag == "--rounds") {
-      options.rounds = static_cast<int>(ParseNumber(flag, value));
-    } else if (flag == "--bare-kernel") {
-      const std::string_view kernel = value;
-      if (kernel != "gloo" && kernel != "fabricscope")
-        Usage("--bare-kernel is gloo or fabricscope");
-      options.bare_uses_reduce3 = kernel == "fabricscope";
-    } else {
-      Usage(fmt::format("unknown flag {}", flag));
+  CLI::App app{"Bare gloo::allreduce against the same call through fabricscope's Gloo backend",
+               "gloo_overhead"};
+  app.add_option("--ranks", options.ranks, "rank counts, comma-separated")
+      ->delimiter(',')
+      ->check(CLI::Range(2, 64))
+      ->capture_default_str();
+  app.add_option("--min-bytes", options.min_bytes, "smallest size")
+      ->check(CLI::Range(size_t{4}, size_t{1} << 34))
+      ->capture_default_str();
+  app.add_option("--max-bytes", options.max_bytes, "largest size")
+      ->check(CLI::Range(size_t{4}, size_t{1} << 34))
+      ->capture_default_str();
+  app.add_option("--rounds", options.rounds, "rounds per way and size")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  std::string kernel = "gloo";
+  app.add_option("--bare-kernel", kernel, "the bare side's reduction kernel")
+      ->check(CLI::IsMember({"gloo", "fabricscope"}))
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+    if (options.min_bytes > options.max_bytes) {
+      throw CLI::ValidationError("--min-bytes", "must not exceed --max-bytes");
     }
+  } catch (const CLI::ParseError& e) {
+    std::exit(app.exit(e));
   }
-  if (options.min_bytes < sizeof(float) || options.min_bytes > options.max_bytes) {
-    Usage("need 4 <= min-bytes <= max-bytes");
-  }
+  options.bare_uses_reduce3 = kernel == "fabricscope";
   return options;
 }
 

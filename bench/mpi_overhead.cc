@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <climits>
 #include <cstddef>
@@ -149,47 +150,30 @@ void RunSweep(const BenchOptions& options) {
   }
 }
 
-[[noreturn]] void Usage(std::string_view problem) {
-  fmt::print(stderr, "mpi_overhead: {}\n", problem);
-  fmt::print(stderr,
-             "usage: mpirun -np 4 mpi_overhead [--min-bytes N] [--max-bytes N] [--rounds N] "
-             "[--in-place]\n");
-  MPI_Abort(MPI_COMM_WORLD, 2);
-  std::exit(2);
-}
-
-size_t ParseNumber(std::string_view flag, const char* text) {
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(text, &end, 10);
-  if (end == text || *end != '\0' || v == 0) Usage(fmt::format("bad value for {}", flag));
-  return static_cast<size_t>(v);
-}
-
+// Parses the flags; on a bad one every rank prints the same error and the job ends with 2.
 BenchOptions Parse(int argc, char** argv) {
   BenchOptions options;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view flag = argv[i];
-    if (flag == "--in-place") {
-      options.in_place = true;
-      continue;
+  CLI::App app{"Bare MPI_Allreduce against the same call through fabricscope's MPI backend",
+               "mpi_overhead"};
+  app.add_option("--min-bytes", options.min_bytes, "smallest size")
+      ->check(CLI::Range(size_t{4}, size_t{1} << 34))
+      ->capture_default_str();
+  app.add_option("--max-bytes", options.max_bytes, "largest size (MPI counts are ints)")
+      ->check(CLI::Range(size_t{4}, static_cast<size_t>(INT_MAX) * sizeof(float)))
+      ->capture_default_str();
+  app.add_option("--rounds", options.rounds, "rounds per way and size")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  app.add_flag("--in-place", options.in_place, "time the in-place placement");
+  try {
+    app.parse(argc, argv);
+    if (options.min_bytes > options.max_bytes) {
+      throw CLI::ValidationError("--min-bytes", "must not exceed --max-bytes");
     }
-    if (i + 1 >= argc) Usage(fmt::format("{} needs a value", flag));
-    const char* value = argv[++i];
-    if (flag == "--min-bytes") {
-      options.min_bytes = ParseNumber(flag, value);
-    } else if (flag == "--max-bytes") {
-      options.max_bytes = ParseNumber(flag, value);
-    } else if (flag == "--rounds") {
-      options.rounds = static_cast<int>(ParseNumber(flag, value));
-    } else {
-      Usage(fmt::format("unknown flag {}", flag));
-    }
-  }
-  if (options.min_bytes < sizeof(float) || options.min_bytes > options.max_bytes) {
-    Usage("need 4 <= min-bytes <= max-bytes");
-  }
-  if (options.max_bytes / sizeof(float) > static_cast<size_t>(INT_MAX)) {
-    Usage("max-bytes is beyond MPI's int count of floats");
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    MPI_Finalize();
+    std::exit(code);
   }
   return options;
 }

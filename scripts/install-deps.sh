@@ -8,6 +8,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev
   libhwloc-dev libgloo-dev libopenmpi-dev openmpi-bin
   libgtest-dev libgmock-dev
+  libpugixml-dev
   clang-format iproute2 iperf3 jq
   # analyze's tests: the libFuzzer target (clang, its runtime), and the HTML report rendered
   # by headless Chromium (about 10 s to install) with the screenshot decoded by zlib.

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,11 +46,27 @@ LaunchInfo DetectLaunch(const EnvLookup& env, std::string_view requested = "auto
 // a mask alone is "AND mask". No variable: colour 0 for every rank. Throws UsageError.
 int SplitColor(const EnvLookup& env, int rank);
 
+// One rank of a job once the job's communicator is up: what a tool that drives its own
+// measurements (locate) gets in place of the benchmark sweep.
+struct RankContext {
+  RankInfo self;  // this rank: global rank, host, pid, device index
+  int nranks = 0;
+  Communicator* world = nullptr;  // the job's communicator (of this rank's split colour)
+  // How `world` was joined. To join another group of the job's ranks, copy it, set color,
+  // rank, size and a prefix of its own, and call join.
+  ConnectOptions connect;
+  // Connects through the job's backend, watched by the -T watchdog when -T is set.
+  std::function<std::unique_ptr<Communicator>(const ConnectOptions&)> join;
+};
+// What every rank runs in place of the benchmark sweep.
+using RankBody = std::function<void(RankContext& context)>;
+
 // Runs the job: options.nthreads ranks in each process, numbered process x threads + thread
 // as nccl-tests numbers them. Returns global rank 0's record (an empty record elsewhere).
-// Throws the first error of this process's ranks.
+// Throws the first error of this process's ranks. With `body`, each rank runs it instead
+// of the sweep (options still set -t, -T and what the backend is checked against).
 RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
-                 const LaunchInfo& launch, const EnvLookup& env);
+                 const LaunchInfo& launch, const EnvLookup& env, const RankBody& body = {});
 
 // RunJob in one process with an in-memory store.
 RunResult RunThreads(const RunOptions& options, Backend& backend, Reporter* sink);

@@ -6,6 +6,9 @@
 #   netns.sh exec HOST CMD...   runs CMD on HOST: its namespace, its own hostname
 #   netns.sh slow HOST RATE     limits HOST's link to RATE both ways (tbf; e.g. 100mbit, 1gbit)
 #   netns.sh slow HOST off      removes the limit
+#   netns.sh slowlink HOST PEER RATE  limits the traffic between two hosts to RATE, both ways
+#                               (htb on each one's eth0, a u32 filter on the other's address)
+#   netns.sh slowlink HOST PEER off   removes that limit
 #   netns.sh list [PREFIX]      prints "host address" for each host
 #
 # Layout: the bridge lives in its own namespace (PREFIX-br), so the root namespace is not
@@ -30,7 +33,7 @@ die() {
 }
 
 usage() {
-  sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -220,6 +223,63 @@ cmd_slow() {
   echo "netns.sh: $ns limited to $rate each way"
 }
 
+# The testbed address of namespace NS.
+host_addr() {
+  cat "$STATE_DIR"/*.hosts 2>/dev/null | awk -v h="$1" '$1 == h {print $2; exit}'
+}
+
+# On FROM's eth0, traffic to TO's address at RATE; everything else at FROM's own limit (the
+# tbf rate `slow` set, kept as htb's default class) or unlimited. Idempotent per pair.
+limit_toward() {
+  local from=$1 to=$2 rate=$3 burst=$4 to_addr index base
+  to_addr=$(host_addr "$to")
+  [ -n "$to_addr" ] || die "no address for $to"
+  [[ "$to" =~ ([0-9]+)$ ]] || die "cannot parse host '$to'"
+  index=${BASH_REMATCH[1]}
+  if ! tc -n "$from" qdisc show dev eth0 | grep -q '^qdisc htb 1: root'; then
+    base=$(tc -n "$from" qdisc show dev eth0 | sed -n 's/^qdisc tbf .* rate \([^ ]*\) .*/\1/p')
+    tc -n "$from" qdisc replace dev eth0 root handle 1: htb default 10
+    # quantum: htb's default (rate / 10) is far above an MTU at these rates, and says so.
+    tc -n "$from" class replace dev eth0 parent 1: classid 1:10 htb rate "${base:-10gbit}" \
+      quantum 60000
+  fi
+  tc -n "$from" class replace dev eth0 parent 1: classid "1:$((100 + index))" htb rate "$rate" \
+    burst "$burst" quantum 60000
+  tc -n "$from" filter del dev eth0 parent 1: prio "$((100 + index))" 2>/dev/null || true
+  tc -n "$from" filter add dev eth0 parent 1: protocol ip prio "$((100 + index))" u32 \
+    match ip dst "$to_addr/32" flowid "1:$((100 + index))"
+}
+
+cmd_slowlink() {
+  [ $# -eq 3 ] || usage
+  local ns peer rate=$3
+  ns=$(host_ns "$1")
+  peer=$(host_ns "$2")
+  [ "$ns" != "$peer" ] || die "a link joins two different hosts (got $ns twice)"
+  command -v tc >/dev/null || die "'tc' not found: install iproute2"
+  if [ "$rate" = off ]; then
+    # Each side's filter and class toward the other; the htb (and its default class) stays.
+    local from to index
+    for from in "$ns" "$peer"; do
+      to=$([ "$from" = "$ns" ] && echo "$peer" || echo "$ns")
+      [[ "$to" =~ ([0-9]+)$ ]] || die "cannot parse host '$to'"
+      index=${BASH_REMATCH[1]}
+      tc -n "$from" filter del dev eth0 parent 1: prio "$((100 + index))" 2>/dev/null || true
+      tc -n "$from" class del dev eth0 classid "1:$((100 + index))" 2>/dev/null || true
+    done
+    echo "netns.sh: $ns-$peer unlimited"
+    return 0
+  fi
+  local bits burst
+  bits=$(rate_bits "$rate")
+  [ "$bits" -gt 0 ] || die "rate must be above 0"
+  burst=$((bits / 8 / 100))
+  [ "$burst" -ge 16384 ] || burst=16384
+  limit_toward "$ns" "$peer" "$rate" "$burst"
+  limit_toward "$peer" "$ns" "$rate" "$burst"
+  echo "netns.sh: $ns-$peer limited to $rate each way"
+}
+
 cmd_list() {
   local prefix=${1:-$DEFAULT_PREFIX}
   check_prefix "$prefix"
@@ -233,7 +293,7 @@ main() {
   shift
   case "$cmd" in
     -h | --help | help) usage ;;
-    up | down | exec | slow | list) ;;
+    up | down | exec | slow | slowlink | list) ;;
     *)
       echo "netns.sh: unknown command '$cmd'" >&2
       usage

@@ -1,6 +1,9 @@
 // The registry of subcommands: one line per command, each defined in its own file.
 #include "cli/analyze_command.h"
 #include "cli/command.h"
+#include "cli/doctor_command.h"
+#include "cli/locate_command.h"
+#include "cli/model_command.h"
 #include "cli/run_command.h"
 
 namespace fabricscope::cli {
@@ -17,6 +20,12 @@ const std::vector<Command>& Commands() {
        SetupCompareCommand},
       {"report", "SVG plots and one self-contained HTML report of result files",
        SetupReportCommand},
+      {"locate", "find the slow node and the slow link: pair rounds, confirmation, stragglers",
+       SetupLocateCommand},
+      {"doctor", "node configuration checks: GPUDirect, GPU-NIC affinity, ports, MTU, NCCL",
+       SetupDoctorCommand},
+      {"model", "predict collective performance for a platform and scale, or simulate the fabric",
+       SetupModelCommand},
   };
   return commands;
 }

@@ -234,7 +234,7 @@ RunResult MakeHeader(const RunOptions& options, const Backend& backend) {
 }
 
 RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
-                 const LaunchInfo& launch, const EnvLookup& env) {
+                 const LaunchInfo& launch, const EnvLookup& env, const RankBody& body) {
   CheckSupported(backend, options);
   const int threads = options.nthreads;
   if (threads < 1) {
@@ -331,10 +331,19 @@ RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
       connect.timeout = timeout;
       connect.hostname = ListenAddress(client.get(), rv.master_addr());
       connect.network_interface = gloo_interface;
-      auto comm = backend.Connect(connect);
-      if (watchdog) comm = watchdog->Watch(std::move(comm), rank);
-      RunResult scratch;  // ranks other than 0 do not keep rows
-      RunBenchmark(options, plan, *comm, reporter ? result : scratch, reporter ? sink : nullptr);
+      auto join = [&, rank](const ConnectOptions& group) {
+        auto joined = backend.Connect(group);
+        if (watchdog) joined = watchdog->Watch(std::move(joined), rank);
+        return joined;
+      };
+      auto comm = join(connect);
+      if (body) {
+        RankContext context{me, nranks, comm.get(), connect, join};
+        body(context);
+      } else {
+        RunResult scratch;  // ranks other than 0 do not keep rows
+        RunBenchmark(options, plan, *comm, reporter ? result : scratch, reporter ? sink : nullptr);
+      }
     } catch (const std::exception& e) {
       const std::lock_guard lock(error_mutex);
       if (!first_error) {

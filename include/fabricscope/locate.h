@@ -1,0 +1,330 @@
+// `fabricscope locate`: find the slow node and the slow link in a predictable number of
+// rounds. The planner (which pairs meet when) is apart from the measurement (a real job, or
+// a simulated cluster), so the same schedule and classifier run on both.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fabricscope/backend.h"
+#include "fabricscope/launch.h"
+#include "fabricscope/options.h"
+#include "fabricscope/result.h"
+
+namespace fabricscope {
+
+// ---------------------------------------------------------------------------------------
+// Planner
+
+// Two nodes (indices into ClusterLayout::names) measured against each other; a < b.
+struct NodePair {
+  int a = 0;
+  int b = 0;
+  auto operator<=>(const NodePair&) const = default;
+};
+
+// Pairs measured at the same time: no node is in two of them.
+struct Round {
+  std::vector<NodePair> pairs;
+};
+
+// The circle method: every pair of `nodes` nodes exactly once, every node busy in every
+// round: nodes - 1 rounds for an even count; for an odd count, nodes rounds in each of
+// which one node sits out (the bye). Throws UsageError below 2 nodes.
+std::vector<Round> RoundRobinSchedule(int nodes);
+
+// Quick mode: the first `coverage` rounds of the round-robin schedule under a random
+// relabelling of the nodes (seeded): each node meets `coverage` distinct random peers
+// (one fewer for the node that sits out a round when the count is odd). Throws UsageError
+// when coverage is below 1 or above what the full schedule has.
+std::vector<Round> QuickSchedule(int nodes, int coverage, uint64_t seed);
+
+// Pairs packed in order into rounds of disjoint pairs (first fit): a pair goes into the
+// first round that has neither of its nodes yet.
+std::vector<Round> PackRounds(const std::vector<NodePair>& pairs);
+
+// ---------------------------------------------------------------------------------------
+// Measurement
+
+// One pair on one rail: bus bandwidth of sendrecv and all_reduce between the two nodes'
+// ranks of that rail, in GB/s, and elements that failed validation.
+struct PairSample {
+  NodePair pair;
+  int rail = 0;
+  double sendrecv_busbw = 0;
+  double all_reduce_busbw = 0;
+  int64_t wrong = 0;
+};
+
+// One node alone: all_reduce bus bandwidth among its own ranks (the per-node test).
+struct NodeSample {
+  int node = 0;
+  double all_reduce_busbw = 0;
+  int64_t wrong = 0;
+};
+
+// Where measurements come from: a real job (through a backend and the launch layer), or a
+// simulated cluster. The planner and the classifier see nothing else.
+class PairMeasurer {
+ public:
+  virtual ~PairMeasurer() = default;
+  // Measures every pair of `round` at the same time, on every rail: one sample per pair
+  // and rail.
+  virtual std::vector<PairSample> MeasureRound(const Round& round) = 0;
+  // Measures every node alone, all at once: one sample per node that has two or more
+  // ranks; empty when none has.
+  virtual std::vector<NodeSample> MeasureNodes() { return {}; }
+  // One collective over every rank: each rank's time per call (the engine's RankTimes);
+  // empty when this measurer cannot, or on ranks that do not report.
+  virtual std::optional<RankTimes> MeasureWorld() { return std::nullopt; }
+};
+
+// The job's nodes: node i is names[i]; its rail r is global rank ranks[i][r].
+struct ClusterLayout {
+  std::vector<std::string> names;
+  std::vector<std::vector<int>> ranks;
+  int rails = 1;                   // rails measured: the fewest ranks any node has
+  std::vector<std::string> notes;  // e.g. ranks left out because nodes differ
+};
+
+// What makes ranks one node.
+enum class NodeGrouping {
+  kHost,     // the same hostname (one node per machine: the real thing)
+  kProcess,  // the same process (processes on one machine as separate nodes)
+  kRank,     // every rank its own node
+};
+
+// Parses "host", "process" or "rank"; throws UsageError.
+NodeGrouping ParseNodeGrouping(std::string_view name);
+std::string_view NameOf(NodeGrouping grouping);
+
+// Nodes in order of their first rank; a node's ranks (its rails) in rank order.
+ClusterLayout GroupRanks(const std::vector<RankInfo>& ranks, NodeGrouping grouping);
+
+// ---------------------------------------------------------------------------------------
+// Statistics
+
+// The median (mean of the middle two for an even count); NaN when empty.
+double Median(std::vector<double> values);
+// The median absolute deviation from the median; NaN when empty.
+double MedianAbsoluteDeviation(const std::vector<double>& values);
+// 1.4826 x MAD: the standard deviation the MAD implies for normal noise.
+double RobustSigma(const std::vector<double>& values);
+
+// ---------------------------------------------------------------------------------------
+// The procedure
+
+// Full: the round-robin schedule (every pair); quick: `coverage` random peers per node.
+enum class LocateMode { kFull, kQuick };
+
+// What locate does and how it decides.
+struct LocateOptions {
+  LocateMode mode = LocateMode::kFull;
+  int coverage = 3;   // quick mode: rounds, i.e. peers per node
+  uint64_t seed = 1;  // quick mode's pairing
+  // A measurement is slow when it is below `threshold` x the typical one AND more
+  // than `min_robust_z` robust standard deviations (1.4826 MAD) below it: the first keeps
+  // a tight cluster's noise from naming anyone, the second a noisy cluster's.
+  double threshold = 0.7;
+  double min_robust_z = 3.0;
+  int confirm_peers = 3;   // known-good nodes each suspect node is retested against
+  bool per_node = true;    // the per-node round (nodes with two or more ranks)
+  bool stragglers = true;  // the collective over every rank, for per-rank times
+  // Told before each round: the phase ("per-node", "pairs", "confirmation", "world"), the
+  // round's number in it (from 1) and the phase's rounds. For a progress line.
+  std::function<void(std::string_view phase, int round, int rounds)> progress;
+};
+
+// What a suspect is.
+enum class SuspectKind {
+  kNode,       // slow with every peer, on every rail
+  kNic,        // slow with every peer, on some rails only: that rail's NIC, cable or port
+  kLink,       // slow with one peer only: the path between the two
+  kIntraNode,  // its own ranks are slow together (the per-node test)
+};
+std::string_view NameOf(SuspectKind kind);
+
+// A node, NIC, link or node interior that measured slow, with the evidence.
+struct Suspect {
+  SuspectKind kind = SuspectKind::kNode;
+  std::vector<int> nodes;  // one node; two for a link
+  std::vector<int> rails;  // the rails it is slow on
+  // Median bandwidth of its slow measurements over the typical pair's (0.25 = a quarter).
+  double ratio = 1.0;
+  // Measurements that agree with the verdict over all that bear on it (0..1): for a node,
+  // its slow pairs; for a link, the pair slow and both ends fine with other peers;
+  // confirmation retests included.
+  double confidence = 0.0;
+  int agreeing = 0;
+  int measurements = 0;
+  bool confirmed = false;  // the confirmation round agreed: named
+  std::string evidence;    // one sentence with the numbers
+};
+
+// A rank whose time in the collective over every rank stands out.
+struct Straggler {
+  int rank = 0;
+  int node = 0;
+  double time_us = 0;
+  double ratio = 1.0;  // its time over the median time
+  // Late: the shortest time, because every other rank waited for it in the call.
+  // Otherwise: the longest time, held up inside the call.
+  bool late = false;
+};
+
+// Rounds run, by phase: what locate costs.
+struct LocateRounds {
+  int per_node = 0;
+  int pairs = 0;
+  int confirmation = 0;
+  int world = 0;
+  int Total() const { return per_node + pairs + confirmation + world; }
+};
+
+// The bandwidth every pair on one rail is judged against.
+struct RailBaseline {
+  int rail = 0;
+  // The typical pair, GB/s: the median over nodes of each node's median pair (robust to a
+  // slow node, which is in half the pairs of four nodes but a minority of any one's peers).
+  double sendrecv_typical = 0;
+  double all_reduce_typical = 0;
+  double sigma = 0;  // robust standard deviation of healthy pairs' ratios to the typical
+};
+
+// Everything locate found, and how.
+struct LocateReport {
+  // Header facts, as in the benchmark's record.
+  std::string version;
+  std::string backend;
+  std::string backend_version;
+  std::string start_time;
+  std::string end_time;
+  std::vector<std::string> args;
+  std::vector<RankInfo> ranks;
+  size_t bytes = 0;  // message size of each measurement
+  int iters = 0;
+
+  LocateOptions options;
+  ClusterLayout layout;
+  LocateRounds rounds;
+  std::vector<PairSample> samples;               // the pair rounds
+  std::vector<PairSample> confirmation_samples;  // the confirmation rounds
+  std::vector<NodeSample> node_samples;          // the per-node round
+  std::vector<NodeSample> node_retests;          // the per-node round again, for suspects
+  std::vector<RailBaseline> baselines;
+  std::vector<Suspect> suspects;  // confirmed: the culprits named
+  // Candidates the confirmation round did not bear out, or could not retest.
+  std::vector<Suspect> unconfirmed;
+  std::optional<RankTimes> world_times;
+  std::vector<Straggler> stragglers;
+  std::vector<std::string> notes;
+
+  // True when locate names a culprit (the exit code says so).
+  bool Found() const { return !suspects.empty(); }
+};
+
+// Runs the procedure against `measurer`: the per-node round, the pair rounds, the
+// classifier, a confirmation round against known-good nodes, the collective over every
+// rank. Deterministic for deterministic measurements: every rank of a real job runs it
+// and takes the same decisions. Throws UsageError for fewer than 4 nodes.
+LocateReport Locate(const LocateOptions& options, const ClusterLayout& layout,
+                    PairMeasurer& measurer);
+
+// Ranks whose time is below threshold x the median (late) or above it / threshold, and
+// more than min_robust_z robust standard deviations away. `node_of_rank` maps rank to node.
+std::vector<Straggler> FindStragglers(const RankTimes& times, const std::vector<int>& node_of_rank,
+                                      const LocateOptions& options);
+
+// ---------------------------------------------------------------------------------------
+// A simulated cluster
+
+// A fault injected into a simulated cluster: a slow node, a slow NIC (one node, one rail),
+// a slow link (two nodes), a slow node interior, or a late rank.
+struct SimulatedFault {
+  SuspectKind kind = SuspectKind::kNode;  // kNode, kNic, kLink, kIntraNode
+  int node = 0;
+  int peer = -1;         // kLink: the other node
+  int rail = -1;         // kNic: the rail
+  double factor = 0.25;  // bandwidth multiplier
+};
+
+// The model: every pair at `bandwidth` GB/s times the smallest factor of the faults on its
+// path, times log-normal noise; now and then (transient_rate) a measurement loses a random
+// share up to transient_depth, as a burst of other traffic would cause.
+struct SimulatedClusterOptions {
+  int nodes = 8;
+  int rails = 1;
+  double bandwidth = 25.0;         // GB/s between two healthy nodes
+  double intra_bandwidth = 150.0;  // GB/s inside a healthy node (rails >= 2)
+  double noise = 0.03;             // sigma of the log-normal noise
+  double transient_rate = 0.0;     // share of measurements hit by a transient
+  double transient_depth = 0.5;    // a transient takes up to this share away
+  uint64_t seed = 1;
+  std::vector<SimulatedFault> faults;
+  std::vector<int> late_ranks;  // ranks that arrive late at the collective over every rank
+};
+
+// Parses "node:N[:F]", "nic:N/R[:F]", "link:A-B[:F]", "intra:N[:F]" (F the bandwidth factor,
+// 0 < F < 1; default 0.25). Throws UsageError naming the form.
+SimulatedFault ParseSimulatedFault(std::string_view text);
+
+// A cluster of nodes that exists only as this model: seeded, so every run is the same.
+class SimulatedCluster : public PairMeasurer {
+ public:
+  // Throws UsageError for a fault naming a node, rail or peer that is not there.
+  explicit SimulatedCluster(SimulatedClusterOptions options);
+  ~SimulatedCluster() override;
+  std::vector<PairSample> MeasureRound(const Round& round) override;
+  std::vector<NodeSample> MeasureNodes() override;
+  std::optional<RankTimes> MeasureWorld() override;
+  // Node names sim0..simN-1 (zero-padded), rails ranks each.
+  ClusterLayout Layout() const;
+  // Rounds measured so far.
+  int rounds() const { return rounds_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int rounds_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------
+// A real job
+
+// How a real job measures: the launch and backend, and the size of each measurement.
+struct LocateJobOptions {
+  LocateOptions locate;
+  NodeGrouping grouping = NodeGrouping::kHost;
+  // Backend, message size (min_bytes = max_bytes), iterations, warm-up, -T; the
+  // collectives are set by locate (sendrecv, all_reduce).
+  RunOptions measure;
+};
+
+// Runs locate over the job this process is part of: every rank gathers the hostnames,
+// then each round splits the job into sub-communicators of the round's pairs (one per pair
+// and rail) and runs sendrecv and all_reduce on them through `backend`; the results reach
+// every rank, which all take the same decisions. Returns the report on the process of
+// global rank 0 (an empty report elsewhere: `ranks` is empty).
+LocateReport RunLocateJob(const LocateJobOptions& options, Backend& backend,
+                          const LaunchInfo& launch, const EnvLookup& env);
+
+// ---------------------------------------------------------------------------------------
+// Output
+
+// The report as people read it: the node x node matrix (up to 16 nodes), the suspects and
+// their evidence, stragglers, rounds.
+void WriteLocateText(const LocateReport& report, std::ostream& out);
+// The whole report as one JSON document.
+std::string LocateJson(const LocateReport& report);
+// The node x node heatmap of pair bandwidth over the typical pair (rail 0 unless `rail`),
+// suspects outlined; above 256 nodes, a cell is a block of nodes and shows its slowest pair.
+std::string LocateHeatmapSvg(const LocateReport& report, int rail = 0);
+
+}  // namespace fabricscope

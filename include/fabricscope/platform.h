@@ -1,0 +1,117 @@
+// The platform catalog: what each GPU-cluster node type can deliver, as data with sources.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fabricscope {
+
+// A healthy busbw band for one collective at large sizes on a range of node counts.
+struct Expectation {
+  std::string collective;  // "all_reduce"
+  int nodes_min = 1;
+  std::optional<int> nodes_max;  // empty: any count from nodes_min up
+  size_t min_size = 0;           // bytes; the band applies at and above this size
+  double typical_busbw = 0;      // GB/s, what a healthy run reaches
+  double low_busbw = 0;          // GB/s, the lowest still-healthy value
+  std::string algorithm;         // NCCL algorithm the figure was measured with, if known
+  std::string basis;  // "published" (a measurement) or "derived" (line rate x efficiency)
+  std::string source;
+
+  bool Covers(const std::string& coll, int nodes, size_t size) const;
+};
+
+// One published measurement, kept as the evidence behind the bands.
+struct PublishedPoint {
+  std::string collective;
+  int nodes = 0;
+  size_t size = 0;
+  double busbw = 0;
+  std::string placement;  // "out-of-place", "in-place" or empty
+  std::string algorithm;
+  std::string source;
+};
+
+// An NCCL variable a platform needs, with the reason.
+struct EnvSetting {
+  std::string name;
+  std::string value;
+  std::string why;
+};
+
+// How to recognise the platform on the node itself.
+struct DetectHints {
+  std::vector<std::string> dmi_product_names;  // /sys/class/dmi/id/product_name
+  std::string dmi_sys_vendor;                  // /sys/class/dmi/id/sys_vendor, if it narrows
+};
+
+// One node type of a GPU cluster.
+struct Platform {
+  std::string name;
+  std::vector<std::string> aliases;
+  std::string vendor;
+  std::string description;
+  std::string gpu_model;  // "NVIDIA H200"
+  int gpus_per_node = 0;
+  double nvlink_per_direction_gbs = 0;  // per GPU
+  double intra_node_ring_busbw = 0;     // GB/s, a healthy single-node ring
+  std::string intra_node_source;
+  int nics = 0;              // GPU-fabric NICs per node
+  double nic_rate_gbps = 0;  // line rate per NIC, Gb/s
+  std::string nic_model;
+  std::string transport;                   // IB, RoCE, TCPX, TCPXO, EFA, TCP
+  std::optional<double> latency_floor_us;  // 2-node small-message floor, when published
+  std::string latency_source;
+  std::vector<EnvSetting> nccl_env;
+  DetectHints detect;
+  std::vector<Expectation> expected;
+  std::vector<PublishedPoint> published;
+  std::optional<double> without_gpudirect_busbw;  // what the fallback path reaches
+  std::string without_gpudirect_source;
+
+  // Line rate of all GPU-fabric NICs of one node, one direction, GB/s (decimal).
+  double NicTotalGBs() const { return nics * nic_rate_gbps / 8.0; }
+  // The band for this collective, node count and size; none when the catalog has no figure.
+  std::optional<Expectation> ExpectationFor(const std::string& collective, int nodes,
+                                            size_t size) const;
+};
+
+// A node described on the command line rather than by name.
+struct GenericPlatformOptions {
+  int gpus_per_node = 8;
+  double intra_node_busbw = 0;  // GB/s, healthy single-node ring busbw
+  int nics = 0;
+  double nic_rate_gbps = 0;
+  std::string transport = "IB";
+  double ring_efficiency = 0.9;  // fraction of NIC line rate a healthy ring reaches
+  std::optional<double> latency_floor_us;
+};
+
+// The catalog: the built-in platforms (compiled from data/platforms/*.json) plus any added.
+class Catalog {
+ public:
+  // The platforms shipped in the binary.
+  static Catalog Builtin();
+  // Parses one platform document; throws UsageError naming `origin` and the bad field.
+  static Platform ParsePlatform(const std::string& json_text, const std::string& origin);
+
+  void Add(Platform platform);
+  // By name or alias, case-insensitive; nullptr when unknown.
+  const Platform* Find(const std::string& name) const;
+  // Like Find, but throws UsageError listing every known name.
+  const Platform& Get(const std::string& name) const;
+  const std::vector<Platform>& platforms() const { return platforms_; }
+  std::vector<std::string> Names() const;
+
+ private:
+  std::vector<Platform> platforms_;
+};
+
+// A platform from GPUs per node, intra-node bandwidth, NIC count and rate; derived bands for
+// the ring collectives. Throws UsageError when a figure is missing or not positive.
+Platform GenericPlatform(const GenericPlatformOptions& options);
+
+}  // namespace fabricscope

@@ -1,0 +1,139 @@
+#include "cli/doctor_command.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fabricscope/doctor.h"
+#include "fabricscope/error.h"
+#include "fabricscope/launch.h"
+
+extern char** environ;
+
+namespace fabricscope::cli {
+namespace {
+
+// The flags as typed.
+struct DoctorFlags {
+  std::string root = "/";
+  std::string nccl_log;
+  std::string topo_file;
+  bool env = true;
+  std::vector<std::string> checks;
+  bool list = false;
+  std::string format = "text";
+  std::string output;
+  bool strict = false;
+  bool verbose = false;
+  std::string launcher = "auto";
+  double timeout = 60;
+};
+
+std::map<std::string, std::string> NcclEnvironment() {
+  std::map<std::string, std::string> out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    const size_t eq = entry.find('=');
+    if (!entry.starts_with("NCCL_") || eq == std::string_view::npos) continue;
+    out[std::string(entry.substr(0, eq))] = std::string(entry.substr(eq + 1));
+  }
+  return out;
+}
+
+int ListChecks(std::ostream& out) {
+  size_t width = 0;
+  for (const auto& c : doctor::ListChecks()) width = std::max(width, c.name.size());
+  for (const auto& c : doctor::ListChecks()) {
+    out << c.name << std::string(width + 2 - c.name.size(), ' ') << c.description << "\n";
+  }
+  return kExitOk;
+}
+
+int ExecuteDoctor(const DoctorFlags& flags) {
+  if (flags.list) return ListChecks(std::cout);
+  if (flags.timeout <= 0) {
+    throw UsageError("--timeout must be a positive number of seconds (got " +
+                     std::to_string(flags.timeout) + ")");
+  }
+  const LaunchInfo launch = DetectLaunch(ProcessEnvironment(), flags.launcher);
+  // Refuse a bad --format before any work, and on every process alike.
+  std::ostringstream sink;
+  doctor::MakeDoctorReporter(flags.format, sink, {});
+
+  doctor::DoctorOptions options;
+  options.root = flags.root;
+  options.nccl_log = flags.nccl_log;
+  options.topo_file = flags.topo_file;
+  options.lint_env = flags.env;
+  if (flags.env) options.env = NcclEnvironment();
+  options.checks = flags.checks;
+  options.rank = launch.process_rank;
+  const doctor::NodeReport mine = doctor::RunDoctor(options);
+
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(flags.timeout * 1000));
+  const doctor::ClusterReport cluster = doctor::GatherReports(mine, launch, timeout);
+  const doctor::Severity worst = launch.process_rank == 0 ? cluster.severity() : mine.severity();
+  if (launch.process_rank == 0) {
+    std::ofstream file;
+    std::ostream* out = &std::cout;
+    if (!flags.output.empty()) {
+      file.open(flags.output);
+      if (!file) {
+        throw SystemError("cannot write the report to '" + flags.output +
+                          "': check that the directory exists and is writable");
+      }
+      out = &file;
+    }
+    doctor::MakeDoctorReporter(flags.format, *out, {flags.verbose})->Write(cluster);
+  }
+  if (worst == doctor::Severity::kCritical) return kExitFailed;
+  if (worst == doctor::Severity::kWarn && flags.strict) return kExitFailed;
+  return kExitOk;
+}
+
+}  // namespace
+
+CommandAction SetupDoctorCommand(CLI::App& app) {
+  auto flags = std::make_shared<DoctorFlags>();
+  app.add_option("--root", flags->root,
+                 "read every file under this directory instead of / (a copied node tree)")
+      ->capture_default_str();
+  app.add_option("--nccl-log", flags->nccl_log,
+                 "a log written with NCCL_DEBUG=INFO: the transport NCCL chose per connection");
+  app.add_option("--topo-file", flags->topo_file,
+                 "`nvidia-smi topo -m` output or an NCCL topology XML, for GPU-NIC affinity "
+                 "(default: NCCL_TOPO_FILE when set)");
+  app.add_flag("--env,!--no-env", flags->env,
+               "lint the NCCL_* variables of this environment and /etc/nccl.conf (default on)");
+  app.add_option("--check", flags->checks,
+                 "run only these checks (names or prefixes, comma-separated; see --list)")
+      ->delimiter(',');
+  app.add_flag("--list", flags->list, "list the checks and exit");
+  std::string formats;
+  for (const auto& r : doctor::DoctorReporters()) {
+    formats += "\n  " + std::string(r.name) + ": " + std::string(r.description);
+  }
+  app.add_option("--format", flags->format, "output format:" + formats)->capture_default_str();
+  app.add_option("--output", flags->output, "write the report to this file instead of stdout");
+  app.add_flag("--strict", flags->strict, "exit 1 on WARN too (default: only on CRITICAL)");
+  app.add_flag("-v,--verbose", flags->verbose, "show the evidence of OK findings too");
+  app.add_option("--launcher", flags->launcher,
+                 "auto, single, mpi or env: under mpi/env every node's report goes to rank 0, "
+                 "which points out the nodes that differ from the majority")
+      ->capture_default_str();
+  app.add_option("--timeout", flags->timeout, "seconds rank 0 waits for the other nodes' reports")
+      ->capture_default_str();
+  app.footer(
+      "Exit status: 0 every check OK, SKIPPED or WARN; 1 a CRITICAL finding or drift (or a "
+      "WARN with --strict); 2 bad usage or input; 3 a failure while running.");
+  return [flags](const CommandContext&) { return ExecuteDoctor(*flags); };
+}
+
+}  // namespace fabricscope::cli

@@ -1,0 +1,297 @@
+#include "cli/locate_command.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fabricscope/backend.h"
+#include "fabricscope/error.h"
+#include "fabricscope/launch.h"
+#include "fabricscope/locate.h"
+#include "fabricscope/sizes.h"
+#include "fabricscope/version.h"
+
+namespace fabricscope::cli {
+namespace {
+
+// The flags as typed.
+struct LocateFlags {
+  std::string backend = "gloo";
+  std::string launcher = "auto";
+  std::string group_by = "host";
+  std::string mode = "full";
+  std::string size = "4M";
+  std::string format = "text";
+  std::string output;
+  std::string json_file;
+  std::string svg_file;
+  int nthreads = 1;
+  int iters = 5;
+  int warmup_iters = 1;
+  int check = 1;
+  double timeout = 0;
+  int coverage = 3;
+  uint64_t seed = 1;
+  double threshold = 0.7;
+  int confirm = 3;
+  bool skip_per_node = false;
+  bool skip_stragglers = false;
+  // A simulated cluster instead of a job.
+  int simulate = 0;
+  int rails = 1;
+  double noise = 0.03;
+  double transients = 0;
+  std::vector<std::string> inject;
+  std::vector<int> late_ranks;
+};
+
+void AddFlags(CLI::App& app, LocateFlags& f) {
+  std::string backends;
+  for (const auto& b : Backends()) backends += (backends.empty() ? "" : ", ") + std::string(b.name);
+  app.add_option("--backend", f.backend, "communication library: " + backends)
+      ->capture_default_str();
+  app.add_option("--launcher", f.launcher,
+                 "how processes find each other: auto, single, mpi, env (as for run)")
+      ->capture_default_str();
+  app.add_option("-t,--nthreads", f.nthreads,
+                 "ranks per process, as threads; a node's ranks are its rails")
+      ->capture_default_str();
+  app.add_option("--group-by", f.group_by,
+                 "what one node is: host (same hostname), process, or rank")
+      ->capture_default_str();
+  app.add_option("--mode", f.mode,
+                 "full: every pair, in N-1 rounds (N for odd N); quick: --coverage random peers "
+                 "per node")
+      ->capture_default_str();
+  app.add_option("--coverage", f.coverage, "quick mode: rounds, i.e. peers each node meets")
+      ->capture_default_str();
+  app.add_option("--seed", f.seed, "quick mode's pairing (and a simulated cluster's noise)")
+      ->capture_default_str();
+  app.add_option("-b,--size", f.size, "message size of each measurement (K/M/G suffixes)")
+      ->capture_default_str();
+  app.add_option("-n,--iters", f.iters, "timed iterations per measurement")->capture_default_str();
+  app.add_option("-w,--warmup_iters", f.warmup_iters, "warm-up iterations per measurement")
+      ->capture_default_str();
+  app.add_option("-c,--check", f.check,
+                 "validation iterations; wrong data makes a pair the "
+                 "slowest")
+      ->capture_default_str();
+  app.add_option("-T,--timeout", f.timeout, "seconds a rank waits for its peers; 0 = 300 s")
+      ->capture_default_str();
+  app.add_option("--threshold", f.threshold,
+                 "a pair is slow below this fraction of the typical pair (and 3 robust standard "
+                 "deviations below it)")
+      ->capture_default_str();
+  app.add_option("--confirm", f.confirm, "known-good nodes each suspect node is retested against")
+      ->capture_default_str();
+  app.add_flag("--skip-per-node", f.skip_per_node,
+               "no per-node test (each node's own ranks together)");
+  app.add_flag("--skip-stragglers", f.skip_stragglers,
+               "no all_reduce over every rank for per-rank times");
+  app.add_option("--format", f.format, "report on stdout or --output: text or json")
+      ->capture_default_str();
+  app.add_option("--output", f.output, "write the report to FILE instead of stdout");
+  app.add_option("--json", f.json_file, "also write the JSON report to FILE");
+  app.add_option("--svg", f.svg_file,
+                 "write the node x node heatmap to FILE (rail r > 0 to FILE with .railR before "
+                 ".svg)");
+  app.add_option("--simulate", f.simulate,
+                 "no job: a simulated cluster of N nodes answers the same rounds");
+  app.add_option("--rails", f.rails, "simulated: ranks (NICs) per node")->capture_default_str();
+  app.add_option("--noise", f.noise, "simulated: sigma of the log-normal noise")
+      ->capture_default_str();
+  app.add_option("--transients", f.transients,
+                 "simulated: share of measurements hit by a burst of other traffic")
+      ->capture_default_str();
+  app.add_option("--inject", f.inject,
+                 "simulated fault (repeatable): node:N, nic:N/RAIL, link:A-B or intra:N, each "
+                 "optionally :FACTOR (bandwidth left, default 0.25)");
+  app.add_option("--late-rank", f.late_ranks,
+                 "simulated: a rank that arrives late at the collective over every rank "
+                 "(repeatable)");
+}
+
+void Require(bool ok, const std::string& message) {
+  if (!ok) throw UsageError(message);
+}
+
+LocateOptions ToLocateOptions(const LocateFlags& f) {
+  LocateOptions o;
+  if (f.mode == "full") {
+    o.mode = LocateMode::kFull;
+  } else if (f.mode == "quick") {
+    o.mode = LocateMode::kQuick;
+  } else {
+    throw UsageError("unknown --mode '" + f.mode +
+                     "': give full (every pair) or quick (--coverage random peers per node)");
+  }
+  o.coverage = f.coverage;
+  o.seed = f.seed;
+  o.threshold = f.threshold;
+  o.confirm_peers = f.confirm;
+  o.per_node = !f.skip_per_node;
+  o.stragglers = !f.skip_stragglers;
+  Require(f.coverage >= 1, "--coverage " + std::to_string(f.coverage) + " must be at least 1");
+  Require(f.threshold > 0 && f.threshold < 1,
+          fmt::format("--threshold {} must be between 0 and 1 (exclusive), e.g. 0.7", f.threshold));
+  Require(f.confirm >= 1, "--confirm " + std::to_string(f.confirm) + " must be at least 1");
+  return o;
+}
+
+void CheckSimulationFlags(const LocateFlags& f) {
+  if (f.simulate > 0) return;
+  Require(f.simulate == 0,
+          "--simulate " + std::to_string(f.simulate) + " must be a number of nodes (4 or more)");
+  const char* flag = !f.inject.empty()       ? "--inject"
+                     : !f.late_ranks.empty() ? "--late-rank"
+                     : f.rails != 1          ? "--rails"
+                     : f.noise != 0.03       ? "--noise"
+                     : f.transients != 0     ? "--transients"
+                                             : nullptr;
+  if (flag != nullptr) {
+    throw UsageError(std::string(flag) +
+                     " describes a simulated cluster: add --simulate N, or drop it to measure "
+                     "this job");
+  }
+}
+
+// Where the text or JSON report goes; opened before anything runs, so a bad path costs
+// nothing.
+class Outputs {
+ public:
+  explicit Outputs(const LocateFlags& f) : flags_(f) {
+    if (!f.output.empty()) Open(file_, f.output, "the report");
+    if (!f.json_file.empty()) Open(json_, f.json_file, "the JSON report");
+    if (!f.svg_file.empty()) Open(svg_, f.svg_file, "the heatmap");
+  }
+
+  void Write(const LocateReport& report) {
+    std::ostream& out = file_.is_open() ? static_cast<std::ostream&>(file_) : std::cout;
+    if (flags_.format == "json") {
+      out << LocateJson(report);
+    } else {
+      WriteLocateText(report, out);
+    }
+    if (json_.is_open()) json_ << LocateJson(report);
+    if (svg_.is_open()) {
+      svg_ << LocateHeatmapSvg(report, 0);
+      for (int rail = 1; rail < report.layout.rails; ++rail) {
+        std::string path = flags_.svg_file;
+        const size_t dot = path.rfind(".svg");
+        const std::string suffix = ".rail" + std::to_string(rail);
+        path = dot == std::string::npos ? path + suffix : path.insert(dot, suffix);
+        std::ofstream more;
+        Open(more, path, "the heatmap");
+        more << LocateHeatmapSvg(report, rail);
+      }
+    }
+  }
+
+ private:
+  static void Open(std::ofstream& file, const std::string& path, const char* what) {
+    file.open(path);
+    if (!file) {
+      throw SystemError("cannot write " + std::string(what) + " to '" + path +
+                        "': check that the directory exists and is writable");
+    }
+  }
+
+  const LocateFlags& flags_;
+  std::ofstream file_;
+  std::ofstream json_;
+  std::ofstream svg_;
+};
+
+// "\r# locate: pairs round 12 of 63" on a terminal.
+void ShowProgress(LocateOptions& options) {
+  if (isatty(STDERR_FILENO) == 0) return;
+  options.progress = [](std::string_view phase, int round, int rounds) {
+    std::cerr << fmt::format("\r# fabricscope locate: {} round {} of {}   ", phase, round, rounds)
+              << std::flush;
+  };
+}
+
+void EndProgress(const LocateOptions& options) {
+  if (options.progress) std::cerr << "\n";
+}
+
+int Execute(const LocateFlags& f, const std::vector<std::string>& args) {
+  // Every process checks every value, so that a bad one stops the whole job at once.
+  Require(f.format == "text" || f.format == "json",
+          "unknown --format '" + f.format + "': give text or json");
+  CheckSimulationFlags(f);
+  LocateOptions options = ToLocateOptions(f);
+  LocateReport report;
+  if (f.simulate > 0) {
+    SimulatedClusterOptions sim;
+    sim.nodes = f.simulate;
+    sim.rails = f.rails;
+    sim.noise = f.noise;
+    sim.transient_rate = f.transients;
+    sim.seed = f.seed;
+    for (const std::string& text : f.inject) sim.faults.push_back(ParseSimulatedFault(text));
+    sim.late_ranks = f.late_ranks;
+    SimulatedCluster cluster(sim);
+    Outputs outputs(f);
+    ShowProgress(options);
+    report = Locate(options, cluster.Layout(), cluster);
+    EndProgress(options);
+    report.version = kVersion;
+    report.backend = "simulated";
+    report.args = args;
+    outputs.Write(report);
+    return report.Found() ? kExitFailed : kExitOk;
+  }
+
+  LocateJobOptions job;
+  job.grouping = ParseNodeGrouping(f.group_by);
+  RunOptions& m = job.measure;
+  m.backend = f.backend;
+  m.min_bytes = m.max_bytes = ParseSize(f.size, "-b/--size");
+  Require(m.max_bytes > 0, "-b/--size must be above 0");
+  Require(f.nthreads >= 1 && f.nthreads <= 1024, "-t/--nthreads must be 1 to 1024");
+  m.nthreads = f.nthreads;
+  Require(f.iters >= 1, "-n/--iters must be at least 1");
+  m.iters = f.iters;
+  Require(f.warmup_iters >= 0, "-w/--warmup_iters must be 0 or more");
+  m.warmup_iters = f.warmup_iters;
+  Require(f.check >= 0, "-c/--check must be 0 (no check) or more");
+  m.check = f.check;
+  Require(f.timeout >= 0, "-T/--timeout must be 0 (default) or a number of seconds");
+  m.timeout_s = f.timeout;
+  m.command_line = args;
+  auto backend = MakeBackend(m.backend);
+  const EnvLookup env = ProcessEnvironment();
+  const LaunchInfo launch = DetectLaunch(env, f.launcher);
+  // Only the first process reports and touches the output files.
+  std::unique_ptr<Outputs> outputs;
+  if (launch.process_rank == 0) {
+    outputs = std::make_unique<Outputs>(f);
+    ShowProgress(options);
+  }
+  job.locate = options;
+  report = RunLocateJob(job, *backend, launch, env);
+  if (!outputs || report.ranks.empty()) return kExitOk;
+  EndProgress(options);
+  outputs->Write(report);
+  return report.Found() ? kExitFailed : kExitOk;
+}
+
+}  // namespace
+
+CommandAction SetupLocateCommand(CLI::App& app) {
+  auto flags = std::make_shared<LocateFlags>();
+  AddFlags(app, *flags);
+  app.footer(
+      "Exit codes: 0 nobody named, 1 a culprit named, 2 bad usage, 3 a failure while running.\n"
+      "Across hosts, start one process per host as for `run` (mpirun, srun, or RANK/WORLD_SIZE/"
+      "MASTER_ADDR/MASTER_PORT); docs/locate.md.");
+  return [flags](const CommandContext& ctx) { return Execute(*flags, ctx.command_line); };
+}
+
+}  // namespace fabricscope::cli

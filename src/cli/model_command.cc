@@ -1,0 +1,504 @@
+#include "cli/model_command.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "fabricscope/error.h"
+#include "fabricscope/fabric_sim.h"
+#include "fabricscope/model.h"
+#include "fabricscope/platform.h"
+#include "fabricscope/report.h"
+#include "fabricscope/sizes.h"
+
+namespace fabricscope::cli {
+namespace {
+
+using nlohmann::json;
+
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+// "NAME=FACTOR" -> (NAME, FACTOR); the flag names the option in errors.
+std::pair<std::string, double> NameAndFactor(const std::string& text, const char* flag) {
+  const size_t eq = text.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    throw UsageError(std::string(flag) + " '" + text + "' must be NAME=FACTOR, e.g. " +
+                     (std::string(flag) == "--slow-node" ? "17=0.5" : "leaf0-spine1=0.5"));
+  }
+  try {
+    size_t used = 0;
+    const double factor = std::stod(text.substr(eq + 1), &used);
+    if (used != text.size() - eq - 1) throw std::invalid_argument("trailing");
+    return {text.substr(0, eq), factor};
+  } catch (const std::exception&) {
+    throw UsageError(std::string(flag) + " '" + text + "': '" + text.substr(eq + 1) +
+                     "' is not a number (the fraction of capacity left, 0 to 1)");
+  }
+}
+
+bool GenericGiven(const ModelFlags& f) {
+  return f.gpus_per_node > 0 || f.intra_node_busbw > 0 || f.nics > 0 || f.nic_rate > 0 ||
+         f.latency_floor > 0;
+}
+
+Platform ResolvePlatform(const ModelFlags& f) {
+  if (!f.platform.empty()) {
+    if (GenericGiven(f)) {
+      throw UsageError("--platform " + f.platform +
+                       " already describes the node: drop --gpus-per-node, --intra-node-busbw, "
+                       "--nics, --nic-rate and --latency-floor, or drop --platform");
+    }
+    return Catalog::Builtin().Get(f.platform);
+  }
+  if (!GenericGiven(f)) {
+    std::string names;
+    for (const auto& n : Catalog::Builtin().Names()) names += (names.empty() ? "" : ", ") + n;
+    throw UsageError("give --platform NAME (one of " + names +
+                     ") or describe the node with --gpus-per-node, --intra-node-busbw, --nics "
+                     "and --nic-rate");
+  }
+  GenericPlatformOptions g;
+  g.gpus_per_node = f.gpus_per_node;
+  g.intra_node_busbw = f.intra_node_busbw;
+  g.nics = f.nics;
+  g.nic_rate_gbps = f.nic_rate;
+  g.transport = f.transport;
+  if (f.net_efficiency > 0) g.ring_efficiency = std::min(1.0, f.net_efficiency);
+  if (f.latency_floor > 0) g.latency_floor_us = f.latency_floor;
+  return GenericPlatform(g);
+}
+
+ModelOptions ToModelOptions(const ModelFlags& f) {
+  ModelOptions o;
+  if (f.nodes < 1) throw UsageError("--nodes must be at least 1");
+  o.nodes = f.nodes;
+  if (!f.gpu_arch.empty()) o.arch = ParseArch(f.gpu_arch);
+  o.cpu = ParseCpuVendor(f.cpu);
+  o.nvlink = !f.pcie;
+  if (f.channels < 0 || f.channels > 256)
+    throw UsageError("--channels must be 1 to 256 (0 = derived)");
+  o.channels = f.channels;
+  if (f.net_efficiency < 0 || f.net_efficiency > 1.5) {
+    throw UsageError("--net-efficiency must be a fraction of NIC line rate, in (0, 1.5]");
+  }
+  if (f.net_efficiency > 0) o.net_efficiency = f.net_efficiency;
+  o.in_network_reduction = f.in_network;
+  for (const auto& a : SplitList(f.algo)) o.algorithms.push_back(ParseAlgorithm(a));
+  for (const auto& p : SplitList(f.proto)) o.protocols.push_back(ParseProtocol(p));
+  return o;
+}
+
+std::vector<size_t> Sizes(const ModelFlags& f) {
+  if (f.step_factor < 1 || f.step_factor > (1 << 20)) {
+    throw UsageError("-f/--stepfactor must be 1 (use -i) to 1048576");
+  }
+  return SizeSweep(ParseSize(f.min_bytes, "-b/--minbytes"), ParseSize(f.max_bytes, "-e/--maxbytes"),
+                   ParseSize(f.step_bytes, "-i/--stepbytes"), static_cast<uint64_t>(f.step_factor));
+}
+
+void CheckFormat(const std::string& format) {
+  if (format != "text" && format != "json") {
+    throw UsageError("--format '" + format + "' is unknown: use text or json");
+  }
+}
+
+json ParamsJson(const ModelParams& p) {
+  return {{"latency_scale", p.latency_scale},
+          {"net_latency_us", p.net_latency_us},
+          {"net_efficiency", p.net_efficiency},
+          {"intra_efficiency", p.intra_efficiency}};
+}
+
+json RowJson(Collective c, size_t size, double time_us, double algbw, double busbw,
+             std::string_view algo, std::string_view proto) {
+  return {{"collective", std::string(SpecOf(c).name)},
+          {"size", size},
+          {"time_us", time_us},
+          {"algbw", algbw},
+          {"busbw", busbw},
+          {"algo", std::string(algo)},
+          {"proto", std::string(proto)}};
+}
+
+std::string RowText(size_t size, double time_us, double algbw, double busbw, std::string_view algo,
+                    std::string_view proto) {
+  return fmt::format("{:>12}  {}  {}  {}  {:<13} {}\n", size, FormatNumber(time_us, 10),
+                     FormatNumber(algbw, 7), FormatNumber(busbw, 7), algo, proto);
+}
+
+const char* kTableHeader =
+    "#       size        time    algbw    busbw  algo          proto\n"
+    "#        (B)        (us)   (GB/s)   (GB/s)\n";
+
+std::string Describe(const Platform& p, const CollectiveModel& m) {
+  return fmt::format("{} x {} ({} ranks, {} GPUs per node, {} x {:g} Gb/s {})", m.nodes(), p.name,
+                     m.nranks(), m.ranks_per_node(), p.nics, p.nic_rate_gbps, p.transport);
+}
+
+int Predict(const ModelFlags& f, const Platform& platform, const ModelOptions& options,
+            const std::vector<Collective>& collectives, const std::vector<size_t>& sizes) {
+  const CollectiveModel model(platform, options);
+  const ModelParams& p = model.params();
+  if (f.format == "json") {
+    json rows = json::array();
+    for (Collective c : collectives) {
+      for (const Prediction& r : model.Sweep(c, sizes)) {
+        rows.push_back(RowJson(c, r.size, r.time_us, r.algbw, r.busbw, AlgorithmName(r.algorithm),
+                               ProtocolName(r.protocol)));
+      }
+    }
+    json doc = {{"mode", "predict"},
+                {"platform", platform.name},
+                {"nodes", model.nodes()},
+                {"gpus_per_node", model.ranks_per_node()},
+                {"nranks", model.nranks()},
+                {"gpu_arch", std::string(ArchName(model.arch()))},
+                {"channels", model.channels()},
+                {"intra_busbw", model.intra_busbw()},
+                {"net_busbw", model.net_busbw()},
+                {"nccl_tuning", NcclTuningSource()},
+                {"params", ParamsJson(p)},
+                {"rows", rows}};
+    std::cout << doc.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::cout << "# fabricscope model: predicted on " << Describe(platform, model) << "\n"
+            << fmt::format(
+                   "# NCCL {} tuning model; {} GPUs; NIC efficiency {:.3f}, latency x {:.2f}, "
+                   "+{:.1f} us per network step\n",
+                   NcclTuningVersion(), ArchName(model.arch()), p.net_efficiency, p.latency_scale,
+                   p.net_latency_us);
+  for (Collective c : collectives) {
+    std::cout << "#\n# " << SpecOf(c).name << "\n" << kTableHeader;
+    for (const Prediction& r : model.Sweep(c, sizes)) {
+      std::cout << RowText(r.size, r.time_us, r.algbw, r.busbw, AlgorithmName(r.algorithm),
+                           ProtocolName(r.protocol));
+    }
+  }
+  return kExitOk;
+}
+
+sim::FabricOptions FabricFor(const ModelFlags& f, const Platform& platform,
+                             const CollectiveModel& model) {
+  sim::FabricOptions fo;
+  fo.nodes = model.nodes();
+  fo.gpus_per_node = platform.gpus_per_node;
+  fo.nics_per_node = platform.nics;
+  if (platform.nics < 1) throw UsageError("--simulate needs NICs: the platform has none");
+  fo.nic_gbs = platform.nic_rate_gbps / 8.0 * model.params().net_efficiency;
+  fo.uplink_gbs = fo.nic_gbs;
+  fo.nvlink_gbs = platform.gpus_per_node > 1 ? model.intra_busbw() : 0;
+  fo.tiers = f.tiers;
+  fo.design = sim::ParseDesign(f.design);
+  fo.leaf_ports = f.leaf_ports;
+  fo.leaf_oversubscription = f.oversubscription;
+  fo.leaves_per_pod = f.leaves_per_pod;
+  fo.pod_oversubscription = f.pod_oversubscription;
+  return fo;
+}
+
+// The latency the analytic model gives the algorithm the simulator runs.
+double LatencyFor(const CollectiveModel& model, Collective c, size_t bytes, bool in_network) {
+  const Prediction p = model.Predict(c, bytes);
+  const NcclAlgorithm wanted = c == Collective::kSendRecv ? NcclAlgorithm::kP2p
+                               : in_network               ? NcclAlgorithm::kCollNetDirect
+                                                          : NcclAlgorithm::kRing;
+  for (const auto& cand : p.candidates) {  // fastest first
+    if (cand.algorithm == wanted) return cand.latency_us;
+  }
+  return p.candidates.front().latency_us;
+}
+
+int Simulate(const ModelFlags& f, const Platform& platform, ModelOptions options,
+             const std::vector<Collective>& requested, const std::vector<size_t>& sizes) {
+  const CollectiveModel model(platform, options);
+  sim::Fabric fabric(FabricFor(f, platform, model));
+  for (const auto& name : f.fail_links) fabric.DegradeLink(name, 0.0);
+  for (const auto& text : f.degrade_links) {
+    const auto [name, factor] = NameAndFactor(text, "--degrade-link");
+    fabric.DegradeLink(name, factor);
+  }
+  for (const auto& text : f.slow_nodes) {
+    const auto [node, factor] = NameAndFactor(text, "--slow-node");
+    int index = -1;
+    try {
+      index = std::stoi(node);
+    } catch (const std::exception&) {
+      throw UsageError("--slow-node '" + text + "': '" + node + "' is not a node number");
+    }
+    fabric.SlowNode(index, factor);
+  }
+  if (f.top_links < 0) throw UsageError("--top-links must be 0 or more");
+
+  std::vector<Collective> collectives;
+  std::vector<std::string> skipped;
+  for (Collective c : requested) {
+    const bool ok = c == Collective::kAllReduce || c == Collective::kAllGather ||
+                    c == Collective::kReduceScatter || c == Collective::kBroadcast ||
+                    c == Collective::kReduce || c == Collective::kSendRecv;
+    if (ok) {
+      collectives.push_back(c);
+    } else {
+      skipped.emplace_back(SpecOf(c).name);
+    }
+  }
+  if (collectives.empty()) {
+    throw UsageError(
+        "--simulate breaks all_reduce, all_gather, reduce_scatter, broadcast, "
+        "reduce and sendrecv into flows; choose one of them with --collective");
+  }
+  if (f.in_network && requested.size() != 1) {
+    throw UsageError(
+        "--in-network with --simulate models all_reduce: give --collective all_reduce");
+  }
+
+  sim::SimOptions so;
+  so.routing = sim::ParseRouting(f.routing);
+  so.seed = f.seed;
+  so.qps_per_connection = f.qps;
+  so.channels = f.channels;
+  so.peer_shift = f.peer_shift;
+  so.in_network_reduction = f.in_network;
+  so.bytes = sizes.back();
+  const auto& fo = fabric.options();
+  const std::string shape = fmt::format(
+      "{}-tier {} fat-tree, leaves of {} ports at {:g}:1{}, {} routing (seed {}), {} QP(s)",
+      fo.tiers, sim::DesignName(fo.design), fo.leaf_ports, fo.leaf_oversubscription,
+      fo.tiers == 3
+          ? fmt::format(", pods of {} leaves at {:g}:1", fo.leaves_per_pod, fo.pod_oversubscription)
+          : std::string(),
+      sim::RoutingName(so.routing), so.seed, so.qps_per_connection);
+
+  // Every simulation first: a bad option must not leave half a report on stdout.
+  std::vector<sim::SimResult> results;
+  for (Collective c : collectives) {
+    so.collective = c;
+    so.latency_us = 0;  // fair shares do not depend on the size: the latency comes per row
+    results.push_back(sim::Simulate(fabric, so));
+  }
+
+  json docs = json::array();
+  bool stalled = false;
+  std::ostringstream text;
+  if (f.format == "text") {
+    text << "# fabricscope model --simulate: " << Describe(platform, model) << "\n# " << shape
+         << "\n# " << fabric.switch_count() << " switches, " << fabric.link_count()
+         << " links; NICs at " << fmt::format("{:.1f}", fo.nic_gbs) << " GB/s, NVLink ring at "
+         << fmt::format("{:.0f}", fo.nvlink_gbs) << " GB/s per GPU\n";
+    if (!skipped.empty()) {
+      std::string list;
+      for (const auto& s : skipped) list += (list.empty() ? "" : ", ") + s;
+      text << "# skipped " << list << ": the simulator does not break them into flows\n";
+    }
+  }
+  for (size_t ci = 0; ci < collectives.size(); ++ci) {
+    const Collective c = collectives[ci];
+    const sim::SimResult& r = results[ci];
+    stalled = stalled || r.stalled;
+    json rows = json::array();
+    std::string table;
+    for (size_t size : sizes) {
+      const double latency = LatencyFor(model, c, size, f.in_network);
+      const double time =
+          latency + r.transfer_us * static_cast<double>(size) / static_cast<double>(so.bytes);
+      const double algbw = r.stalled ? 0 : static_cast<double>(size) / (1e3 * time);
+      const double busbw = algbw * SpecOf(c).bus_factor(model.nranks());
+      const std::string_view algo = c == Collective::kSendRecv ? "P2P"
+                                    : f.in_network             ? "CollNet"
+                                                               : "Ring";
+      rows.push_back(RowJson(c, size, r.stalled ? -1 : time, algbw, busbw, algo, "Simple"));
+      table += RowText(size, r.stalled ? 0 : time, algbw, busbw, algo, "Simple");
+    }
+    const size_t top = std::min(r.links.size(), static_cast<size_t>(f.top_links));
+    if (f.format == "json") {
+      json tiers = json::array();
+      for (const auto& t : r.tiers) {
+        tiers.push_back({{"tier", std::string(sim::TierName(t.tier))},
+                         {"links", t.links},
+                         {"used", t.used},
+                         {"max_utilization", t.max_utilization},
+                         {"mean_utilization", t.mean_utilization},
+                         {"max_connections", t.max_connections}});
+      }
+      json links = json::array();
+      for (size_t i = 0; i < top; ++i) {
+        const auto& l = r.links[i];
+        links.push_back({{"link", l.name},
+                         {"tier", std::string(sim::TierName(l.tier))},
+                         {"capacity_gbs", l.capacity_gbs},
+                         {"peak_gbs", l.peak_gbs},
+                         {"utilization", l.utilization},
+                         {"gigabytes", l.gigabytes},
+                         {"connections", l.connections}});
+      }
+      docs.push_back({{"collective", std::string(SpecOf(c).name)},
+                      {"stalled", r.stalled},
+                      {"stall_reason", r.stall_reason},
+                      {"simulated_size", so.bytes},
+                      {"flows", r.flows},
+                      {"connections", r.connections},
+                      {"link_uses", r.link_uses},
+                      {"events", r.events},
+                      {"transfer_busbw", r.busbw},
+                      {"rows", rows},
+                      {"tiers", tiers},
+                      {"links", links}});
+      continue;
+    }
+    text << "#\n# " << SpecOf(c).name << ": " << r.flows << " flows, " << r.connections
+         << " connections, " << r.link_uses << " link uses, " << r.events
+         << " events; busbw of the transfer alone " << fmt::format("{:.1f}", r.busbw) << " GB/s\n";
+    if (r.stalled) text << "# STALLED: " << r.stall_reason << "\n";
+    text << kTableHeader << table;
+    text << "#  tier         links    used  max-util  mean-util  max-conn\n";
+    for (const auto& t : r.tiers) {
+      text << fmt::format("#  {:<10} {:>7} {:>7}  {:>8.2f}  {:>9.2f}  {:>8.2f}\n",
+                          sim::TierName(t.tier), t.links, t.used, t.max_utilization,
+                          t.mean_utilization, t.max_connections);
+    }
+    if (top > 0) text << "#  busiest links (utilization at peak, connections):\n";
+    for (size_t i = 0; i < top; ++i) {
+      const auto& l = r.links[i];
+      text << fmt::format("#    {:<36} {:>5.2f}  {:>5.2f}\n", l.name, l.utilization, l.connections);
+    }
+  }
+  if (f.format == "json") {
+    json doc = {{"mode", "simulate"},
+                {"platform", platform.name},
+                {"nodes", model.nodes()},
+                {"gpus_per_node", model.ranks_per_node()},
+                {"nranks", model.nranks()},
+                {"fabric",
+                 {{"tiers", fo.tiers},
+                  {"design", std::string(sim::DesignName(fo.design))},
+                  {"leaf_ports", fo.leaf_ports},
+                  {"oversubscription", fo.leaf_oversubscription},
+                  {"leaves_per_pod", fo.leaves_per_pod},
+                  {"pod_oversubscription", fo.pod_oversubscription},
+                  {"routing", std::string(sim::RoutingName(so.routing))},
+                  {"seed", so.seed},
+                  {"switches", fabric.switch_count()},
+                  {"links", fabric.link_count()},
+                  {"nic_gbs", fo.nic_gbs},
+                  {"nvlink_gbs", fo.nvlink_gbs}}},
+                {"params", ParamsJson(model.params())},
+                {"results", docs}};
+    std::cout << doc.dump(2) << "\n";
+  }
+  std::cout << text.str();
+  if (stalled) {
+    std::cerr << "fabricscope model: the simulated collective cannot complete (see STALLED)\n";
+    return kExitFailed;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int ExecuteModel(const ModelFlags& f) {
+  CheckFormat(f.format);
+  const Platform platform = ResolvePlatform(f);
+  const ModelOptions options = ToModelOptions(f);
+  const std::vector<Collective> collectives = ParseCollectives(f.collective);
+  const std::vector<size_t> sizes = Sizes(f);
+  if (!f.simulate) return Predict(f, platform, options, collectives, sizes);
+  return Simulate(f, platform, options, collectives, sizes);
+}
+
+CommandAction SetupModelCommand(CLI::App& app) {
+  auto f = std::make_shared<ModelFlags>();
+  app.add_option("--platform", f->platform,
+                 "catalog platform (docs/catalog.md), e.g. gcp-a3-ultragpu-8g, dgx-h100");
+  app.add_option("--gpus-per-node", f->gpus_per_node, "generic platform: GPUs per node");
+  app.add_option("--intra-node-busbw", f->intra_node_busbw,
+                 "generic platform: GB/s busbw of a healthy single-node ring");
+  app.add_option("--nics", f->nics, "generic platform: GPU-fabric NICs per node");
+  app.add_option("--nic-rate", f->nic_rate, "generic platform: line rate of one NIC, Gb/s");
+  app.add_option("--transport", f->transport, "generic platform: IB, RoCE, EFA, TCPX, TCPXO or TCP")
+      ->capture_default_str();
+  app.add_option("--latency-floor", f->latency_floor,
+                 "generic platform: measured 2-node small-message time, us (sets the latency)");
+  app.add_option("--nodes", f->nodes, "node count to predict or simulate")->capture_default_str();
+  app.add_option("--collective", f->collective, "a collective, a comma-separated list, or all")
+      ->capture_default_str();
+  app.add_option("-b,--minbytes", f->min_bytes, "smallest size (K/M/G suffixes)")
+      ->capture_default_str();
+  app.add_option("-e,--maxbytes", f->max_bytes, "largest size")->capture_default_str();
+  app.add_option("-i,--stepbytes", f->step_bytes, "additive step (when -f is 1)")
+      ->capture_default_str();
+  app.add_option("-f,--stepfactor", f->step_factor, "multiplicative step")->capture_default_str();
+  app.add_option("--algo", f->algo,
+                 "like NCCL_ALGO: only these (Ring,Tree,NVLS,NVLSTree,CollNetDirect,"
+                 "CollNetChain,PAT)");
+  app.add_option("--proto", f->proto, "like NCCL_PROTO: only these (LL,LL128,Simple)");
+  app.add_option("--gpu-arch", f->gpu_arch,
+                 "volta, ampere, hopper or blackwell (default: from the platform's GPU)");
+  app.add_option("--cpu", f->cpu, "intel or amd: NCCL's LL cap and network overhead")
+      ->capture_default_str();
+  app.add_flag("--pcie", f->pcie, "GPUs joined by PCIe, not NVLink (no LL128, no NVLS)");
+  app.add_option("--channels", f->channels, "NCCL channels (0: two per NIC)")
+      ->capture_default_str();
+  app.add_option("--net-efficiency", f->net_efficiency,
+                 "fraction of NIC line rate a ring carries (default: the catalog's band, else "
+                 "the transport's)");
+  app.add_flag("--in-network", f->in_network,
+               "in-network reduction (SHARP): CollNet algorithms, multi-node NVLS; with "
+               "--simulate, all_reduce through switch aggregation trees");
+  app.add_option("--format", f->format, "text or json")->capture_default_str();
+
+  auto* sim = app.add_option_group("fabric simulator", "with --simulate");
+  CLI::Option* simulate = sim->add_flag(
+      "--simulate", f->simulate, "simulate the fabric flow by flow instead of the analytic model");
+  sim->add_option("--tiers", f->tiers, "2 (leaf-spine) or 3 (leaf-aggregation-core in pods)")
+      ->capture_default_str()
+      ->needs(simulate);
+  sim->add_option("--design", f->design, "classic (top-of-rack), rail-optimized or rail-only")
+      ->capture_default_str()
+      ->needs(simulate);
+  sim->add_option("--leaf-ports", f->leaf_ports, "NIC-facing ports per leaf")
+      ->capture_default_str()
+      ->needs(simulate);
+  sim->add_option("--oversubscription", f->oversubscription, "leaf down:up ratio (2 = 2:1)")
+      ->capture_default_str()
+      ->needs(simulate);
+  sim->add_option("--leaves-per-pod", f->leaves_per_pod, "3 tiers: leaves per pod")
+      ->capture_default_str()
+      ->needs(simulate);
+  sim->add_option("--pod-oversubscription", f->pod_oversubscription,
+                  "3 tiers: aggregation down:up ratio")
+      ->capture_default_str()
+      ->needs(simulate);
+  sim->add_option("--routing", f->routing, "ecmp (seeded hash) or balanced (adaptive)")
+      ->capture_default_str()
+      ->needs(simulate);
+  sim->add_option("--seed", f->seed, "ECMP hash seed")->capture_default_str()->needs(simulate);
+  sim->add_option("--qps", f->qps, "queue pairs per connection, each hashed on its own")
+      ->capture_default_str()
+      ->needs(simulate);
+  sim->add_option("--peer-shift", f->peer_shift, "sendrecv: node i sends to node i + shift")
+      ->capture_default_str()
+      ->needs(simulate);
+  sim->add_option("--fail-link", f->fail_links, "fail a link: 'a-b' (both ways) or 'a->b'")
+      ->needs(simulate);
+  sim->add_option("--degrade-link", f->degrade_links, "LINK=FACTOR: capacity left, 0 to 1")
+      ->needs(simulate);
+  sim->add_option("--slow-node", f->slow_nodes, "NODE=FACTOR: the node's NICs at FACTOR")
+      ->needs(simulate);
+  sim->add_option("--top-links", f->top_links, "busiest links to list")
+      ->capture_default_str()
+      ->needs(simulate);
+  return [f](const CommandContext&) { return ExecuteModel(*f); };
+}
+
+}  // namespace fabricscope::cli

@@ -1,0 +1,61 @@
+// Configuration drift: the facts on which some nodes of a job differ from the others.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "fabricscope/doctor.h"
+
+namespace fabricscope::doctor {
+
+std::vector<Drift> FindDrift(const std::vector<NodeReport>& nodes) {
+  std::vector<Drift> out;
+  if (nodes.size() < 2) return out;
+  std::set<std::string> keys;
+  for (const NodeReport& n : nodes) {
+    for (const auto& [key, value] : n.facts) keys.insert(key);
+  }
+  const std::string absent = "(absent)";
+  for (const std::string& key : keys) {
+    std::map<std::string, int> counts;
+    std::vector<std::string> values;
+    for (const NodeReport& n : nodes) {
+      const auto it = n.facts.find(key);
+      values.push_back(it == n.facts.end() ? absent : it->second);
+      ++counts[values.back()];
+    }
+    if (counts.size() == 1) continue;
+    Drift d;
+    d.key = key;
+    d.node_count = static_cast<int>(nodes.size());
+    // NCCL expects the same tuning on every rank: ranks that disagree on algorithms,
+    // protocols or channels can pick different schedules and hang.
+    d.severity = key.starts_with("env.") ? Severity::kCritical : Severity::kWarn;
+    int best = 0, ties = 0;
+    for (const auto& [value, count] : counts) {
+      if (count > best) {
+        best = count;
+        ties = 1;
+        d.majority = value;
+      } else if (count == best) {
+        ++ties;
+      }
+    }
+    // A majority is one value held by more nodes than any other, and by at least two.
+    if (ties > 1 || best < 2) {
+      d.majority.clear();
+      best = 0;
+    }
+    d.majority_count = best;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (!d.majority.empty() && values[i] == d.majority) continue;
+      d.outliers.push_back({nodes[i].rank, nodes[i].host, values[i]});
+    }
+    out.push_back(std::move(d));
+  }
+  // The most serious first, then by key.
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Drift& a, const Drift& b) { return a.severity > b.severity; });
+  return out;
+}
+
+}  // namespace fabricscope::doctor

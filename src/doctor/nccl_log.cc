@@ -1,0 +1,205 @@
+#include "doctor/nccl_log.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <regex>
+#include <string_view>
+
+#include "doctor/root.h"
+#include "fabricscope/error.h"
+
+namespace fabricscope::doctor {
+namespace {
+
+// One kind of line NCCL writes: a cheap substring test first, then the handler, so a log of
+// many thousand lines costs one search per kind and line.
+struct LinePattern {
+  std::string_view marker;
+  std::function<void(const std::string& message, int line, NcclLog& log)> handle;
+};
+
+int ToInt(const std::string& s) { return std::atoi(s.c_str()); }
+
+// "[0]mlx5_0:1/IB" tokens of a "Using" line.
+std::vector<std::string> Bracketed(const std::string& message) {
+  static const std::regex kToken(R"(\[\d+\][^\s;\[]+)");
+  std::vector<std::string> out;
+  for (std::sregex_iterator it(message.begin(), message.end(), kToken), end; it != end; ++it) {
+    out.push_back(it->str());
+  }
+  return out;
+}
+
+void ParseVia(const std::string& via, NcclConnection& c) {
+  const std::vector<std::string> parts = Split(via, '/');
+  if (parts.empty()) return;
+  c.transport = parts[0];
+  if (c.transport != "NET" || parts.size() < 2) return;
+  c.network = parts[1];
+  if (parts.size() >= 3) {
+    c.net_device = ToInt(parts[2]);
+    c.pxn = parts[2].find('(') != std::string::npos;
+  }
+  for (size_t i = 3; i < parts.size(); ++i) {
+    if (parts[i].starts_with("GDRDMA")) c.gdr = true;
+  }
+}
+
+const std::vector<LinePattern>& Patterns() {
+  static const std::vector<LinePattern> kPatterns = {
+      {"NCCL version ",
+       [](const std::string& m, int, NcclLog& log) {
+         static const std::regex kVersion(R"(NCCL version (\S+))");
+         std::smatch s;
+         if (std::regex_search(m, s, kVersion)) log.version = s[1];
+       }},
+      {"cudaDriverVersion",
+       [](const std::string& m, int, NcclLog& log) {
+         static const std::regex kDriver(R"(cudaDriverVersion (\d+))");
+         std::smatch s;
+         if (std::regex_search(m, s, kDriver)) log.cuda_driver = s[1];
+       }},
+      {"NET/IB",
+       [](const std::string& m, int, NcclLog& log) {
+         static const std::regex kUsing(R"(^NET/IB ?: Using)");
+         if (std::regex_search(m, kUsing)) log.ib_devices = Bracketed(m.substr(0, m.find(';')));
+       }},
+      {"NET/Socket",
+       [](const std::string& m, int, NcclLog& log) {
+         static const std::regex kUsing(R"(^NET/Socket ?: Using)");
+         if (std::regex_search(m, kUsing)) log.socket_devices = Bracketed(m);
+       }},
+      {"No device found",
+       [](const std::string& m, int line, NcclLog& log) {
+         log.no_device.push_back({line, m});
+       }},
+      {"GPU Direct RDMA",
+       [](const std::string& m, int line, NcclLog& log) {
+         static const std::regex kDisabled("GPU Direct RDMA (\\(DMABUF\\) )?Disabled",
+                                           std::regex::icase);
+         // Sockets never read GPU memory: their "Disabled" line says nothing about the HCAs.
+         if (m.starts_with("NET/Socket")) return;
+         if (std::regex_search(m, kDisabled)) {
+           log.gdr_disabled.push_back({line, m});
+         } else {
+           log.gdr_enabled.push_back({line, m});
+         }
+       }},
+      {"NET/Plugin",
+       [](const std::string& m, int line, NcclLog& log) {
+         log.plugin.push_back({line, m});
+       }},
+      {"Using network ",
+       [](const std::string& m, int, NcclLog& log) {
+         log.network = Trim(m.substr(m.find("Using network ") + 14));
+       }},
+      {" via ",
+       [](const std::string& m, int line, NcclLog& log) {
+         static const std::regex kConnection(
+             R"((?:Channel|Ring) (\d+)(?:/\d+)? : (\d+)(?:\[[^\]]*\])? -> (\d+)(?:\[[^\]]*\])?)"
+             R"((?: \[(send|receive)\])? via (.+)$)");
+         std::smatch s;
+         if (!std::regex_search(m, s, kConnection)) return;
+         NcclConnection c;
+         c.line = line;
+         c.channel = ToInt(s[1]);
+         c.from = ToInt(s[2]);
+         c.to = ToInt(s[3]);
+         c.direction = s[4].matched ? s[4].str() : "send";
+         ParseVia(Trim(s[5].str()), c);
+         log.connections.push_back(c);
+       }},
+      {"Channel ",
+       [](const std::string& m, int, NcclLog& log) {
+         // The ring order of a channel: "Channel 00/32 :    0   1   2 ...".
+         static const std::regex kRing(R"(^Channel \d+/(\d+) :[\s\d]+$)");
+         std::smatch s;
+         if (std::regex_search(m, s, kRing)) log.channels = std::max(log.channels, ToInt(s[1]));
+       }},
+      {"coll channels",
+       [](const std::string& m, int, NcclLog& log) {
+         static const std::regex kColl(R"((\d+) coll channels)");
+         std::smatch s;
+         if (std::regex_search(m, s, kColl)) log.channels = std::max(log.channels, ToInt(s[1]));
+       }},
+      {"nNodes",
+       [](const std::string& m, int, NcclLog& log) {
+         static const std::regex kComm(R"(nRanks (\d+) nNodes (\d+))", std::regex::icase);
+         std::smatch s;
+         if (std::regex_search(m, s, kComm)) {
+           log.ranks = std::max(log.ranks, ToInt(s[1]));
+           log.nodes = std::max(log.nodes, ToInt(s[2]));
+         }
+       }},
+  };
+  return kPatterns;
+}
+
+// The host of an NCCL line: "host:pid:tid [dev] NCCL INFO ...".
+std::string HostOf(const std::string& line, size_t nccl_at) {
+  static const std::regex kPrefix(R"(([A-Za-z0-9_.\-]+):\d+:\d+ \[\d+\] ?$)");
+  const std::string prefix = line.substr(0, nccl_at);
+  std::smatch s;
+  if (std::regex_search(prefix, s, kPrefix)) return s[1];
+  return "";
+}
+
+}  // namespace
+
+NcclLog ParseNcclLog(std::istream& in, const std::string& name) {
+  NcclLog log;
+  log.file = name;
+  std::string text;
+  int number = 0;
+  while (std::getline(in, text)) {
+    ++number;
+    if (!text.empty() && text.back() == '\r') text.pop_back();
+    size_t at = std::string::npos;
+    std::string message;
+    bool warn = false;
+    for (std::string_view level : {"NCCL INFO ", "NCCL WARN ", "NCCL TRACE "}) {
+      at = text.find(level);
+      if (at != std::string::npos) {
+        message = Trim(std::string_view(text).substr(at + level.size()));
+        warn = level == "NCCL WARN ";
+        break;
+      }
+    }
+    if (at == std::string::npos) {
+      // Old versions print the version banner without a level.
+      at = text.find("NCCL version ");
+      if (at == std::string::npos) continue;
+      message = Trim(std::string_view(text).substr(at));
+    }
+    ++log.nccl_lines;
+    if (std::string host = HostOf(text, at); !host.empty()) ++log.hosts[host];
+    if (warn) log.warnings.push_back({number, message});
+    for (const LinePattern& p : Patterns()) {
+      if (message.find(p.marker) != std::string::npos) p.handle(message, number, log);
+    }
+  }
+  if (log.nccl_lines == 0) {
+    throw UsageError("--nccl-log '" + name +
+                     "' holds no NCCL line: expected lines such as 'host:pid:tid [0] NCCL INFO "
+                     "...', written by a job run with NCCL_DEBUG=INFO (and "
+                     "NCCL_DEBUG_SUBSYS=INIT,NET for the transports)");
+  }
+  return log;
+}
+
+NcclLog ParseNcclLog(const std::string& path) {
+  std::error_code ec;
+  std::ifstream in;
+  if (!std::filesystem::is_directory(path, ec)) in.open(path);
+  if (!in) {
+    throw UsageError("cannot read --nccl-log '" + path +
+                     "': give the file a job wrote with NCCL_DEBUG=INFO (NCCL_DEBUG_FILE or "
+                     "the job's captured output)");
+  }
+  return ParseNcclLog(in, path);
+}
+
+}  // namespace fabricscope::doctor

@@ -1,0 +1,119 @@
+// The report as people read it: what ran, the matrix, the suspects with their evidence,
+// stragglers, and the verdict last, where the eye lands.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <ostream>
+#include <string>
+
+#include "fabricscope/locate.h"
+#include "locate/matrix.h"
+
+namespace fabricscope {
+namespace {
+
+constexpr int kMaxTextNodes = 16;  // wider than a terminal beyond this
+
+std::string Cell(double v) { return std::isnan(v) ? "." : fmt::format("{:.3g}", v); }
+
+void WriteMatrix(const LocateReport& report, const matrix::PairGrid& grid,
+                 const std::vector<double>& values, const char* metric, double median, int rail,
+                 std::ostream& out) {
+  const auto& names = report.layout.names;
+  size_t width = 9;  // "0.00592*": three digits, a star
+  for (const auto& n : names) width = std::max(width, n.size() + 1);
+  out << fmt::format("#\n# {} bus bandwidth (GB/s){}, typical pair {}; * below {:.2f}x\n", metric,
+                     report.layout.rails > 1 ? fmt::format(", rail {}", rail) : std::string(),
+                     Cell(median), report.options.threshold);
+  out << "# " << std::string(width, ' ');
+  for (const auto& n : names) out << fmt::format("{:>{}}", n, width);
+  out << "\n";
+  for (int row = 0; row < grid.cells; ++row) {
+    out << "# " << fmt::format("{:<{}}", names[static_cast<size_t>(row)], width);
+    for (int col = 0; col < grid.cells; ++col) {
+      std::string cell = row == col ? "-" : Cell(grid.At(values, row, col));
+      const double ratio = grid.At(grid.ratio, row, col);
+      if (!std::isnan(ratio) && ratio < report.options.threshold) cell += "*";
+      out << fmt::format("{:>{}}", cell, width);
+    }
+    out << "\n";
+  }
+}
+
+void WriteSuspects(const LocateReport& report, const std::vector<Suspect>& list,
+                   std::ostream& out) {
+  for (const Suspect& s : list) {
+    out << fmt::format("#  {:<28} {:.2f}x  confidence {:.2f} ({} of {})\n#      {}\n",
+                       matrix::Describe(report, s), s.ratio, s.confidence, s.agreeing,
+                       s.measurements, s.evidence);
+  }
+}
+
+}  // namespace
+
+void WriteLocateText(const LocateReport& report, std::ostream& out) {
+  const ClusterLayout& layout = report.layout;
+  const LocateRounds& r = report.rounds;
+  out << fmt::format("# fabricscope locate: {} nodes, {} rail{}, backend {}{}", layout.names.size(),
+                     layout.rails, layout.rails == 1 ? "" : "s", report.backend,
+                     report.backend_version.empty() ? "" : " " + report.backend_version);
+  if (report.bytes > 0) {
+    out << fmt::format(", {} bytes x {} iterations per measurement", report.bytes, report.iters);
+  }
+  out << "\n";
+  out << fmt::format(
+      "# {} schedule: {} per-node + {} pair + {} confirmation + {} collective = {} rounds\n",
+      report.options.mode == LocateMode::kFull
+          ? "full"
+          : fmt::format("quick (coverage {})", report.options.coverage),
+      r.per_node, r.pairs, r.confirmation, r.world, r.Total());
+  for (const std::string& note : report.notes) out << "# note: " << note << "\n";
+
+  if (static_cast<int>(layout.names.size()) <= kMaxTextNodes) {
+    for (int rail = 0; rail < layout.rails; ++rail) {
+      const matrix::PairGrid grid = matrix::BuildGrid(report, rail, kMaxTextNodes);
+      const RailBaseline& b = report.baselines[static_cast<size_t>(rail)];
+      WriteMatrix(report, grid, grid.sendrecv, "sendrecv", b.sendrecv_typical, rail, out);
+      WriteMatrix(report, grid, grid.all_reduce, "all_reduce", b.all_reduce_typical, rail, out);
+    }
+  } else {
+    out << fmt::format("#\n# the {} x {} matrix is in the JSON (--json) and the heatmap (--svg)\n",
+                       layout.names.size(), layout.names.size());
+  }
+  if (!report.node_samples.empty()) {
+    out << "#\n# per-node all_reduce bus bandwidth (GB/s):";
+    for (const NodeSample& s : report.node_samples) {
+      out << " " << layout.names[static_cast<size_t>(s.node)] << "=" << Cell(s.all_reduce_busbw);
+    }
+    out << "\n";
+  }
+
+  out << "#\n";
+  if (!report.suspects.empty()) {
+    out << "# suspects (confirmed by the retest against known-good nodes):\n";
+    WriteSuspects(report, report.suspects, out);
+  }
+  if (!report.unconfirmed.empty()) {
+    out << "# candidates not confirmed (not named):\n";
+    WriteSuspects(report, report.unconfirmed, out);
+  }
+  if (report.world_times) {
+    if (report.stragglers.empty()) {
+      out << fmt::format("# stragglers: none (all_reduce over all {} ranks, {:.0f}-{:.0f} us)\n",
+                         report.world_times->per_rank_us.size(), report.world_times->min_us,
+                         report.world_times->max_us);
+    } else {
+      out << "# stragglers (all_reduce over every rank):\n";
+      for (const Straggler& s : report.stragglers) {
+        out << fmt::format(
+            "#  rank {} on {}: {:.0f} us, {:.2f}x the median rank: {}\n", s.rank,
+            s.node >= 0 ? layout.names[static_cast<size_t>(s.node)] : std::string("?"), s.time_us,
+            s.ratio,
+            s.late ? "arrives late (every other rank waits for it)" : "held up inside the call");
+      }
+    }
+  }
+  out << "# verdict: " << matrix::Verdict(report) << "\n";
+}
+
+}  // namespace fabricscope

@@ -1,0 +1,274 @@
+#include <algorithm>
+#include <cctype>
+#include <nlohmann/json.hpp>
+
+#include "fabricscope/error.h"
+#include "fabricscope/platform.h"
+#include "platform/embedded_data.h"
+
+namespace fabricscope {
+namespace {
+
+using nlohmann::json;
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// Reads fields of one JSON object, naming the document and the path of a bad field.
+class FieldReader {
+ public:
+  FieldReader(const json& object, std::string origin, std::string path)
+      : object_(object), origin_(std::move(origin)), path_(std::move(path)) {
+    if (!object_.is_object()) Fail(path_, "must be an object");
+  }
+
+  template <typename T>
+  T Required(const std::string& key) const {
+    if (!object_.contains(key)) Fail(Path(key), "is missing");
+    return Convert<T>(key);
+  }
+
+  template <typename T>
+  T Optional(const std::string& key, T fallback) const {
+    if (!object_.contains(key) || object_.at(key).is_null()) return fallback;
+    return Convert<T>(key);
+  }
+
+  template <typename T>
+  std::optional<T> Maybe(const std::string& key) const {
+    if (!object_.contains(key) || object_.at(key).is_null()) return std::nullopt;
+    return Convert<T>(key);
+  }
+
+  // Each element of the array `key` (absent: none) read by `read`.
+  template <typename F>
+  void ForEach(const std::string& key, F read) const {
+    if (!object_.contains(key)) return;
+    const json& array = object_.at(key);
+    if (!array.is_array()) Fail(Path(key), "must be an array");
+    for (size_t i = 0; i < array.size(); ++i) {
+      read(FieldReader(array[i], origin_, Path(key) + "[" + std::to_string(i) + "]"));
+    }
+  }
+
+  FieldReader Object(const std::string& key) const {
+    if (!object_.contains(key)) Fail(Path(key), "is missing");
+    return FieldReader(object_.at(key), origin_, Path(key));
+  }
+
+  [[noreturn]] void Fail(const std::string& path, const std::string& what) const {
+    throw UsageError("platform catalog " + origin_ + ": field '" + path + "' " + what +
+                     " (see docs/catalog.md for the format)");
+  }
+
+ private:
+  std::string Path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+
+  template <typename T>
+  T Convert(const std::string& key) const {
+    try {
+      return object_.at(key).get<T>();
+    } catch (const json::exception&) {
+      Fail(Path(key), std::string("has the wrong type (") + object_.at(key).type_name() + ")");
+    }
+  }
+
+  const json& object_;
+  std::string origin_;
+  std::string path_;
+};
+
+void RequirePositive(const FieldReader& r, const std::string& path, double value) {
+  if (!(value > 0)) r.Fail(path, "must be positive");
+}
+
+Expectation ReadExpectation(const FieldReader& r) {
+  Expectation e;
+  e.collective = r.Required<std::string>("collective");
+  e.nodes_min = r.Required<int>("nodes_min");
+  e.nodes_max = r.Maybe<int>("nodes_max");
+  e.min_size = r.Optional<size_t>("min_size", 0);
+  e.typical_busbw = r.Required<double>("typical_busbw");
+  e.low_busbw = r.Required<double>("low_busbw");
+  e.algorithm = r.Optional<std::string>("algorithm", "");
+  e.basis = r.Required<std::string>("basis");
+  e.source = r.Required<std::string>("source");
+  RequirePositive(r, "typical_busbw", e.typical_busbw);
+  if (e.low_busbw > e.typical_busbw) r.Fail("low_busbw", "is above typical_busbw");
+  if (e.nodes_min < 1) r.Fail("nodes_min", "must be at least 1");
+  if (e.basis != "published" && e.basis != "derived") {
+    r.Fail("basis", "must be \"published\" or \"derived\"");
+  }
+  if (e.source.empty()) r.Fail("source", "is empty: every figure needs its source");
+  return e;
+}
+
+}  // namespace
+
+bool Expectation::Covers(const std::string& coll, int nodes, size_t size) const {
+  return coll == collective && nodes >= nodes_min && (!nodes_max || nodes <= *nodes_max) &&
+         size >= min_size;
+}
+
+std::optional<Expectation> Platform::ExpectationFor(const std::string& collective, int nodes,
+                                                    size_t size) const {
+  // A published figure beats a derived one; among equals the first listed wins.
+  std::optional<Expectation> best;
+  for (const Expectation& e : expected) {
+    if (!e.Covers(collective, nodes, size)) continue;
+    if (!best || (best->basis != "published" && e.basis == "published")) best = e;
+  }
+  return best;
+}
+
+Platform Catalog::ParsePlatform(const std::string& json_text, const std::string& origin) {
+  json doc;
+  try {
+    doc = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    throw UsageError("platform catalog " + origin + ": not valid JSON (" + e.what() + ")");
+  }
+  const FieldReader r(doc, origin, "");
+  Platform p;
+  p.name = r.Required<std::string>("name");
+  p.aliases = r.Optional<std::vector<std::string>>("aliases", {});
+  p.vendor = r.Optional<std::string>("vendor", "");
+  p.description = r.Optional<std::string>("description", "");
+  const FieldReader gpu = r.Object("gpu");
+  p.gpu_model = gpu.Required<std::string>("model");
+  p.gpus_per_node = gpu.Required<int>("per_node");
+  p.nvlink_per_direction_gbs = gpu.Optional<double>("nvlink_per_direction_gbs", 0);
+  p.intra_node_ring_busbw = gpu.Required<double>("intra_node_ring_busbw");
+  p.intra_node_source = gpu.Required<std::string>("intra_node_source");
+  RequirePositive(gpu, "gpu.per_node", p.gpus_per_node);
+  RequirePositive(gpu, "gpu.intra_node_ring_busbw", p.intra_node_ring_busbw);
+  const FieldReader net = r.Object("network");
+  p.nics = net.Required<int>("nics");
+  p.nic_rate_gbps = net.Required<double>("nic_rate_gbps");
+  p.nic_model = net.Optional<std::string>("nic_model", "");
+  p.transport = net.Required<std::string>("transport");
+  p.latency_floor_us = net.Maybe<double>("latency_floor_us");
+  p.latency_source = net.Optional<std::string>("latency_source", "");
+  RequirePositive(net, "network.nics", p.nics);
+  RequirePositive(net, "network.nic_rate_gbps", p.nic_rate_gbps);
+  static const std::vector<std::string> kTransports = {"IB", "RoCE", "TCPX", "TCPXO", "EFA", "TCP"};
+  if (std::find(kTransports.begin(), kTransports.end(), p.transport) == kTransports.end()) {
+    net.Fail("network.transport",
+             "is '" + p.transport + "': use IB, RoCE, TCPX, TCPXO, EFA or TCP");
+  }
+  r.ForEach("nccl_env", [&](const FieldReader& e) {
+    p.nccl_env.push_back({e.Required<std::string>("name"), e.Required<std::string>("value"),
+                          e.Optional<std::string>("why", "")});
+  });
+  if (doc.contains("detect")) {
+    const FieldReader d = r.Object("detect");
+    p.detect.dmi_product_names = d.Optional<std::vector<std::string>>("dmi_product_names", {});
+    p.detect.dmi_sys_vendor = d.Optional<std::string>("dmi_sys_vendor", "");
+  }
+  r.ForEach("expected", [&](const FieldReader& e) { p.expected.push_back(ReadExpectation(e)); });
+  r.ForEach("published", [&](const FieldReader& e) {
+    p.published.push_back({e.Required<std::string>("collective"), e.Required<int>("nodes"),
+                           e.Required<size_t>("size"), e.Required<double>("busbw"),
+                           e.Optional<std::string>("placement", ""),
+                           e.Optional<std::string>("algorithm", ""),
+                           e.Required<std::string>("source")});
+  });
+  if (doc.contains("without_gpudirect")) {
+    const FieldReader w = r.Object("without_gpudirect");
+    p.without_gpudirect_busbw = w.Required<double>("busbw");
+    p.without_gpudirect_source = w.Required<std::string>("source");
+  }
+  return p;
+}
+
+Catalog Catalog::Builtin() {
+  Catalog catalog;
+  for (const auto& file : detail::PlatformDocuments()) {
+    catalog.Add(ParsePlatform(std::string(file.text), "data/platforms/" + std::string(file.name)));
+  }
+  return catalog;
+}
+
+void Catalog::Add(Platform platform) {
+  std::vector<std::string> names = platform.aliases;
+  names.push_back(platform.name);
+  for (const std::string& n : names) {
+    if (Find(n) != nullptr) {
+      throw UsageError("platform catalog: the name '" + n + "' of platform '" + platform.name +
+                       "' is already taken by '" + Find(n)->name + "'");
+    }
+  }
+  platforms_.push_back(std::move(platform));
+}
+
+const Platform* Catalog::Find(const std::string& name) const {
+  const std::string wanted = Lower(name);
+  for (const Platform& p : platforms_) {
+    if (Lower(p.name) == wanted) return &p;
+    for (const std::string& alias : p.aliases) {
+      if (Lower(alias) == wanted) return &p;
+    }
+  }
+  return nullptr;
+}
+
+const Platform& Catalog::Get(const std::string& name) const {
+  if (const Platform* p = Find(name)) return *p;
+  std::string known;
+  for (const std::string& n : Names()) known += (known.empty() ? "" : ", ") + n;
+  throw UsageError("unknown platform '" + name + "'; known platforms: " + known +
+                   " (or describe one with --gpus-per-node, --intra-node-busbw, --nics, "
+                   "--nic-rate)");
+}
+
+std::vector<std::string> Catalog::Names() const {
+  std::vector<std::string> names;
+  for (const Platform& p : platforms_) names.push_back(p.name);
+  return names;
+}
+
+Platform GenericPlatform(const GenericPlatformOptions& o) {
+  auto require = [](double value, const char* flag, const char* what) {
+    if (!(value > 0)) {
+      throw UsageError(std::string("a generic platform needs ") + flag + " (" + what +
+                       "), a positive number");
+    }
+  };
+  require(o.gpus_per_node, "--gpus-per-node", "GPUs in one node");
+  require(o.intra_node_busbw, "--intra-node-busbw", "GB/s of a healthy single-node ring");
+  require(o.nics, "--nics", "GPU-fabric NICs per node");
+  require(o.nic_rate_gbps, "--nic-rate", "line rate of one NIC in Gb/s");
+  if (!(o.ring_efficiency > 0 && o.ring_efficiency <= 1)) {
+    throw UsageError(
+        "--ring-efficiency must be in (0, 1], the fraction of line rate a healthy "
+        "ring reaches (0.9 for InfiniBand and RoCE)");
+  }
+  Platform p;
+  p.name = "generic";
+  p.description = std::to_string(o.gpus_per_node) + " GPUs, " + std::to_string(o.nics) + " x " +
+                  std::to_string(static_cast<int>(o.nic_rate_gbps)) + " Gb/s " + o.transport;
+  p.gpu_model = "unspecified";
+  p.gpus_per_node = o.gpus_per_node;
+  p.intra_node_ring_busbw = o.intra_node_busbw;
+  p.intra_node_source = "command line";
+  p.nics = o.nics;
+  p.nic_rate_gbps = o.nic_rate_gbps;
+  p.transport = o.transport;
+  p.latency_floor_us = o.latency_floor_us;
+  p.latency_source = o.latency_floor_us ? "command line" : "";
+  const double ring = std::min(p.intra_node_ring_busbw, p.NicTotalGBs() * o.ring_efficiency);
+  for (const char* coll : {"all_reduce", "all_gather", "reduce_scatter"}) {
+    p.expected.push_back({coll, 1, 1, size_t{1} << 30, p.intra_node_ring_busbw,
+                          0.85 * p.intra_node_ring_busbw, "Ring", "derived",
+                          "command line: --intra-node-busbw"});
+    p.expected.push_back(
+        {coll, 2, std::nullopt, size_t{1} << 30, ring, 0.85 * ring, "Ring", "derived",
+         "command line: min(intra-node busbw, NICs x rate / 8 x ring efficiency)"});
+  }
+  return p;
+}
+
+}  // namespace fabricscope

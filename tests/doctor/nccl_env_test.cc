@@ -1,0 +1,157 @@
+// The NCCL variable lint against a node tree: every rule, and names NCCL does not know.
+#include "doctor/nccl_env.h"
+
+#include <gtest/gtest.h>
+
+#include "doctor/fixture.h"
+
+namespace fabricscope::doctor::testing {
+namespace {
+
+class NcclEnvTest : public ::testing::Test {
+ protected:
+  // The nccl_env findings of the healthy InfiniBand node (or RoCE) with `env` set.
+  CheckResult Lint(const std::map<std::string, std::string>& env, bool roce = false) {
+    if (!tree_ || roce != roce_) {
+      NodeSpec spec;
+      spec.roce = roce;
+      roce_ = roce;
+      tree_.reset();  // its directory goes before the new tree takes the same path
+      tree_ = std::make_unique<NodeTree>(TestDir("node"), spec);
+    }
+    DoctorOptions options;
+    options.root = tree_->root().string();
+    options.env = env;
+    options.checks = {"nccl_env"};
+    report_ = RunDoctor(options);
+    return Find(report_, "nccl_env");
+  }
+  std::unique_ptr<NodeTree> tree_;
+  bool roce_ = false;
+  NodeReport report_;
+};
+
+TEST_F(NcclEnvTest, HarmlessSettingsAreOk) {
+  const CheckResult c = Lint({{"NCCL_DEBUG", "INFO"},
+                              {"NCCL_IB_HCA", "=mlx5_0:1,mlx5_1:1"},
+                              {"NCCL_SOCKET_IFNAME", "=eno1"},
+                              {"NCCL_NET_GDR_LEVEL", "PHB"},
+                              {"NCCL_SOCKET_NTHREADS", "4"},
+                              {"NCCL_NSOCKS_PERTHREAD", "8"},
+                              {"NCCL_TESTS_SPLIT_MASK", "0x7"},
+                              {"NCCL_GPUDIRECTTCPX_FORCE_ACK", "0"}});
+  EXPECT_EQ(c.severity(), Severity::kOk) << Dump(report_);
+  EXPECT_TRUE(Has(c, Severity::kOk, "8 NCCL variable(s) set, none known to cost bandwidth"));
+}
+
+TEST_F(NcclEnvTest, GpuDirectOffIsCritical) {
+  EXPECT_TRUE(Has(Lint({{"NCCL_NET_GDR_LEVEL", "LOC"}}), Severity::kCritical,
+                  "switches GPUDirect RDMA off"));
+  EXPECT_TRUE(Has(Lint({{"NCCL_NET_GDR_LEVEL", "FAR"}}), Severity::kWarn, "not a level"));
+  // The old name still works, and gets both findings.
+  const CheckResult c = Lint({{"NCCL_IB_GDR_LEVEL", "0"}});
+  EXPECT_TRUE(Has(c, Severity::kCritical, "switches GPUDirect RDMA off"));
+  EXPECT_TRUE(Has(c, Severity::kWarn, "obsolete: current versions read NCCL_NET_GDR_LEVEL"));
+}
+
+TEST_F(NcclEnvTest, TransportsSwitchedOff) {
+  EXPECT_TRUE(Has(Lint({{"NCCL_IB_DISABLE", "1"}}), Severity::kCritical, "sockets"));
+  EXPECT_EQ(Lint({{"NCCL_IB_DISABLE", "0"}}).severity(), Severity::kOk);
+  EXPECT_TRUE(Has(Lint({{"NCCL_P2P_DISABLE", "1"}}), Severity::kCritical, "peer-to-peer"));
+  EXPECT_TRUE(Has(Lint({{"NCCL_P2P_LEVEL", "LOC"}}), Severity::kCritical, "not even over NVLink"));
+  EXPECT_TRUE(Has(Lint({{"NCCL_SHM_DISABLE", "1"}}), Severity::kWarn, "shared memory"));
+  EXPECT_TRUE(Has(Lint({{"NCCL_NET", "Socket"}}), Severity::kCritical, "forces TCP sockets"));
+  EXPECT_TRUE(Has(Lint({{"NCCL_NET_GDR_READ", "0"}}), Severity::kWarn, "host memory"));
+}
+
+TEST_F(NcclEnvTest, ForcedAlgorithmsAndProtocolsWarn) {
+  const CheckResult c = Lint({{"NCCL_ALGO", "Ring"}, {"NCCL_PROTO", "Simple"}});
+  EXPECT_TRUE(Has(c, Severity::kWarn, "NCCL_ALGO=Ring forces"));
+  EXPECT_TRUE(Has(c, Severity::kWarn, "NCCL_PROTO=Simple forces"));
+}
+
+TEST_F(NcclEnvTest, SocketThreadsTimesSocketsAbove64) {
+  EXPECT_TRUE(Has(Lint({{"NCCL_SOCKET_NTHREADS", "8"}, {"NCCL_NSOCKS_PERTHREAD", "16"}}),
+                  Severity::kWarn, "= 128 exceeds NCCL's limit of 64"));
+  EXPECT_TRUE(Has(Lint({{"NCCL_NSOCKS_PERTHREAD", "65"}}), Severity::kWarn, "= 65 exceeds"));
+  EXPECT_TRUE(Has(Lint({{"NCCL_SOCKET_NTHREADS", "32"}}), Severity::kWarn, "outside 1..16"));
+}
+
+TEST_F(NcclEnvTest, IbHcaNamingMissingDevices) {
+  EXPECT_TRUE(Has(Lint({{"NCCL_IB_HCA", "mlx4"}}), Severity::kCritical, "selects no RDMA device"));
+  EXPECT_TRUE(Has(Lint({{"NCCL_IB_HCA", "=mlx5_0,mlx5_12"}}), Severity::kWarn,
+                  "names devices this node does not have: mlx5_12"));
+  EXPECT_TRUE(Has(Lint({{"NCCL_IB_HCA", "^mlx5"}}), Severity::kCritical, "selects no RDMA device"));
+  EXPECT_EQ(Lint({{"NCCL_IB_HCA", "^=mlx5_7"}}).severity(), Severity::kOk);
+  EXPECT_TRUE(Has(Lint({{"NCCL_IB_HCA", "=mlx5_0:2"}}), Severity::kWarn, "has no such port"));
+  // A prefix matches all eight.
+  EXPECT_EQ(Lint({{"NCCL_IB_HCA", "mlx5"}}).severity(), Severity::kOk);
+}
+
+TEST_F(NcclEnvTest, SocketIfnameNamingMissingInterfaces) {
+  EXPECT_TRUE(Has(Lint({{"NCCL_SOCKET_IFNAME", "eth"}}), Severity::kCritical,
+                  "selects no network interface"));
+  EXPECT_TRUE(Has(Lint({{"NCCL_SOCKET_IFNAME", "=eno1,eth0"}}), Severity::kWarn,
+                  "names interfaces this node does not have: eth0"));
+  EXPECT_TRUE(
+      Has(Lint({{"NCCL_SOCKET_IFNAME", "lo"}}), Severity::kWarn, "other nodes cannot reach"));
+  EXPECT_EQ(Lint({{"NCCL_SOCKET_IFNAME", "^lo,docker"}}).severity(), Severity::kOk);
+}
+
+TEST_F(NcclEnvTest, CrossNicWarns) {
+  EXPECT_TRUE(Has(Lint({{"NCCL_CROSS_NIC", "1"}}), Severity::kWarn, "rail-optimized"));
+  EXPECT_EQ(Lint({{"NCCL_CROSS_NIC", "0"}}).severity(), Severity::kOk);
+}
+
+TEST_F(NcclEnvTest, GidIndexOnRoce) {
+  EXPECT_EQ(Lint({{"NCCL_IB_GID_INDEX", "3"}}, true).severity(), Severity::kOk);
+  EXPECT_TRUE(
+      Has(Lint({{"NCCL_IB_GID_INDEX", "2"}}, true), Severity::kWarn, "IB/RoCE v1 GID on mlx5_0/1"));
+  EXPECT_TRUE(Has(Lint({{"NCCL_IB_GID_INDEX", "6"}}, true), Severity::kCritical,
+                  "has no GID at that index"));
+  EXPECT_TRUE(Has(Lint({{"NCCL_IB_GID_INDEX", "x"}}, true), Severity::kWarn, "not a number"));
+  // InfiniBand ports ignore it.
+  EXPECT_TRUE(Has(Lint({{"NCCL_IB_GID_INDEX", "3"}}), Severity::kOk, "InfiniBand ignores it"));
+}
+
+TEST_F(NcclEnvTest, UnknownNamesAreLikelyTypos) {
+  const CheckResult c = Lint({{"NCCL_IB_HCAS", "mlx5"},
+                              {"NCCL_SOCKET_IF_NAME", "eno1"},
+                              {"NCCL_COMPLETELY_MADE_UP_THING", "1"}});
+  EXPECT_TRUE(Has(c, Severity::kWarn,
+                  "NCCL_IB_HCAS is not a variable NCCL reads: did you mean "
+                  "NCCL_IB_HCA?"));
+  EXPECT_TRUE(Has(c, Severity::kWarn, "did you mean NCCL_SOCKET_IFNAME?"));
+  EXPECT_TRUE(
+      Has(c, Severity::kWarn, "NCCL_COMPLETELY_MADE_UP_THING is not a variable NCCL reads"));
+  EXPECT_FALSE(Has(c, Severity::kWarn,
+                   "NCCL_COMPLETELY_MADE_UP_THING is not a variable NCCL "
+                   "reads: did you mean"));
+}
+
+TEST_F(NcclEnvTest, ObsoleteAndPyTorchNames) {
+  EXPECT_TRUE(Has(Lint({{"NCCL_MAX_NRINGS", "8"}}), Severity::kWarn, "NCCL_MAX_NCHANNELS"));
+  EXPECT_TRUE(Has(Lint({{"NCCL_ASYNC_ERROR_HANDLING", "1"}}), Severity::kWarn,
+                  "TORCH_NCCL_ASYNC_ERROR_HANDLING"));
+}
+
+TEST_F(NcclEnvTest, TopoFileThatDoesNotExist) {
+  const CheckResult c = Lint({{"NCCL_TOPO_FILE", "/opt/topo/missing.xml"}});
+  EXPECT_TRUE(Has(c, Severity::kWarn, "names a file that does not exist"));
+  DoctorOptions options;
+  options.root = tree_->root().string();
+  options.env = {{"NCCL_TOPO_FILE", "/opt/topo/missing.xml"}};
+  options.checks = {"topo_file"};
+  const NodeReport r = RunDoctor(options);
+  EXPECT_TRUE(Has(Find(r, "topo_file"), Severity::kSkipped, "does not exist")) << Dump(r);
+}
+
+TEST_F(NcclEnvTest, VariableTableIsSortedAndUnique) {
+  const auto& v = NcclVariables();
+  for (size_t i = 1; i < v.size(); ++i) EXPECT_LT(v[i - 1].name, v[i].name);
+  EXPECT_EQ(ClosestVariable("NCCL_ALOG"), "NCCL_ALGO");
+  EXPECT_EQ(ClosestVariable("SOMETHING_ELSE_ENTIRELY_DIFFERENT"), "");
+}
+
+}  // namespace
+}  // namespace fabricscope::doctor::testing

@@ -1,0 +1,121 @@
+// The real measurer: ranks as threads of this process over Gloo on loopback, joining the
+// pair groups of each round through the launch layer's RankBody hook.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fabricscope/backend.h"
+#include "fabricscope/error.h"
+#include "fabricscope/launch.h"
+#include "fabricscope/locate.h"
+
+namespace fabricscope {
+namespace {
+
+EnvLookup NoEnvironment() {
+  return [](std::string_view) { return std::optional<std::string>(); };
+}
+
+RunOptions Threads(int n) {
+  RunOptions o;
+  o.nthreads = n;
+  o.min_bytes = o.max_bytes = 64 * 1024;
+  o.iters = 2;
+  o.timeout_s = 60;
+  return o;
+}
+
+// The hook itself: every rank joins a group of two (0-1, 2-3), sums its rank there, and the
+// world sees every group's result.
+TEST(RankBody, RanksJoinGroupsOfTheirOwnAndStillShareTheWorld) {
+  auto backend = MakeBackend("gloo");
+  std::mutex mutex;
+  std::vector<double> sums(4, -1);
+  std::atomic<int> world_size{0};
+  const RunResult header = RunJob(Threads(4), *backend, nullptr, LaunchInfo{}, NoEnvironment(),
+                                  [&](RankContext& context) {
+                                    world_size = context.world->size();
+                                    ConnectOptions pair = context.connect;
+                                    pair.color = context.self.rank / 2;
+                                    pair.rank = context.self.rank % 2;
+                                    pair.size = 2;
+                                    pair.prefix = "test/pair" + std::to_string(pair.color);
+                                    auto comm = context.join(pair);
+                                    double mine = context.self.rank;
+                                    double sum = 0;
+                                    CollectiveCall call;
+                                    call.collective = Collective::kAllReduce;
+                                    call.send = &mine;
+                                    call.recv = &sum;
+                                    call.count = 1;
+                                    call.type = DataType::kDouble;
+                                    comm->Run(call);
+                                    std::vector<double> all(4);
+                                    call.collective = Collective::kAllGather;
+                                    call.send = &sum;
+                                    call.recv = all.data();
+                                    context.world->Run(call);
+                                    if (context.self.rank == 0) {
+                                      const std::lock_guard lock(mutex);
+                                      sums = all;
+                                    }
+                                  });
+  EXPECT_EQ(world_size.load(), 4);
+  EXPECT_EQ(sums, (std::vector<double>{1, 1, 5, 5}));  // 0+1, 0+1, 2+3, 2+3
+  EXPECT_EQ(header.ranks.size(), 4u);                  // the header is still gathered
+}
+
+TEST(RankBody, AnErrorInTheBodyEndsTheJobWithIt) {
+  auto backend = MakeBackend("gloo");
+  EXPECT_THROW(RunJob(Threads(2), *backend, nullptr, LaunchInfo{}, NoEnvironment(),
+                      [](RankContext&) { throw UsageError("from the body"); }),
+               UsageError);
+}
+
+TEST(RunLocateJob, SixThreadRanksAsNodesOverGloo) {
+  auto backend = MakeBackend("gloo");
+  LocateJobOptions job;
+  job.grouping = NodeGrouping::kRank;
+  job.measure = Threads(6);
+  // Six ranks share this machine's cores with whatever else runs: a lenient threshold keeps
+  // scheduler noise from being taken for a fault (the test beds check the default).
+  job.locate.threshold = 0.2;
+  const LocateReport r = RunLocateJob(job, *backend, LaunchInfo{}, NoEnvironment());
+  ASSERT_EQ(r.layout.names.size(), 6u);
+  EXPECT_EQ(r.layout.rails, 1);
+  EXPECT_EQ(r.rounds.pairs, 5);
+  EXPECT_EQ(r.rounds.per_node, 0);
+  EXPECT_EQ(r.rounds.world, 1);
+  EXPECT_EQ(r.samples.size(), 15u);  // every pair once
+  for (const PairSample& s : r.samples) {
+    EXPECT_GT(s.sendrecv_busbw, 0) << s.pair.a << "-" << s.pair.b;
+    EXPECT_GT(s.all_reduce_busbw, 0);
+    EXPECT_EQ(s.wrong, 0);
+  }
+  EXPECT_TRUE(r.suspects.empty()) << r.suspects.front().evidence;
+  ASSERT_TRUE(r.world_times.has_value());
+  EXPECT_EQ(r.world_times->per_rank_us.size(), 6u);
+  EXPECT_EQ(r.ranks.size(), 6u);
+  EXPECT_EQ(r.backend, "gloo");
+  EXPECT_EQ(r.bytes, 64u * 1024u);
+}
+
+TEST(RunLocateJob, OneHostIsNotEnoughNodes) {
+  auto backend = MakeBackend("gloo");
+  LocateJobOptions job;
+  job.measure = Threads(4);  // four ranks, but one host: one node
+  try {
+    RunLocateJob(job, *backend, LaunchInfo{}, NoEnvironment());
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("at least 4 nodes"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--group-by"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace fabricscope

@@ -1,0 +1,256 @@
+// `fabricscope locate` as a user runs it: the real binary, a simulated cluster for exact
+// answers, real processes over Gloo on this host, and every bad input.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "fabricscope/store.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string Slurp(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class LocateCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("fabricscope-locate-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  Outcome Run(const std::string& args) {
+    return Shell(std::string(FABRICSCOPE_BINARY) + " " + args);
+  }
+
+  // A command line through sh, stdout and stderr captured.
+  Outcome Shell(const std::string& command) {
+    const fs::path out = dir_ / "stdout";
+    const fs::path err = dir_ / "stderr";
+    const std::string cmd = command + " >" + out.string() + " 2>" + err.string() + " </dev/null";
+    const int status = std::system(cmd.c_str());
+    Outcome o;
+    o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    o.out = Slurp(out);
+    o.err = Slurp(err);
+    return o;
+  }
+
+  void ExpectRefused(const std::string& args, int code, const std::string& needle) {
+    const Outcome o = Run(args);
+    EXPECT_EQ(o.exit_code, code) << args << "\n" << o.err;
+    EXPECT_NE(o.err.find(needle), std::string::npos) << args << "\nstderr: " << o.err;
+    EXPECT_NE(o.err.find("error"), std::string::npos) << o.err;
+    EXPECT_TRUE(o.out.empty()) << args << "\nstdout: " << o.out;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(LocateCliTest, HelpListsTheFlagsAndExitCodes) {
+  const Outcome o = Run("locate --help");
+  EXPECT_EQ(o.exit_code, 0);
+  for (const char* flag : {"--backend", "--launcher", "--group-by", "--mode", "--coverage",
+                           "--size", "--threshold", "--confirm", "--json", "--svg", "--simulate",
+                           "--inject", "Exit codes: 0 nobody named, 1 a culprit named"}) {
+    EXPECT_NE(o.out.find(flag), std::string::npos) << flag;
+  }
+  const Outcome top = Run("--help");
+  EXPECT_NE(top.out.find("locate"), std::string::npos) << top.out;
+}
+
+TEST_F(LocateCliTest, SimulatedSlowNodeIsNamedWithExitCode1) {
+  const fs::path json = dir_ / "r.json";
+  const fs::path svg = dir_ / "r.svg";
+  const Outcome o = Run("locate --simulate 12 --inject node:7:0.4 --json " + json.string() +
+                        " --svg " + svg.string());
+  EXPECT_EQ(o.exit_code, 1) << o.err;
+  EXPECT_NE(o.out.find("# verdict: 1 culprit named: node sim07"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("slow with 11 of 11 peers"), std::string::npos) << o.out;
+  // The 12 x 12 matrix: a header line and one line per node, per metric.
+  EXPECT_NE(o.out.find("# sendrecv bus bandwidth (GB/s)"), std::string::npos);
+  EXPECT_NE(o.out.find("# sim11 "), std::string::npos);
+  const auto j = nlohmann::json::parse(Slurp(json));
+  EXPECT_EQ(j["command"], "locate");
+  EXPECT_EQ(j["backend"], "simulated");
+  ASSERT_EQ(j["suspects"].size(), 1u);
+  EXPECT_EQ(j["suspects"][0]["kind"], "node");
+  EXPECT_EQ(j["suspects"][0]["nodes"], nlohmann::json::array({"sim07"}));
+  EXPECT_EQ(j["rounds"]["pairs"], 11);
+  EXPECT_EQ(j["rounds"]["confirmation"], 3);
+  EXPECT_EQ(j["found"], true);
+  ASSERT_EQ(j["matrix"].size(), 1u);
+  EXPECT_EQ(j["matrix"][0]["sendrecv_busbw"].size(), 12u);
+  EXPECT_TRUE(j["matrix"][0]["sendrecv_busbw"][3][3].is_null());  // the diagonal
+  EXPECT_EQ(j["measurements"].size(), 66u + 3u);                  // every pair, then the retests
+  const std::string heatmap = Slurp(svg);
+  EXPECT_EQ(heatmap.rfind("<svg", 0), 0u);
+  EXPECT_NE(heatmap.find("</svg>"), std::string::npos);
+  EXPECT_NE(heatmap.find("sim07 - sim00"), std::string::npos);     // a cell's tooltip
+  EXPECT_NE(heatmap.find("stroke=\"black\""), std::string::npos);  // the suspect outlined
+}
+
+TEST_F(LocateCliTest, SimulatedClusterWithoutFaultExitsZero) {
+  const fs::path report = dir_ / "report.txt";
+  const Outcome o =
+      Run("locate --simulate 40 --noise 0.05 --transients 0.01 --output " + report.string());
+  EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
+  EXPECT_TRUE(o.out.empty()) << o.out;  // the report went to --output
+  const std::string text = Slurp(report);
+  EXPECT_NE(text.find("# verdict: nobody named"), std::string::npos) << text;
+  // Beyond 16 nodes the text leaves the matrix to the JSON and the SVG.
+  EXPECT_NE(text.find("the 40 x 40 matrix is in the JSON"), std::string::npos) << text;
+}
+
+TEST_F(LocateCliTest, QuickModeAtScaleAsJsonOnStdout) {
+  const Outcome o =
+      Run("locate --simulate 2048 --mode quick --coverage 3 --inject node:1500 --format json");
+  EXPECT_EQ(o.exit_code, 1) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j["rounds"]["pairs"], 3);
+  EXPECT_EQ(j["suspects"].size(), 1u);
+  EXPECT_EQ(j["suspects"][0]["nodes"][0], "sim1500");
+  EXPECT_TRUE(j["matrix"].empty());  // 2048^2 cells: the measurements list has them
+  EXPECT_EQ(j["measurements"].size(), 3u * 1024u + 3u);
+}
+
+TEST_F(LocateCliTest, SimulatedRailsAndLinks) {
+  const fs::path svg = dir_ / "rails.svg";
+  const Outcome o =
+      Run("locate --simulate 10 --rails 2 --inject nic:4/1 --inject link:2-8:0.5 "
+          "--format json --svg " +
+          svg.string());
+  EXPECT_EQ(o.exit_code, 1) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  ASSERT_EQ(j["suspects"].size(), 2u) << j["suspects"].dump(2);
+  EXPECT_EQ(j["suspects"][0]["kind"], "nic");
+  EXPECT_EQ(j["suspects"][0]["rails"], nlohmann::json::array({1}));
+  EXPECT_EQ(j["suspects"][1]["kind"], "link");
+  EXPECT_EQ(j["suspects"][1]["nodes"], nlohmann::json::array({"sim2", "sim8"}));
+  EXPECT_EQ(j["rounds"]["per_node"], 1);  // two ranks per node: the per-node test ran
+  EXPECT_TRUE(fs::exists(svg));
+  EXPECT_TRUE(fs::exists(dir_ / "rails.rail1.svg"));
+}
+
+// Four processes on this host, two thread ranks each, each process a node: the real
+// rounds over Gloo, with two rails and the per-node test.
+TEST_F(LocateCliTest, FourProcessesAsNodesOverGloo) {
+  const uint16_t port = [] {
+    fabricscope::TcpStoreServer probe(0);
+    return probe.port();
+  }();
+  const fs::path json = dir_ / "r.json";
+  std::string script;
+  for (int r = 0; r < 4; ++r) {
+    const std::string out = (dir_ / ("out." + std::to_string(r))).string();
+    // Scheduler noise on a shared machine is not a fault: a lenient threshold (the test
+    // bed checks the default on links that set the pace).
+    script += "(RANK=" + std::to_string(r) +
+              " WORLD_SIZE=4 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " " +
+              FABRICSCOPE_BINARY +
+              " locate -t 2 --group-by process -b 64K -n 2 -T 60 --threshold 0.2 --json " +
+              json.string() + " >" + out + " 2>" + out + ".err </dev/null; echo $? >" + out +
+              ".rc) & ";
+  }
+  script += "wait";
+  ASSERT_EQ(std::system(("sh -c '" + script + "'").c_str()), 0);
+  for (int r = 0; r < 4; ++r) {
+    const std::string out = (dir_ / ("out." + std::to_string(r))).string();
+    EXPECT_EQ(Slurp(out + ".rc"), "0\n") << "process " << r << ": " << Slurp(out + ".err");
+    if (r > 0) {
+      EXPECT_EQ(Slurp(out), "") << "only rank 0 reports";
+    }
+  }
+  const auto j = nlohmann::json::parse(Slurp(json));
+  EXPECT_EQ(j["backend"], "gloo");
+  EXPECT_EQ(j["nodes"].size(), 4u);
+  EXPECT_EQ(j["config"]["rails"], 2);
+  EXPECT_EQ(j["ranks"].size(), 8u);
+  EXPECT_EQ(j["rounds"]["pairs"], 3);
+  EXPECT_GE(j["rounds"]["per_node"], 1);
+  EXPECT_GE(j["per_node"].size(), 4u);
+  size_t pairs = 0;
+  for (const auto& m : j["measurements"]) {
+    if (m["phase"] != "pairs") continue;
+    ++pairs;
+    EXPECT_GT(m["sendrecv_busbw"].get<double>(), 0);
+    EXPECT_GT(m["all_reduce_busbw"].get<double>(), 0);
+    EXPECT_EQ(m["wrong"], 0);
+  }
+  EXPECT_EQ(pairs, 6u * 2u);  // 6 pairs x 2 rails
+  EXPECT_EQ(j["suspects"].size(), 0u) << j["suspects"].dump(2);
+  EXPECT_EQ(j["world_times"]["per_rank_us"].size(), 8u);
+}
+
+// Under mpirun with the MPI backend, whose Connect is collective over the whole job: every
+// rank joins a group each round, the idle ones a group of their own.
+TEST_F(LocateCliTest, MpiBackendUnderMpirun) {
+  // Shared memory only, as the launch tests run mpirun; Open MPI leaves its own allocations
+  // to the OS at exit, which a sanitizer build would otherwise report.
+  const Outcome o = Shell(
+      "ASAN_OPTIONS=detect_leaks=0 mpirun --allow-run-as-root "
+      "--oversubscribe --mca btl self,vader --mca btl_vader_single_copy_mechanism none "
+      "--mca mpi_yield_when_idle 1 -np 5 " +
+      std::string(FABRICSCOPE_BINARY) +
+      " locate --backend mpi --group-by process -b 64K -n 2 -T 60 --threshold 0.2 --format json");
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  const auto j = nlohmann::json::parse(o.out);  // one report: rank 0's
+  EXPECT_EQ(j["backend"], "mpi");
+  EXPECT_EQ(j["nodes"].size(), 5u);
+  EXPECT_EQ(j["rounds"]["pairs"], 5);  // odd: a node sits out each round
+  EXPECT_EQ(j["measurements"].size(), 10u);
+  for (const auto& m : j["measurements"]) {
+    EXPECT_GT(m["sendrecv_busbw"].get<double>(), 0);
+    EXPECT_EQ(m["wrong"], 0);
+  }
+  EXPECT_EQ(j["suspects"].size(), 0u) << j["suspects"].dump(2);
+}
+
+TEST_F(LocateCliTest, BadInputsGetAClearErrorAndExitCode) {
+  ExpectRefused("locate", 2, "at least 4 nodes");  // one process: one host
+  ExpectRefused("locate -t 2 --group-by rank", 2, "the job has 2");
+  ExpectRefused("locate --mode fast", 2, "unknown --mode 'fast'");
+  ExpectRefused("locate --group-by rack", 2, "unknown node grouping 'rack'");
+  ExpectRefused("locate --threshold 1.5", 2, "--threshold");
+  ExpectRefused("locate --confirm 0", 2, "--confirm");
+  ExpectRefused("locate --coverage 0 --mode quick", 2, "--coverage");
+  ExpectRefused("locate --format xml", 2, "unknown --format 'xml'");
+  ExpectRefused("locate -b 12Q", 2, "-b/--size");
+  ExpectRefused("locate -b 0", 2, "-b/--size must be above 0");
+  ExpectRefused("locate -n 0", 2, "-n/--iters");
+  ExpectRefused("locate --backend bogus", 2, "unknown backend 'bogus'");
+  ExpectRefused("locate --inject node:1", 2, "--inject describes a simulated cluster");
+  ExpectRefused("locate --simulate 3", 2, "at least 4 nodes");
+  ExpectRefused("locate --simulate 8 --inject node:9", 2, "nodes 0-7");
+  ExpectRefused("locate --simulate 8 --inject nic:1/1", 2, "rails 0-0");
+  ExpectRefused("locate --simulate 8 --inject bogus", 2, "bad fault 'bogus'");
+  ExpectRefused("locate --simulate 8 --inject link:1-2:2", 2, "between 0 and 1");
+  ExpectRefused("locate --simulate 8 --mode quick --coverage 8", 2, "1 to 7 times");
+  ExpectRefused("locate --simulate 8 --json /nonexistent-dir/r.json", 3,
+                "cannot write the JSON report");
+  ExpectRefused("locate --simulate 8 --svg /nonexistent-dir/r.svg", 3, "cannot write the heatmap");
+  ExpectRefused("locate --simulate 8 --output /nonexistent-dir/r.txt", 3,
+                "cannot write the report");
+}
+
+}  // namespace

@@ -1,0 +1,249 @@
+// The planner and classifier driven by a simulated cluster at 1000 and more nodes: how many
+// rounds locate takes, and that it names exactly the culprit (and nobody without a fault).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "fabricscope/error.h"
+#include "fabricscope/locate.h"
+
+namespace fabricscope {
+namespace {
+
+struct Outcome {
+  LocateReport report;
+  int measured_rounds = 0;
+};
+
+Outcome Simulate(const SimulatedClusterOptions& cluster, const LocateOptions& options = {}) {
+  SimulatedCluster sim(cluster);
+  Outcome o;
+  o.report = Locate(options, sim.Layout(), sim);
+  o.measured_rounds = sim.rounds();
+  return o;
+}
+
+SimulatedFault Fault(SuspectKind kind, int node, int peer = -1, double factor = 0.4,
+                     int rail = -1) {
+  SimulatedFault f;
+  f.kind = kind;
+  f.node = node;
+  f.peer = peer;
+  f.factor = factor;
+  f.rail = rail;
+  return f;
+}
+
+// Exactly one named suspect, of this kind and these nodes.
+void ExpectNamed(const LocateReport& r, SuspectKind kind, std::vector<int> nodes) {
+  ASSERT_EQ(r.suspects.size(), 1u) << "suspects: " << r.suspects.size();
+  EXPECT_EQ(r.suspects[0].kind, kind) << NameOf(r.suspects[0].kind);
+  EXPECT_EQ(r.suspects[0].nodes, nodes);
+  EXPECT_TRUE(r.suspects[0].confirmed);
+}
+
+TEST(Simulation, FullScheduleFindsTheSlowNodeOf1024) {
+  SimulatedClusterOptions c;
+  c.nodes = 1024;
+  c.noise = 0.05;
+  c.faults = {Fault(SuspectKind::kNode, 517, -1, 0.5)};
+  const Outcome o = Simulate(c);
+  ExpectNamed(o.report, SuspectKind::kNode, {517});
+  EXPECT_EQ(o.report.rounds.pairs, 1023);
+  EXPECT_EQ(o.report.rounds.confirmation, 3);  // one known-good peer per round
+  EXPECT_EQ(o.report.rounds.world, 1);
+  EXPECT_EQ(o.report.rounds.per_node, 0);  // one rank per node
+  EXPECT_EQ(o.measured_rounds, o.report.rounds.Total());
+  EXPECT_EQ(o.report.samples.size(), 1024u * 1023u / 2u);
+  EXPECT_GT(o.report.suspects[0].confidence, 0.99);
+  EXPECT_TRUE(o.report.stragglers.empty());
+}
+
+TEST(Simulation, FullScheduleFindsTheSlowLinkOf1000) {
+  SimulatedClusterOptions c;
+  c.nodes = 1000;
+  c.noise = 0.05;
+  c.transient_rate = 0.001;  // ~500 of the half million pairs hit by a burst
+  c.faults = {Fault(SuspectKind::kLink, 812, 33, 0.5)};
+  const Outcome o = Simulate(c);
+  ExpectNamed(o.report, SuspectKind::kLink, {33, 812});
+  EXPECT_EQ(o.report.rounds.pairs, 999);
+  EXPECT_LE(o.report.rounds.confirmation, 4);
+}
+
+TEST(Simulation, NoFaultNamesNobodyEvenWithNoiseAndTransients) {
+  SimulatedClusterOptions c;
+  c.nodes = 1001;  // odd: a bye every round
+  c.noise = 0.05;
+  c.transient_rate = 0.01;
+  const Outcome o = Simulate(c);
+  EXPECT_TRUE(o.report.suspects.empty());
+  EXPECT_EQ(o.report.rounds.pairs, 1001);
+  // Transients deep enough to look slow are candidates, and the retest clears them.
+  for (const Suspect& s : o.report.unconfirmed) EXPECT_FALSE(s.confirmed);
+  EXPECT_LE(o.report.rounds.confirmation, 4);
+}
+
+TEST(Simulation, QuickModeFindsTwoSlowNodesOf4096InAFewRounds) {
+  SimulatedClusterOptions c;
+  c.nodes = 4096;
+  c.noise = 0.05;
+  c.faults = {Fault(SuspectKind::kNode, 100), Fault(SuspectKind::kNode, 3001)};
+  LocateOptions options;
+  options.mode = LocateMode::kQuick;
+  options.coverage = 3;
+  const Outcome o = Simulate(c, options);
+  ASSERT_EQ(o.report.suspects.size(), 2u);
+  EXPECT_EQ(o.report.suspects[0].nodes, std::vector<int>{100});
+  EXPECT_EQ(o.report.suspects[1].nodes, std::vector<int>{3001});
+  EXPECT_EQ(o.report.rounds.pairs, 3);
+  EXPECT_EQ(o.report.rounds.confirmation, 3);
+  EXPECT_EQ(o.report.samples.size(), 3u * 2048u);
+}
+
+TEST(Simulation, RailsTellASlowNicFromASlowNode) {
+  SimulatedClusterOptions c;
+  c.nodes = 64;
+  c.rails = 4;
+  c.noise = 0.03;
+  c.faults = {Fault(SuspectKind::kNic, 9, -1, 0.3, 2)};
+  const Outcome nic = Simulate(c);
+  ExpectNamed(nic.report, SuspectKind::kNic, {9});
+  EXPECT_EQ(nic.report.suspects[0].rails, std::vector<int>{2});
+  EXPECT_EQ(nic.report.rounds.pairs, 63);  // the rails measure in the same rounds
+  EXPECT_EQ(nic.report.rounds.per_node, 1);
+
+  c.faults = {Fault(SuspectKind::kNode, 9, -1, 0.3)};
+  const Outcome node = Simulate(c);
+  ExpectNamed(node.report, SuspectKind::kNode, {9});
+  EXPECT_EQ(node.report.suspects[0].rails, (std::vector<int>{0, 1, 2, 3}));
+}
+
+TEST(Simulation, PerNodeTestFindsASlowNodeInterior) {
+  SimulatedClusterOptions c;
+  c.nodes = 32;
+  c.rails = 2;
+  c.faults = {Fault(SuspectKind::kIntraNode, 20, -1, 0.3)};
+  const Outcome o = Simulate(c);
+  ExpectNamed(o.report, SuspectKind::kIntraNode, {20});
+  EXPECT_EQ(o.report.rounds.per_node, 2);  // the test, and its retest
+  EXPECT_EQ(o.report.node_samples.size(), 32u);
+  EXPECT_EQ(o.report.node_retests.size(), 32u);
+}
+
+TEST(Simulation, StragglersFromPerRankTimes) {
+  SimulatedClusterOptions c;
+  c.nodes = 16;
+  c.rails = 2;
+  c.late_ranks = {13};
+  const Outcome o = Simulate(c);
+  EXPECT_TRUE(o.report.suspects.empty());
+  ASSERT_EQ(o.report.stragglers.size(), 1u);
+  EXPECT_EQ(o.report.stragglers[0].rank, 13);
+  EXPECT_EQ(o.report.stragglers[0].node, 6);
+  EXPECT_TRUE(o.report.stragglers[0].late);
+  ASSERT_TRUE(o.report.world_times.has_value());
+  EXPECT_EQ(o.report.world_times->per_rank_us.size(), 32u);
+}
+
+// Accuracy over many clusters: random fault kind, place and depth, noise and transients.
+TEST(Simulation, ExactCulpritOverManySeeds) {
+  int exact = 0;
+  int trials = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    SimulatedClusterOptions c;
+    c.nodes = 96 + static_cast<int>(seed % 7);
+    c.noise = 0.05;
+    c.transient_rate = 0.005;
+    c.seed = seed;
+    const int x = static_cast<int>((seed * 37) % static_cast<uint64_t>(c.nodes));
+    const int y = static_cast<int>((seed * 61 + 5) % static_cast<uint64_t>(c.nodes));
+    const double factor = 0.3 + 0.01 * static_cast<double>(seed % 30);  // 0.30..0.59
+    const bool link = seed % 2 == 0 && x != y;
+    c.faults = {link ? Fault(SuspectKind::kLink, x, y, factor)
+                     : Fault(SuspectKind::kNode, x, -1, factor)};
+    const Outcome o = Simulate(c);
+    ++trials;
+    std::vector<int> expected =
+        link ? std::vector<int>{std::min(x, y), std::max(x, y)} : std::vector<int>{x};
+    const SuspectKind kind = link ? SuspectKind::kLink : SuspectKind::kNode;
+    if (o.report.suspects.size() == 1 && o.report.suspects[0].nodes == expected &&
+        o.report.suspects[0].kind == kind) {
+      ++exact;
+    } else {
+      ADD_FAILURE() << "seed " << seed << ": " << o.report.suspects.size() << " suspects";
+    }
+    // The same cluster without its fault names nobody.
+    c.faults.clear();
+    EXPECT_TRUE(Simulate(c).report.suspects.empty()) << "seed " << seed;
+  }
+  EXPECT_EQ(exact, trials);
+}
+
+TEST(Simulation, SameSeedSameReport) {
+  SimulatedClusterOptions c;
+  c.nodes = 50;
+  c.noise = 0.1;
+  c.transient_rate = 0.05;
+  c.faults = {Fault(SuspectKind::kNode, 7)};
+  LocateOptions options;
+  options.mode = LocateMode::kQuick;
+  options.coverage = 5;
+  const Outcome a = Simulate(c, options);
+  const Outcome b = Simulate(c, options);
+  ASSERT_EQ(a.report.samples.size(), b.report.samples.size());
+  for (size_t i = 0; i < a.report.samples.size(); ++i) {
+    EXPECT_EQ(a.report.samples[i].pair, b.report.samples[i].pair);
+    EXPECT_EQ(a.report.samples[i].sendrecv_busbw, b.report.samples[i].sendrecv_busbw);
+  }
+  EXPECT_EQ(a.report.suspects.size(), b.report.suspects.size());
+}
+
+TEST(Simulation, FewerThanFourNodesIsAUsageError) {
+  SimulatedClusterOptions c;
+  c.nodes = 3;
+  SimulatedCluster sim(c);
+  try {
+    Locate({}, sim.Layout(), sim);
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("at least 4 nodes"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Simulation, BadFaultsAndOptionsAreRefused) {
+  EXPECT_THROW(ParseSimulatedFault("node"), UsageError);
+  EXPECT_THROW(ParseSimulatedFault("rack:1"), UsageError);
+  EXPECT_THROW(ParseSimulatedFault("node:x"), UsageError);
+  EXPECT_THROW(ParseSimulatedFault("node:1:1.5"), UsageError);
+  EXPECT_THROW(ParseSimulatedFault("link:3-3"), UsageError);
+  EXPECT_THROW(ParseSimulatedFault("nic:3"), UsageError);
+  const SimulatedFault link = ParseSimulatedFault("link:2-7:0.5");
+  EXPECT_EQ(link.kind, SuspectKind::kLink);
+  EXPECT_EQ(link.node, 2);
+  EXPECT_EQ(link.peer, 7);
+  EXPECT_DOUBLE_EQ(link.factor, 0.5);
+  const SimulatedFault nic = ParseSimulatedFault("nic:4/1");
+  EXPECT_EQ(nic.rail, 1);
+  EXPECT_DOUBLE_EQ(nic.factor, 0.25);
+
+  SimulatedClusterOptions c;
+  c.nodes = 4;
+  c.faults = {ParseSimulatedFault("node:4")};
+  EXPECT_THROW(SimulatedCluster{c}, UsageError);
+  c.faults = {ParseSimulatedFault("nic:1/1")};  // one rail: rail 1 is not there
+  EXPECT_THROW(SimulatedCluster{c}, UsageError);
+
+  c.faults.clear();
+  SimulatedCluster sim(c);
+  LocateOptions bad;
+  bad.threshold = 1.2;
+  EXPECT_THROW(Locate(bad, sim.Layout(), sim), UsageError);
+  bad = {};
+  bad.confirm_peers = 0;
+  EXPECT_THROW(Locate(bad, sim.Layout(), sim), UsageError);
+}
+
+}  // namespace
+}  // namespace fabricscope

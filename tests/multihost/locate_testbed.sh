@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# `fabricscope locate` on a test bed of six "hosts" (network namespaces on one bridge,
+# scripts/testbed/netns.sh), one process per host, launched the torchrun way.
+#
+#   locate_testbed.sh FABRICSCOPE [SCENARIO...]
+#
+# Scenarios (all by default):
+#   none   no fault: nobody is named, exit 0
+#   node   host 4's link at half speed (tbf): exactly "node fsloc4" is named, exit 1
+#   link   the traffic between hosts 2 and 5 at half speed (htb class + u32 filter on the
+#          peer's address, both ways): exactly "link fsloc2-fsloc5" is named, exit 1
+#   rails  six nodes of two rails each: node i's rail 0 is namespace i, its rail 1
+#          namespace i+6, both with the hostname fsnode<i>, so each rail has a link of its
+#          own, as in a rail-optimized cluster; node 3's rail-1 link at half speed:
+#          exactly "nic fsnode3 rail 1" is named (and node 3's interior: see below)
+#
+# Every namespace's link is first limited to 200 Mbit/s, so the network, not the shared
+# CPU, sets each pair's pace; the faults then take a link or a pair to 100 Mbit/s.
+# Exits 77 (ctest's SKIP_RETURN_CODE) when not root or when namespaces cannot be created.
+# The test bed is removed on every exit: success, failure, SIGTERM or ^C (after a SIGKILL,
+# the next run removes it first: `netns.sh up` starts from nothing).
+set -euo pipefail
+
+readonly SKIP=77
+readonly HOSTS=6
+readonly NAMESPACES=12  # the rails scenario's second rail: namespaces 7-12
+readonly PREFIX=fsloc  # not the other tests' prefixes: they may share the machine
+readonly BASE_RATE=200mbit
+readonly SLOW_RATE=100mbit
+[ $# -ge 1 ] || {
+  echo "usage: $0 FABRICSCOPE [none|node|link|rails ...]" >&2
+  exit 2
+}
+bin=$1
+shift
+scenarios=("$@")
+[ ${#scenarios[@]} -gt 0 ] || scenarios=(none node link rails)
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+netns="$root/scripts/testbed/netns.sh"
+
+skip() {
+  echo "locate-testbed: SKIP: $*"
+  exit "$SKIP"
+}
+[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces)"
+command -v ip >/dev/null || skip "needs ip (iproute2)"
+command -v tc >/dev/null || skip "needs tc (iproute2)"
+command -v unshare >/dev/null || skip "needs unshare (util-linux)"
+command -v jq >/dev/null || skip "needs jq"
+[ -x "$bin" ] || {
+  echo "locate-testbed: no binary at $bin" >&2
+  exit 1
+}
+bin=$(realpath "$bin")
+ip netns del "$PREFIX-probe" 2>/dev/null || true  # left by a run that was killed -9
+if ! ip netns add "$PREFIX-probe" 2>/dev/null; then
+  skip "cannot create network namespaces here"
+fi
+ip netns del "$PREFIX-probe"
+
+tmp=$(mktemp -d /tmp/fabricscope-locate.XXXXXX)
+failures=0
+
+cleanup() {
+  local rc=$? pid jobs_left
+  mapfile -t jobs_left < <(jobs -p)
+  for pid in "${jobs_left[@]}"; do
+    kill "$pid" 2>/dev/null || true
+  done
+  wait 2>/dev/null || true
+  "$netns" down "$PREFIX" >/dev/null 2>&1 || true
+  if [ "$failures" -ne 0 ] || [ "$rc" -ne 0 ]; then
+    echo "locate-testbed: outputs:"
+    for f in "$tmp"/*; do
+      [ -f "$f" ] || continue
+      echo "===== ${f##*/}"
+      tail -n 40 "$f"
+    done
+  fi
+  rm -rf "$tmp"
+  if ip netns list | grep -qE "^$PREFIX"; then
+    echo "locate-testbed: FAIL: namespaces left behind: $(ip netns list | grep -E "^$PREFIX" | tr '\n' ' ')" >&2
+    rc=1
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+log() { echo "locate-testbed: $*"; }
+check() { # check DESCRIPTION COMMAND...: records a failure, goes on
+  local what=$1
+  shift
+  if "$@"; then
+    log "ok   $what"
+  else
+    log "FAIL $what"
+    failures=$((failures + 1))
+  fi
+}
+equal() { [ "$1" = "$2" ] || {
+  echo "  expected '$2', got '$1'" >&2
+  return 1
+}; }
+contains() { grep -qF -- "$2" "$1" || {
+  echo "  '$2' not in $1" >&2
+  return 1
+}; }
+
+"$netns" up "$NAMESPACES" "$PREFIX" >/dev/null
+for ((i = 1; i <= NAMESPACES; i++)); do "$netns" slow "$PREFIX$i" "$BASE_RATE" >/dev/null; done
+
+port=29700
+# Runs locate with one process per SPEC ("namespace=hostname"; process r is rank r), the
+# environment launcher, SIZE per measurement; rank 0 writes LABEL.out, LABEL.json and
+# LABEL.svg. Checks every process's exit code: EXPECTED for rank 0 (0 nobody named, 1 a
+# culprit), 0 for the others.
+run_locate() {
+  local label=$1 expected=$2 size=$3 r rc ns name
+  shift 3
+  local specs=("$@") pids=()
+  port=$((port + 1))  # a fresh port: the previous run's may still be in TIME_WAIT
+  for ((r = 0; r < ${#specs[@]}; r++)); do
+    ns=${specs[r]%%=*}
+    name=${specs[r]#*=}
+    # As `netns.sh exec`, with the hostname given (two namespaces can be one node).
+    # shellcheck disable=SC2016  # $0 and $@ are the inner shell's
+    timeout -k 5 120 ip netns exec "$ns" unshare --uts -- sh -c 'hostname "$0" && exec "$@"' \
+      "$name" env RANK="$r" WORLD_SIZE="${#specs[@]}" LOCAL_RANK=0 MASTER_ADDR=10.77.0.1 \
+      MASTER_PORT="$port" "$bin" locate -b "$size" -n 2 -T 60 --json "$tmp/$label.json" \
+      --svg "$tmp/$label.svg" >"$tmp/$label.out.$r" 2>"$tmp/$label.err.$r" </dev/null &
+    pids+=($!)
+  done
+  for ((r = 0; r < ${#specs[@]}; r++)); do
+    rc=0
+    wait "${pids[r]}" || rc=$?
+    check "$label: process $r exits $([ "$r" -eq 0 ] && echo "$expected" || echo 0)" \
+      equal "$rc" "$([ "$r" -eq 0 ] && echo "$expected" || echo 0)"
+  done
+}
+
+# One process per host, hostname = namespace.
+hosts() { for ((i = 1; i <= HOSTS; i++)); do printf '%s ' "$PREFIX$i=$PREFIX$i"; done; }
+
+# The named suspects as "kind nodes[,nodes]" lines.
+named() { jq -r '.suspects[] | "\(.kind) \(.nodes | join(","))"' "$1"; }
+
+check_common() {
+  local label=$1 threads=$2 node_prefix=${3:-$PREFIX}
+  local json="$tmp/$label.json"
+  check "$label: the JSON parses" jq -e . "$json" >/dev/null
+  check "$label: $HOSTS nodes, $threads rail(s)" equal \
+    "$(jq -r '"\(.nodes | length) \(.config.rails)"' "$json")" "$HOSTS $threads"
+  check "$label: nodes are the hosts" equal "$(jq -r '[.nodes[].name] | join(" ")' "$json")" \
+    "$(for ((i = 1; i <= HOSTS; i++)); do printf '%s%d ' "$node_prefix" "$i"; done | sed 's/ $//')"
+  check "$label: every pair measured in $((HOSTS - 1)) rounds" equal \
+    "$(jq -r '"\(.rounds.pairs) \([.measurements[] | select(.phase == "pairs")] | length)"' "$json")" \
+    "$((HOSTS - 1)) $((HOSTS * (HOSTS - 1) * threads / 2))"
+  check "$label: no wrong data" equal "$(jq '[.measurements[].wrong] | add' "$json")" 0
+  check "$label: the heatmap is an SVG" contains "$tmp/$label.svg" "</svg>"
+  check "$label: only rank 0 reports" equal "$(cat "$tmp/$label".out.[1-9]*)" ""
+  log "$label: $(grep '^# verdict' "$tmp/$label.out.0")"
+}
+
+scenario_none() {
+  # shellcheck disable=SC2046  # one word per host
+  run_locate none 0 1M $(hosts)
+  check_common none 1
+  check "none: nobody named" equal "$(named "$tmp/none.json")" ""
+  check "none: the verdict says so" contains "$tmp/none.out.0" "# verdict: nobody named"
+}
+
+scenario_node() {
+  "$netns" slow "${PREFIX}4" "$SLOW_RATE" >/dev/null
+  # shellcheck disable=SC2046
+  run_locate node 1 1M $(hosts)
+  "$netns" slow "${PREFIX}4" "$BASE_RATE" >/dev/null
+  check_common node 1
+  check "node: exactly node ${PREFIX}4 named" equal "$(named "$tmp/node.json")" "node ${PREFIX}4"
+  check "node: confirmed against known-good nodes" equal \
+    "$(jq -r '.suspects[0] | "\(.confirmed) \(.evidence | test("3 of 3 slow"))"' "$tmp/node.json")" \
+    "true true"
+  check "node: the verdict says so" contains "$tmp/node.out.0" \
+    "# verdict: 1 culprit named: node ${PREFIX}4"
+  check "node: outlined in the heatmap" contains "$tmp/node.svg" 'stroke="black"'
+}
+
+scenario_link() {
+  "$netns" slowlink "${PREFIX}2" "${PREFIX}5" "$SLOW_RATE" >/dev/null
+  # shellcheck disable=SC2046
+  run_locate link 1 1M $(hosts)
+  "$netns" slowlink "${PREFIX}2" "${PREFIX}5" off >/dev/null
+  check "link: 'slowlink off' leaves no class or filter toward the peer" equal \
+    "$(tc -n "${PREFIX}2" class show dev eth0 | grep -c '1:105' || true)" 0
+  check_common link 1
+  check "link: exactly link ${PREFIX}2-${PREFIX}5 named" equal "$(named "$tmp/link.json")" \
+    "link ${PREFIX}2,${PREFIX}5"
+  check "link: both ends fine with their other peers" equal \
+    "$(jq -r '.suspects[0].evidence | test("8 of their 8 other pairs fine")' "$tmp/link.json")" true
+}
+
+scenario_rails() {
+  local specs=() rail i
+  for rail in 0 1; do
+    for ((i = 1; i <= HOSTS; i++)); do specs+=("$PREFIX$((i + rail * HOSTS))=fsnode$i"); done
+  done
+  "$netns" slow "$PREFIX$((3 + HOSTS))" "$SLOW_RATE" >/dev/null  # node 3, rail 1
+  run_locate rails 1 1M "${specs[@]}"
+  "$netns" slow "$PREFIX$((3 + HOSTS))" "$BASE_RATE" >/dev/null
+  check_common rails 2 fsnode
+  check "rails: each node's rails are its two namespaces' ranks" equal \
+    "$(jq -c '.nodes[2].ranks' "$tmp/rails.json")" "[2,8]"
+  # The per-node test names the same culprit: on this test bed a node's two ranks are two
+  # namespaces, so its "interior" is the slow link too (on a GPU node it is NVLink).
+  check "rails: exactly nic fsnode3 rail 1 named (and node 3's interior, which crosses it)" \
+    equal "$(jq -r '.suspects[] | "\(.kind) \(.nodes | join(",")) \(.rails)"' "$tmp/rails.json")" \
+    "nic fsnode3 [1]"$'\n'"intra-node fsnode3 []"
+  check "rails: the per-node test ran on every node" equal \
+    "$(jq '[.per_node[] | select(.phase == "per-node")] | length' "$tmp/rails.json")" "$HOSTS"
+  check "rails: a heatmap per rail" test -s "$tmp/rails.rail1.svg"
+}
+
+start=$(now_ms)
+for s in "${scenarios[@]}"; do
+  t0=$(now_ms)
+  case "$s" in
+    none | node | link | rails) "scenario_$s" ;;
+    *)
+      echo "unknown scenario '$s'" >&2
+      exit 2
+      ;;
+  esac
+  log "$s: $(($(now_ms) - t0)) ms"
+done
+log "$(($(now_ms) - start)) ms, $failures failure(s)"
+[ "$failures" -eq 0 ]
