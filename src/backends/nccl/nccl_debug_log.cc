@@ -51,7 +51,7 @@ std::optional<ConnectionLine> ParseConnectionLine(std::string_view line) {
   // "host:pid:tid [dev] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA";
   // before 2.19 the brackets after the ranks held a bus id in hex, and the channel had no "/".
   static const std::regex kConnection(
-      R"((?:\[(\d+)\] )?NCCL INFO Channel \d+(?:/\d+)? ?: (\d+)\[[0-9a-fA-Fx]+\] -> (\d+)\[[0-9a-fA-Fx]+\](?: \[\w+\])? via (\S+))");
+      R"((?:\[(\d+)\] )?NCCL INFO Channel \d+(?:/\d+)? ?: (\d+)\[[0-9a-fA-Fx]+\] -> (\d+)\[[0-9a-fA-Fx]+\](?: \[\w+\])? via (.+?)\s*$)");
   std::match_results<std::string_view::const_iterator> m;
   if (!std::regex_search(line.begin(), line.end(), m, kConnection)) return std::nullopt;
   ConnectionLine c;
