@@ -92,9 +92,9 @@ struct BackendCapabilities {
 
 // A device a rank computes on, for the "Using devices" lines.
 struct DeviceDescription {
-  int index = 0;        // the runtime's device number on its host
-  std::string bus_id;   // "0000:8f:00"
-  std::string name;     // "NVIDIA H200"
+  int index = 0;       // the runtime's device number on its host
+  std::string bus_id;  // "0000:8f:00"
+  std::string name;    // "NVIDIA H200"
 };
 
 // Every collective, type and op fabricscope knows: what a complete host backend declares.

@@ -95,7 +95,7 @@ struct RunResult {
   std::string version;
   std::string backend;
   std::string backend_version;
-  int nccl_version = 0;  // NCCL_VERSION_CODE of the NCCL or RCCL that ran (22809); 0 if none
+  int nccl_version = 0;    // NCCL_VERSION_CODE of the NCCL or RCCL that ran (22809); 0 if none
   std::string start_time;  // ISO 8601
   std::string end_time;
   std::vector<std::string> args;

@@ -55,7 +55,8 @@ BackendCapabilities AllCapabilities() {
 const std::vector<BackendEntry>& Backends() {
   // One line per backend.
   static const std::vector<BackendEntry> entries = {
-      {"gloo", "Gloo over TCP, host memory", [](const BackendOptions&) { return MakeGlooBackend(); }},
+      {"gloo", "Gloo over TCP, host memory",
+       [](const BackendOptions&) { return MakeGlooBackend(); }},
       {"mpi", "MPI (OpenMPI) collectives, host memory, one rank per process",
        [](const BackendOptions&) { return MakeMpiBackend(); }},
       {"nccl", "NVIDIA NCCL on CUDA devices, libnccl.so.2 and libcudart loaded at run time",
@@ -99,12 +100,10 @@ void CheckSupported(const Backend& backend, const RunOptions& options) {
   const BackendCapabilities& caps = backend.capabilities();
   if (!caps.device_memory) {
     RefuseGpuFlag(backend, "-g/--ngpus", options.ngpus, 1, "GPUs per thread");
-    RefuseGpuFlag(backend, "-p/--parallel_init", options.parallel_init ? 1 : 0, 0,
-                  "parallel init");
+    RefuseGpuFlag(backend, "-p/--parallel_init", options.parallel_init ? 1 : 0, 0, "parallel init");
     RefuseGpuFlag(backend, "-y/--stream_null", options.stream_null ? 1 : 0, 0, "default stream");
     RefuseGpuFlag(backend, "-G/--cudagraph", options.graph_launches, 0, "CUDA graphs");
-    RefuseGpuFlag(backend, "-R/--local_register", options.registration, 0,
-                  "buffer registration");
+    RefuseGpuFlag(backend, "-R/--local_register", options.registration, 0, "buffer registration");
     RefuseGpuFlag(backend, "-u/--unalign", options.unalign, 0, "unaligned buffers");
   }
   if (options.ngpus > caps.max_devices) {
@@ -112,9 +111,9 @@ void CheckSupported(const Backend& backend, const RunOptions& options) {
                                        options.ngpus, backend.name(), caps.max_devices));
   }
   if (options.graph_launches > 0 && !caps.graphs) {
-    throw UnsupportedError(fmt::format(
-        "-G/--cudagraph {}: backend {} {} cannot capture graphs; drop -G", options.graph_launches,
-        backend.name(), backend.version()));
+    throw UnsupportedError(
+        fmt::format("-G/--cudagraph {}: backend {} {} cannot capture graphs; drop -G",
+                    options.graph_launches, backend.name(), backend.version()));
   }
   if (options.registration > caps.registration) {
     throw UnsupportedError(fmt::format(

@@ -205,8 +205,7 @@ RunOptions ToRunOptions(const RunFlags& f) {
           "iteration at once; drop one of them");
     }
     if (o.stream_null) {
-      throw UsageError(
-          "-G/--cudagraph cannot capture the default stream (-y 1): drop -y");
+      throw UsageError("-G/--cudagraph cannot capture the default stream (-y 1): drop -y");
     }
   }
   if ((!f.nccl_lib.empty() || !f.gpu_runtime_lib.empty()) && !f.backend.empty() &&
@@ -227,8 +226,8 @@ int ExecuteRun(const RunFlags& flags, const std::vector<std::string>& args) {
     std::string reason;
     options.backend = DefaultBackend(libraries, &reason);
     if (launch.process_rank == 0) {
-      std::cerr << "# fabricscope: no --backend given: using " << options.backend << " ("
-                << reason << ")\n";
+      std::cerr << "# fabricscope: no --backend given: using " << options.backend << " (" << reason
+                << ")\n";
     }
   }
   auto backend = MakeBackend(options.backend, libraries);

@@ -318,8 +318,8 @@ class RankRunner {
 
   // One element of `type` per device in, the whole result of device 0 out: how times and
   // wrong counts cross the ranks, through the same memory and calls as the benchmark.
-  void Exchange(Collective collective, DataType type, const std::vector<std::byte>& mine,
-                void* out, size_t out_bytes) {
+  void Exchange(Collective collective, DataType type, const std::vector<std::byte>& mine, void* out,
+                size_t out_bytes) {
     const size_t e = SizeOf(type);
     std::vector<CollectiveCall> calls;
     for (int d = 0; d < devices_; ++d) {
@@ -331,8 +331,8 @@ class RankRunner {
       call.type = type;
       call.op = ReduceOp::kSum;
       call.device = d;
-      comm_.CopyToDevice(d, buffers_.control_send->data(d), mine.data() + static_cast<size_t>(d) * e,
-                         e);
+      comm_.CopyToDevice(d, buffers_.control_send->data(d),
+                         mine.data() + static_cast<size_t>(d) * e, e);
       calls.push_back(call);
     }
     Enqueue(calls);

@@ -284,8 +284,7 @@ RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
     colors[static_cast<size_t>(r)] = SplitColor(env, r);
     if (r % gpus != 0 && colors[static_cast<size_t>(r)] != colors[static_cast<size_t>(r - 1)]) {
       throw UsageError("NCCL_TESTS_SPLIT puts ranks " + std::to_string(r - 1) + " and " +
-                       std::to_string(r) + ", which one thread drives (-g " +
-                       std::to_string(gpus) +
+                       std::to_string(r) + ", which one thread drives (-g " + std::to_string(gpus) +
                        "), in different communicators: run one rank per thread (-t) or per "
                        "process instead of -g");
     }
@@ -307,6 +306,22 @@ RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
                      });
   }
 
+  // What ConnectOptions says about the devices of a thread; the same in its rank thread.
+  auto device_options = [&](int thread) {
+    ConnectOptions c;
+    c.world_rank = (process * threads + thread) * gpus;
+    c.devices = gpus;
+    // nccl-tests' choice: the local rank's block of threads x GPUs, then this thread's.
+    c.first_device = (launch.local_rank * threads + thread) * gpus;
+    c.registration = options.registration;
+    c.stream_null = options.stream_null;
+    return c;
+  };
+  // Every thread's devices, before any thread starts: a device this host lacks is a usage
+  // error now, rather than a rank that never arrives at the rendezvous.
+  std::vector<std::vector<DeviceDescription>> thread_devices;
+  for (int t = 0; t < threads; ++t) thread_devices.push_back(backend.Devices(device_options(t)));
+
   std::mutex error_mutex;
   std::exception_ptr first_error;
   std::string first_message;
@@ -316,7 +331,7 @@ RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
       std::unique_ptr<TcpStoreClient> client;
       Store& store = rv.ForThread(client);
       const int color = colors[static_cast<size_t>(rank)];
-      ConnectOptions connect;
+      ConnectOptions connect = device_options(thread);
       connect.rank = 0;
       connect.size = 0;
       for (int r = 0; r < nranks; ++r) {
@@ -325,19 +340,13 @@ RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
         ++connect.size;
       }
       connect.color = color;
-      connect.world_rank = rank;
       connect.store = &store;
       connect.prefix = "fs/c" + std::to_string(color);
       connect.timeout = timeout;
       connect.hostname = ListenAddress(client.get(), rv.master_addr());
       connect.network_interface = gloo_interface;
-      connect.devices = gpus;
-      // nccl-tests' choice: the local rank's block of threads x GPUs, then this thread's.
-      connect.first_device = (launch.local_rank * threads + thread) * gpus;
-      connect.registration = options.registration;
-      connect.stream_null = options.stream_null;
 
-      const std::vector<DeviceDescription> devices = backend.Devices(connect);
+      const std::vector<DeviceDescription>& devices = thread_devices[static_cast<size_t>(thread)];
       for (int d = 0; d < gpus; ++d) {
         RankInfo me;
         me.rank = rank + d;
@@ -358,12 +367,11 @@ RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
           try {
             result.ranks.push_back(DecodeRank(r, store.Get("rank/" + std::to_string(r), timeout)));
           } catch (const TimeoutError&) {
-            throw TimeoutError("rendezvous: rank " + std::to_string(r) + " of " +
-                               std::to_string(nranks) + " (process " +
-                               std::to_string(r / ranks_per_process) +
-                               ") did not arrive within " + std::to_string(timeout.count() / 1000) +
-                               " s: it was not started, died, or cannot reach the store at " +
-                               rv.master_addr());
+            throw TimeoutError(
+                "rendezvous: rank " + std::to_string(r) + " of " + std::to_string(nranks) +
+                " (process " + std::to_string(r / ranks_per_process) + ") did not arrive within " +
+                std::to_string(timeout.count() / 1000) +
+                " s: it was not started, died, or cannot reach the store at " + rv.master_addr());
           }
         }
         if (sink != nullptr) sink->Begin(result);

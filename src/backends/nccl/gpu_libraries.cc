@@ -40,8 +40,8 @@ std::unique_ptr<LoadedLibrary> Open(const std::string& path,
     if (handle != nullptr) {
       std::string resolved = name;
       link_map* map = nullptr;
-      if (::dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr &&
-          map->l_name[0] != '\0') {
+      if (::dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr &&
+          map->l_name != nullptr && map->l_name[0] != '\0') {
         resolved = map->l_name;
       }
       return std::make_unique<LoadedLibrary>(handle, resolved);
@@ -89,9 +89,9 @@ class Resolver {
     if (missing_.empty()) return;
     std::string names;
     for (const std::string& name : missing_) names += (names.empty() ? "" : ", ") + name;
-    throw UnsupportedError(fmt::format(
-        "{} {} lacks {}: it is too old or not a {} library; give another with the flag", what,
-        library_.path(), names, what));
+    throw UnsupportedError(
+        fmt::format("{} {} lacks {}: it is too old or not a {} library; give another with the flag",
+                    what, library_.path(), names, what));
   }
 
  private:
@@ -198,7 +198,8 @@ std::unique_ptr<GpuLibraries> LoadLibraries(Vendor vendor, const std::string& nc
   auto libraries = std::make_unique<GpuLibraries>();
   libraries->runtime = LoadRuntime(vendor, runtime_path);
   const std::string what(NamesOf(vendor).library);
-  libraries->nccl_library = Open(nccl_path, NcclCandidates(vendor), what + " library", "--nccl-lib");
+  libraries->nccl_library =
+      Open(nccl_path, NcclCandidates(vendor), what + " library", "--nccl-lib");
   Resolver resolver(*libraries->nccl_library, libraries->nccl_symbols);
   BindNccl(resolver, libraries->nccl);
   resolver.Check(what);

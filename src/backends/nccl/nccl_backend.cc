@@ -296,8 +296,8 @@ class NcclCommunicator final : public Communicator {
                 lane);
         break;
       case Collective::kReduce:
-        s.Check(n.Reduce(send, recv, call.count, type, op, call.root, lane.comm, lane.stream),
-                what, lane);
+        s.Check(n.Reduce(send, recv, call.count, type, op, call.root, lane.comm, lane.stream), what,
+                lane);
         break;
       case Collective::kAlltoAll:
         if (n.AlltoAll != nullptr) {
@@ -348,8 +348,8 @@ class NcclCommunicator final : public Communicator {
         PointToPoint(lane, what, [&] {
           if (lane.rank == call.root) {
             for (int p = 0; p < size_; ++p) {
-              s.Check(n.Send(send + chunk * static_cast<size_t>(p), call.count, type, p,
-                             lane.comm, lane.stream),
+              s.Check(n.Send(send + chunk * static_cast<size_t>(p), call.count, type, p, lane.comm,
+                             lane.stream),
                       what, lane);
             }
           }
@@ -389,27 +389,13 @@ class NcclCommunicator final : public Communicator {
                                          s.libs->runtime.Describe("StreamQuery", query), pending_,
                                          lane.rank, lane.device));
         }
-        ncclResult_t async = kNcclSuccess;
-        s.Check(s.nccl().CommGetAsyncError(lane.comm, &async), "ncclCommGetAsyncError", lane);
-        if (async != kNcclSuccess && async != kNcclInProgress) {
-          std::string detail = s.nccl().GetErrorString(async);
-          if (s.nccl().GetLastError != nullptr) {
-            if (const char* last = s.nccl().GetLastError(lane.comm); last && last[0] != '\0') {
-              detail += fmt::format(" ({})", last);
-            }
-          }
-          s.Abort();
-          throw BackendError(fmt::format(
-              "{} reported an asynchronous error on rank {} (device {}) during {}: {}; aborted "
-              "the communicator (ncclCommAbort)",
-              s.label, lane.rank, lane.device, pending_, detail));
-        }
+        CheckAsyncError(lane);
       }
       if (remaining == 0) break;
       const auto waited = Clock::now() - start;
       if (waited > timeout_) {
-        const Lane& stuck = s.lanes[static_cast<size_t>(
-            std::find(done.begin(), done.end(), false) - done.begin())];
+        const Lane& stuck =
+            s.lanes[static_cast<size_t>(std::find(done.begin(), done.end(), false) - done.begin())];
         s.Abort();
         throw TimeoutError(fmt::format(
             "{} {} did not complete within {:g} s on rank {} (device {}) (-T): a peer is stuck "
@@ -423,6 +409,9 @@ class NcclCommunicator final : public Communicator {
         std::this_thread::sleep_for(kPollSleep);
       }
     }
+    // A stream can drain although its communicator failed (a peer went away): then the
+    // results are not results.
+    for (const Lane& lane : s.lanes) CheckAsyncError(lane);
   }
 
   void Barrier() override {
@@ -499,6 +488,25 @@ class NcclCommunicator final : public Communicator {
       throw;
     }
     s.Check(s.nccl().GroupEnd(), what, lane);
+  }
+
+  // Throws, after aborting, when NCCL reports an error of a call in flight.
+  void CheckAsyncError(const Lane& lane) {
+    CommState& s = *state_;
+    ncclResult_t async = kNcclSuccess;
+    s.Check(s.nccl().CommGetAsyncError(lane.comm, &async), "ncclCommGetAsyncError", lane);
+    if (async == kNcclSuccess || async == kNcclInProgress) return;
+    std::string detail = s.nccl().GetErrorString(async);
+    if (s.nccl().GetLastError != nullptr) {
+      if (const char* last = s.nccl().GetLastError(lane.comm); last && last[0] != '\0') {
+        detail += fmt::format(" ({})", last);
+      }
+    }
+    s.Abort();
+    throw BackendError(fmt::format(
+        "{} reported an asynchronous error on rank {} (device {}) during {}: {}; aborted the "
+        "communicator (ncclCommAbort)",
+        s.label, lane.rank, lane.device, pending_, detail));
   }
 
   void Copy(int device, void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {

@@ -420,8 +420,7 @@ FAKE_EXPORT int cudaGraphDestroy(CUgraph_st* graph) {
 
 // The HIP runtime's names for the same calls (ROCm keeps CUDA's signatures and values), so
 // the rccl backend runs on the same double.
-#define FAKE_HIP_ALIAS(hip, cuda) \
-  FAKE_EXPORT __typeof__(cuda) hip __attribute__((alias(#cuda)));
+#define FAKE_HIP_ALIAS(hip, cuda) FAKE_EXPORT __typeof__(cuda) hip __attribute__((alias(#cuda)));
 FAKE_HIP_ALIAS(hipGetDeviceCount, cudaGetDeviceCount)
 FAKE_HIP_ALIAS(hipSetDevice, cudaSetDevice)
 FAKE_HIP_ALIAS(hipGetDevice, cudaGetDevice)

@@ -167,16 +167,26 @@ struct Bf16Arith {
 template <typename F>
 void WithArith(int type, F&& f) {
   switch (type) {
-    case 0: return f(Plain<int8_t>{});
-    case 1: return f(Plain<uint8_t>{});
-    case 2: return f(Plain<int32_t>{});
-    case 3: return f(Plain<uint32_t>{});
-    case 4: return f(Plain<int64_t>{});
-    case 5: return f(Plain<uint64_t>{});
-    case 6: return f(HalfArith{});
-    case 7: return f(Plain<float>{});
-    case 8: return f(Plain<double>{});
-    default: return f(Bf16Arith{});
+    case 0:
+      return f(Plain<int8_t>{});
+    case 1:
+      return f(Plain<uint8_t>{});
+    case 2:
+      return f(Plain<int32_t>{});
+    case 3:
+      return f(Plain<uint32_t>{});
+    case 4:
+      return f(Plain<int64_t>{});
+    case 5:
+      return f(Plain<uint64_t>{});
+    case 6:
+      return f(HalfArith{});
+    case 7:
+      return f(Plain<float>{});
+    case 8:
+      return f(Plain<double>{});
+    default:
+      return f(Bf16Arith{});
   }
 }
 
@@ -191,10 +201,18 @@ void ReduceInto(int type, int op, std::byte* acc, const std::byte* in, size_t n)
       const auto x = A::Load(a[i]);
       const auto y = A::Load(b[i]);
       switch (op) {
-        case 1: a[i] = A::Store(x * y); break;
-        case 2: a[i] = A::Store(x > y ? x : y); break;
-        case 3: a[i] = A::Store(x < y ? x : y); break;
-        default: a[i] = A::Store(x + y); break;
+        case 1:
+          a[i] = A::Store(x * y);
+          break;
+        case 2:
+          a[i] = A::Store(x > y ? x : y);
+          break;
+        case 3:
+          a[i] = A::Store(x < y ? x : y);
+          break;
+        default:
+          a[i] = A::Store(x + y);
+          break;
       }
     }
   });
@@ -402,9 +420,9 @@ void LogConnections(const CommImpl& c) {
   char line[512];
   const auto tid = static_cast<int>(::gettid());
   for (int channel = 0; channel < 2; ++channel) {
-    std::snprintf(line, sizeof line, "%s:%d:%d [%d] NCCL INFO Channel %02d/0 : %d[%d] -> %d[%d] via %s\n",
-                  host, ::getpid(), tid, c.device, channel, c.rank, c.device, next,
-                  h->devices[next], via);
+    std::snprintf(
+        line, sizeof line, "%s:%d:%d [%d] NCCL INFO Channel %02d/0 : %d[%d] -> %d[%d] via %s\n",
+        host, ::getpid(), tid, c.device, channel, c.rank, c.device, next, h->devices[next], via);
     text += line;
   }
   std::snprintf(line, sizeof line,
@@ -439,7 +457,8 @@ int AwaitPeers(CommImpl& c) {
   const auto deadline =
       Clock::now() + std::chrono::seconds(fake_gpu::EnvInt("FAKE_NCCL_INIT_TIMEOUT_S", 30));
   SegmentHeader* h = c.clique->header();
-  const int r = WaitFor(c, [&] { return h->joined.load() >= c.nranks; }, deadline);
+  const int r = WaitFor(
+      c, [&] { return h->joined.load() >= c.nranks; }, deadline);
   if (r != kSuccess) {
     return Fail(r,
                 "ncclCommInitRank: rank " + std::to_string(c.rank) + ": only " +
@@ -455,8 +474,17 @@ int AwaitPeers(CommImpl& c) {
 // ---------------------------------------------------------------------------------------
 // Operations.
 
-enum class Kind { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kAlltoAll,
-                  kGather, kScatter, kPointToPoint };
+enum class Kind {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kBroadcast,
+  kReduce,
+  kAlltoAll,
+  kGather,
+  kScatter,
+  kPointToPoint
+};
 
 struct Transfer {
   bool send = false;
@@ -543,9 +571,9 @@ int Execute(const Op& o) {
     }
   }
   if (bytes > q.slot_bytes()) {
-    c.SetError("fake nccl: " + o.name + " needs " + std::to_string(bytes) +
-               " bytes of staging, more than FAKE_NCCL_SLOT_BYTES=" +
-               std::to_string(q.slot_bytes()));
+    c.SetError(
+        "fake nccl: " + o.name + " needs " + std::to_string(bytes) +
+        " bytes of staging, more than FAKE_NCCL_SLOT_BYTES=" + std::to_string(q.slot_bytes()));
     c.async_error.store(kInvalidUsage);
     return kInvalidUsage;
   }
@@ -660,8 +688,8 @@ void Launch(Op op) {
 int Submit(Op op) {
   CommImpl& c = *op.comm;
   if (c.aborted.load()) return Fail(kInvalidUsage, op.name + " on an aborted communicator", &c);
-  fake_gpu::Trace(op.name + " rank=" + std::to_string(c.rank) + " count=" +
-                  std::to_string(op.count) + " type=" + std::to_string(op.type) +
+  fake_gpu::Trace(op.name + " rank=" + std::to_string(c.rank) +
+                  " count=" + std::to_string(op.count) + " type=" + std::to_string(op.type) +
                   " grouped=" + (Grouped() ? "1" : "0"));
   if (Grouped()) {
     group.ops.push_back(std::move(op));
@@ -753,8 +781,8 @@ CommImpl* Usable(ncclComm* comm) {
 }
 
 // Common checks and buffer views of a collective.
-int Collective(Kind kind, const char* name, const void* send, void* recv, size_t count,
-               int type, int op, int root, ncclComm* comm, void* stream) {
+int Collective(Kind kind, const char* name, const void* send, void* recv, size_t count, int type,
+               int op, int root, ncclComm* comm, void* stream) {
   CommImpl* c = Usable(comm);
   if (c == nullptr) return Fail(kInvalidArgument, std::string(name) + ": invalid communicator");
   if (type < 0 || type >= kNumTypes) return Fail(kInvalidArgument, "bad datatype", c);
@@ -766,14 +794,29 @@ int Collective(Kind kind, const char* name, const void* send, void* recv, size_t
   size_t send_bytes = chunk;
   size_t recv_bytes = chunk;
   switch (kind) {
-    case Kind::kAllGather: recv_bytes = all; break;
-    case Kind::kReduceScatter: send_bytes = all; break;
-    case Kind::kAlltoAll: send_bytes = recv_bytes = all; break;
-    case Kind::kBroadcast: send_bytes = is_root ? chunk : 0; break;
-    case Kind::kReduce: recv_bytes = is_root ? chunk : 0; break;
-    case Kind::kGather: recv_bytes = is_root ? all : 0; break;
-    case Kind::kScatter: send_bytes = is_root ? all : 0; break;
-    default: break;
+    case Kind::kAllGather:
+      recv_bytes = all;
+      break;
+    case Kind::kReduceScatter:
+      send_bytes = all;
+      break;
+    case Kind::kAlltoAll:
+      send_bytes = recv_bytes = all;
+      break;
+    case Kind::kBroadcast:
+      send_bytes = is_root ? chunk : 0;
+      break;
+    case Kind::kReduce:
+      recv_bytes = is_root ? chunk : 0;
+      break;
+    case Kind::kGather:
+      recv_bytes = is_root ? all : 0;
+      break;
+    case Kind::kScatter:
+      send_bytes = is_root ? all : 0;
+      break;
+    default:
+      break;
   }
   Op o;
   o.kind = kind;
@@ -828,15 +871,24 @@ FAKE_EXPORT int ncclGetVersion(int* version) {
 
 FAKE_EXPORT const char* ncclGetErrorString(int result) {
   switch (result) {
-    case 0: return "no error";
-    case 1: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
-    case 2: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
-    case 3: return "internal error - please report this issue to the NCCL developers";
-    case 4: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
-    case 5: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
-    case 6: return "remote process exited or there was a network error";
-    case 7: return "NCCL operation in progress";
-    default: return "unknown result code";
+    case 0:
+      return "no error";
+    case 1:
+      return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case 2:
+      return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case 3:
+      return "internal error - please report this issue to the NCCL developers";
+    case 4:
+      return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case 5:
+      return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case 6:
+      return "remote process exited or there was a network error";
+    case 7:
+      return "NCCL operation in progress";
+    default:
+      return "unknown result code";
   }
 }
 
@@ -854,8 +906,8 @@ FAKE_EXPORT int ncclGetUniqueId(UniqueId* id) {
   std::memset(id, 0, sizeof *id);
   std::memcpy(id->internal, kIdMagic, sizeof kIdMagic);
   std::random_device random;
-  const uint64_t token = (static_cast<uint64_t>(random()) << 32) ^ random() ^
-                         static_cast<uint64_t>(::getpid());
+  const uint64_t token =
+      (static_cast<uint64_t>(random()) << 32) ^ random() ^ static_cast<uint64_t>(::getpid());
   std::memcpy(id->internal + 8, &token, sizeof token);
   fake_gpu::Trace("ncclGetUniqueId");
   return kSuccess;
@@ -866,8 +918,8 @@ FAKE_EXPORT int ncclCommInitRank(ncclComm** out, int nranks, UniqueId id, int ra
     return Fail(kInvalidArgument, "ncclCommInitRank: not a unique id from ncclGetUniqueId");
   }
   if (nranks < 1 || nranks > kMaxRanks || rank < 0 || rank >= nranks) {
-    return Fail(kInvalidArgument, "ncclCommInitRank: rank " + std::to_string(rank) + " of " +
-                                      std::to_string(nranks));
+    return Fail(kInvalidArgument,
+                "ncclCommInitRank: rank " + std::to_string(rank) + " of " + std::to_string(nranks));
   }
   auto c = std::make_shared<CommImpl>();
   c->rank = rank;
@@ -876,8 +928,8 @@ FAKE_EXPORT int ncclCommInitRank(ncclComm** out, int nranks, UniqueId id, int ra
   c->id = id;
   c->hang_at = InjectionFor("FAKE_NCCL_HANG", rank);
   c->fail_at = InjectionFor("FAKE_NCCL_ASYNC_ERROR", rank);
-  fake_gpu::Trace("ncclCommInitRank rank=" + std::to_string(rank) + " nranks=" +
-                  std::to_string(nranks) + " device=" + std::to_string(c->device) +
+  fake_gpu::Trace("ncclCommInitRank rank=" + std::to_string(rank) +
+                  " nranks=" + std::to_string(nranks) + " device=" + std::to_string(c->device) +
                   " grouped=" + (Grouped() ? "1" : "0"));
   *out = new ncclComm{c};
   if (Grouped()) {
@@ -934,16 +986,15 @@ FAKE_EXPORT int ncclAllReduce(const void* send, void* recv, size_t count, int ty
                     stream);
 }
 
-FAKE_EXPORT int ncclAllGather(const void* send, void* recv, size_t count, int type,
-                              ncclComm* comm, void* stream) {
-  return Collective(Kind::kAllGather, "ncclAllGather", send, recv, count, type, 0, 0, comm,
-                    stream);
+FAKE_EXPORT int ncclAllGather(const void* send, void* recv, size_t count, int type, ncclComm* comm,
+                              void* stream) {
+  return Collective(Kind::kAllGather, "ncclAllGather", send, recv, count, type, 0, 0, comm, stream);
 }
 
 FAKE_EXPORT int ncclReduceScatter(const void* send, void* recv, size_t count, int type, int op,
                                   ncclComm* comm, void* stream) {
-  return Collective(Kind::kReduceScatter, "ncclReduceScatter", send, recv, count, type, op, 0,
-                    comm, stream);
+  return Collective(Kind::kReduceScatter, "ncclReduceScatter", send, recv, count, type, op, 0, comm,
+                    stream);
 }
 
 FAKE_EXPORT int ncclBroadcast(const void* send, void* recv, size_t count, int type, int root,
@@ -1034,8 +1085,7 @@ FAKE_EXPORT int ncclCommWindowRegister(ncclComm* comm, void* buffer, size_t byte
   CommImpl* c = Usable(comm);
   if (c == nullptr) return Fail(kInvalidArgument, "ncclCommWindowRegister: invalid communicator");
   std::byte* view = nullptr;
-  if (int rc = View(*c, buffer, bytes, "buffer", "ncclCommWindowRegister", &view);
-      rc != kSuccess) {
+  if (int rc = View(*c, buffer, bytes, "buffer", "ncclCommWindowRegister", &view); rc != kSuccess) {
     return rc;
   }
   *window = new ncclWindow{buffer, bytes};
@@ -1053,8 +1103,8 @@ FAKE_EXPORT int ncclCommWindowRegister(ncclComm* comm, void* buffer, size_t byte
       h->host_generation.fetch_add(1);
       return kSuccess;
     }
-    const int rc = WaitFor(*impl, [&] { return h->host_generation.load() != generation; },
-                           deadline);
+    const int rc = WaitFor(
+        *impl, [&] { return h->host_generation.load() != generation; }, deadline);
     if (rc != kSuccess) {
       return Fail(rc,
                   "ncclCommWindowRegister: rank " + std::to_string(impl->rank) +
