@@ -47,6 +47,18 @@ class CapturedWork {
   virtual void Launch() = 0;
 };
 
+// Marks on the devices' streams between which the devices' own clocks measure (CUDA events):
+// how -I times each iteration without waiting after it, as nccl-tests does.
+class DeviceTimer {
+ public:
+  virtual ~DeviceTimer() = default;
+  // Records a mark on every device's stream, after the calls enqueued so far.
+  virtual void Mark() = 0;
+  // Once Sync has returned: for each pair of marks (0-1, 2-3, ...) the microseconds between
+  // them on the slowest device.
+  virtual std::vector<double> IntervalsUs() = 0;
+};
+
 // What one thread drives: one rank, or with -g several (ranks rank() .. rank()+devices()-1,
 // one per device). GPU backends enqueue calls on a stream and complete them in Sync; host
 // backends complete each call in Run, and their memory is the host's.
@@ -74,6 +86,9 @@ class Communicator {
   // Records the calls `enqueue` makes, instead of running them, for replay (-G). Throws
   // UnsupportedError on backends without graphs.
   virtual std::unique_ptr<CapturedWork> Capture(const std::function<void()>& enqueue);
+  // Room for `marks` marks; null on host backends, whose calls complete in Run, so the host
+  // clock times them.
+  virtual std::unique_ptr<DeviceTimer> MakeTimer(int marks);
   // What the library reports it uses to reach its peers from `device` ("P2P/CUMEM/read,
   // NET/IB/0/GDRDMA"), when it reports it (NCCL_DEBUG=INFO); empty otherwise.
   virtual std::string Transport(int device) const;
@@ -84,7 +99,7 @@ struct BackendCapabilities {
   std::vector<Collective> collectives;
   std::vector<DataType> types;
   std::vector<ReduceOp> ops;
-  bool device_memory = false;  // buffers live on GPUs: -g, -u, -y and -p mean something
+  bool device_memory = false;  // buffers live on GPUs (-g -u -y -p); -I times with MakeTimer
   bool graphs = false;         // -G: Communicator::Capture works
   int registration = 0;        // the highest -R mode: 1 ncclCommRegister, 2 symmetric windows
   int max_devices = 1;         // -g: devices one thread may drive

@@ -83,6 +83,7 @@ struct RunConfig {
   int average = 1;
   int per_iter_timing = 0;
   int per_iter_skip = 0;
+  bool event_timing = false;  // -I samples come from the devices' clocks (CUDA events)
   int parallel_init = 0;
   int unalign = 0;
   int report_timestamps = 0;  // -S: the table header gets a timestamp column

@@ -44,6 +44,8 @@ std::unique_ptr<CapturedWork> Communicator::Capture(const std::function<void()>&
   throw UnsupportedError("graph capture (-G) needs a GPU backend (nccl, rccl)");
 }
 
+std::unique_ptr<DeviceTimer> Communicator::MakeTimer(int /*marks*/) { return nullptr; }
+
 std::string Communicator::Transport(int /*device*/) const { return {}; }
 
 std::vector<DeviceDescription> Backend::Devices(const ConnectOptions& /*options*/) const {

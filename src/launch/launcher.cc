@@ -234,6 +234,7 @@ RunResult MakeHeader(const RunOptions& options, const Backend& backend) {
   c.average = static_cast<int>(options.average);
   c.per_iter_timing = options.per_iter_timing ? 1 : 0;
   c.per_iter_skip = options.per_iter_skip;
+  c.event_timing = backend.capabilities().device_memory;
   c.report_timestamps = options.report_timestamps ? 1 : 0;
   if (const char* min_bw = std::getenv("NCCL_TESTS_MIN_BW")) c.min_bw = std::atof(min_bw);
   return result;

@@ -58,6 +58,7 @@ class Watchdog::WatchedCommunicator : public Communicator {
   std::unique_ptr<CapturedWork> Capture(const std::function<void()>& enqueue) override {
     return inner_->Capture(enqueue);
   }
+  std::unique_ptr<DeviceTimer> MakeTimer(int marks) override { return inner_->MakeTimer(marks); }
   std::string Transport(int device) const override { return inner_->Transport(device); }
 
  private:

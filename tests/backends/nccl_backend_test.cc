@@ -73,6 +73,7 @@ constexpr bool SameAbi(R1 (*)(A1...), R2 (*)(A2...)) {
 EXPECT_SAME_ABI(::ncclGetVersion, gpu::NcclApi, GetVersion);
 EXPECT_SAME_ABI(::ncclGetUniqueId, gpu::NcclApi, GetUniqueId);
 EXPECT_SAME_ABI(::ncclCommInitRank, gpu::NcclApi, CommInitRank);
+EXPECT_SAME_ABI(::ncclCommInitAll, gpu::NcclApi, CommInitAll);
 EXPECT_SAME_ABI(::ncclCommDestroy, gpu::NcclApi, CommDestroy);
 EXPECT_SAME_ABI(::ncclCommAbort, gpu::NcclApi, CommAbort);
 EXPECT_SAME_ABI(::ncclCommGetAsyncError, gpu::NcclApi, CommGetAsyncError);
@@ -104,6 +105,9 @@ EXPECT_SAME_ABI(::cudaMemcpy, gpu::RuntimeApi, Memcpy);
 EXPECT_SAME_ABI(::cudaStreamCreateWithFlags, gpu::RuntimeApi, StreamCreateWithFlags);
 EXPECT_SAME_ABI(::cudaStreamDestroy, gpu::RuntimeApi, StreamDestroy);
 EXPECT_SAME_ABI(::cudaStreamQuery, gpu::RuntimeApi, StreamQuery);
+EXPECT_SAME_ABI(::cudaEventRecord, gpu::RuntimeApi, EventRecord);
+EXPECT_SAME_ABI(::cudaEventElapsedTime, gpu::RuntimeApi, EventElapsedTime);
+EXPECT_SAME_ABI(::cudaEventDestroy, gpu::RuntimeApi, EventDestroy);
 EXPECT_SAME_ABI(::cudaGetErrorString, gpu::RuntimeApi, GetErrorString);
 EXPECT_SAME_ABI(::cudaGetErrorName, gpu::RuntimeApi, GetErrorName);
 EXPECT_SAME_ABI(::cudaDeviceGetPCIBusId, gpu::RuntimeApi, DeviceGetPCIBusId);
@@ -115,9 +119,11 @@ EXPECT_SAME_ABI(::cudaGraphInstantiateWithFlags, gpu::RuntimeApi, GraphInstantia
 EXPECT_SAME_ABI(::cudaGraphLaunch, gpu::RuntimeApi, GraphLaunch);
 EXPECT_SAME_ABI(::cudaGraphExecDestroy, gpu::RuntimeApi, GraphExecDestroy);
 EXPECT_SAME_ABI(::cudaGraphDestroy, gpu::RuntimeApi, GraphDestroy);
-// cudaMalloc is a template in C++ as well; the C function is the one dlsym finds.
+// cudaMalloc and cudaEventCreate have C++ overloads too; the C function is the one dlsym finds.
 static_assert(SameAbi(static_cast<cudaError_t (*)(void**, size_t)>(&::cudaMalloc),
                       static_cast<decltype(gpu::RuntimeApi::Malloc)>(nullptr)));
+static_assert(SameAbi(static_cast<cudaError_t (*)(cudaEvent_t*)>(&::cudaEventCreate),
+                      static_cast<decltype(gpu::RuntimeApi::EventCreate)>(nullptr)));
 
 static_assert(sizeof(::ncclUniqueId) == sizeof(gpu::ncclUniqueId));
 static_assert(NCCL_UNIQUE_ID_BYTES == gpu::kNcclUniqueIdBytes);
@@ -373,10 +379,15 @@ TEST_P(FakeCollectiveTest, EveryTypeOpRootAndPlacementValidates) {
   // groups; the fake refuses anything else, so the run above proves it, and the trace shows it.
   const std::string trace = Trace();
   EXPECT_EQ(Count(trace, "ncclCommInitRank"), static_cast<size_t>(nranks));
+  if (threads == 1) {
+    // One thread is the whole communicator: ncclCommInitAll, as nccl-tests, and no id.
+    EXPECT_EQ(Count(trace, "ncclCommInitAll ndev=" + std::to_string(gpus)), 1u);
+  } else {
+    EXPECT_EQ(Count(trace, "ncclCommInitAll"), 0u);
+    EXPECT_EQ(Count(trace, "ncclGetUniqueId"), 1u);
+  }
   if (gpus > 1) {
     EXPECT_EQ(Count(trace, "grouped=0"), 0u);
-  } else {
-    EXPECT_EQ(Count(trace, "ncclCommInitRank rank=0 nranks=" + std::to_string(nranks)), 1u);
   }
 }
 
@@ -480,6 +491,28 @@ TEST_F(FakeGpuTest, BlockingModesAggregationUnalignedBuffersAndTheDefaultStreamV
   o.report_cputime = true;
   ExpectAllValid(Run(o));
   EXPECT_EQ(Count(Trace(), "cudaStreamCreateWithFlags"), 0u);  // the default stream
+}
+
+TEST_F(FakeGpuTest, PerIterationTimesComeFromEventsAroundEachIteration) {
+  RunOptions o = SmallSweep({Collective::kAllReduce}, 1, 2);
+  o.max_bytes = 64;  // 8, 64
+  o.iters = 5;
+  o.per_iter_timing = true;
+  const RunResult result = Run(o);
+  ExpectAllValid(result);
+  EXPECT_TRUE(result.config.event_timing);
+  for (const ResultRow& row : result.rows) {
+    for (const auto* half : {&row.out_of_place, &row.in_place}) {
+      ASSERT_TRUE((*half)->iterations.has_value());
+      EXPECT_GT((*half)->iterations->min_us, 0);
+      EXPECT_LE((*half)->iterations->min_us, (*half)->iterations->max_us);
+    }
+  }
+  // Two marks per iteration, on each of the two devices: 2 rows x 2 placements x 5 x 2 x 2.
+  EXPECT_EQ(Count(Trace(), "cudaEventRecord"), 80u);
+  // -z 3 puts an untimed barrier between the iterations.
+  o.blocking = 3;
+  ExpectAllValid(Run(o));
 }
 
 TEST_F(FakeGpuTest, TheEngineWaitsForTheStreamsBeforeReadingResults) {

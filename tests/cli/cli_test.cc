@@ -107,6 +107,8 @@ TEST_F(CliTest, HelpDocumentsEveryFlag) {
                            "-I,--per_iter_timing",
                            "-K,--per_iter_skip",
                            "--backend",
+                           "--nccl-lib",
+                           "--gpu-runtime-lib",
                            "--collective",
                            "--format",
                            "--output",

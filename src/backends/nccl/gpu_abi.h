@@ -68,6 +68,8 @@ inline constexpr cudaError_t kCudaErrorNotReady = 600;
 
 struct CUstream_st;
 using cudaStream_t = CUstream_st*;
+struct CUevent_st;
+using cudaEvent_t = CUevent_st*;
 struct CUgraph_st;
 using cudaGraph_t = CUgraph_st*;
 struct CUgraphExec_st;

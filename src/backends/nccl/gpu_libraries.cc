@@ -110,6 +110,10 @@ void BindRuntime(Resolver& r, RuntimeApi& api, Vendor vendor) {
   r.Bind(api.StreamCreateWithFlags, {p + "StreamCreateWithFlags"}, true);
   r.Bind(api.StreamDestroy, {p + "StreamDestroy"}, true);
   r.Bind(api.StreamQuery, {p + "StreamQuery"}, true);
+  r.Bind(api.EventCreate, {p + "EventCreate"}, true);
+  r.Bind(api.EventRecord, {p + "EventRecord"}, true);
+  r.Bind(api.EventElapsedTime, {p + "EventElapsedTime"}, true);
+  r.Bind(api.EventDestroy, {p + "EventDestroy"}, true);
   r.Bind(api.GetErrorString, {p + "GetErrorString"}, true);
   r.Bind(api.GetErrorName, {p + "GetErrorName"}, true);
   r.Bind(api.DeviceGetPCIBusId, {p + "DeviceGetPCIBusId"}, true);
@@ -135,6 +139,7 @@ void BindNccl(Resolver& r, NcclApi& api) {
   r.Bind(api.GetVersion, {"ncclGetVersion"}, true);
   r.Bind(api.GetUniqueId, {"ncclGetUniqueId"}, true);
   r.Bind(api.CommInitRank, {"ncclCommInitRank"}, true);
+  r.Bind(api.CommInitAll, {"ncclCommInitAll"}, true);
   r.Bind(api.CommDestroy, {"ncclCommDestroy"}, true);
   r.Bind(api.CommAbort, {"ncclCommAbort"}, true);
   r.Bind(api.CommGetAsyncError, {"ncclCommGetAsyncError"}, true);

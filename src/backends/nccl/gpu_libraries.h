@@ -33,6 +33,10 @@ struct RuntimeApi {
   cudaError_t (*StreamCreateWithFlags)(cudaStream_t*, unsigned int) = nullptr;
   cudaError_t (*StreamDestroy)(cudaStream_t) = nullptr;
   cudaError_t (*StreamQuery)(cudaStream_t) = nullptr;
+  cudaError_t (*EventCreate)(cudaEvent_t*) = nullptr;
+  cudaError_t (*EventRecord)(cudaEvent_t, cudaStream_t) = nullptr;
+  cudaError_t (*EventElapsedTime)(float*, cudaEvent_t, cudaEvent_t) = nullptr;
+  cudaError_t (*EventDestroy)(cudaEvent_t) = nullptr;
   const char* (*GetErrorString)(cudaError_t) = nullptr;
   const char* (*GetErrorName)(cudaError_t) = nullptr;
   cudaError_t (*DeviceGetPCIBusId)(char*, int, int) = nullptr;
@@ -55,6 +59,7 @@ struct NcclApi {
   ncclResult_t (*GetVersion)(int*) = nullptr;
   ncclResult_t (*GetUniqueId)(ncclUniqueId*) = nullptr;
   ncclResult_t (*CommInitRank)(ncclComm_t*, int, ncclUniqueId, int) = nullptr;
+  ncclResult_t (*CommInitAll)(ncclComm_t*, int, const int*) = nullptr;
   ncclResult_t (*CommDestroy)(ncclComm_t) = nullptr;
   ncclResult_t (*CommAbort)(ncclComm_t) = nullptr;
   ncclResult_t (*CommGetAsyncError)(ncclComm_t, ncclResult_t*) = nullptr;

@@ -243,6 +243,56 @@ class NcclGraphs final : public CapturedWork {
   std::vector<cudaGraphExec_t> execs_;
 };
 
+// CUDA events on every device's stream; intervals are read once the streams have drained.
+class NcclTimer final : public DeviceTimer {
+ public:
+  NcclTimer(std::shared_ptr<CommState> state, int marks) : state_(std::move(state)) {
+    const CommState& s = *state_;
+    events_.resize(s.lanes.size());
+    for (size_t d = 0; d < s.lanes.size(); ++d) {
+      s.UseDevice(s.lanes[d]);
+      for (int m = 0; m < marks; ++m) {
+        cudaEvent_t event = nullptr;
+        s.CheckRuntime(s.rt().EventCreate(&event), "EventCreate");
+        events_[d].push_back(event);
+      }
+    }
+  }
+  ~NcclTimer() override {
+    for (const auto& lane : events_) {
+      for (cudaEvent_t event : lane) state_->rt().EventDestroy(event);
+    }
+  }
+
+  void Mark() override {
+    const CommState& s = *state_;
+    for (size_t d = 0; d < s.lanes.size(); ++d) {
+      s.CheckRuntime(s.rt().EventRecord(events_[d].at(next_), s.lanes[d].stream), "EventRecord");
+    }
+    ++next_;
+  }
+
+  std::vector<double> IntervalsUs() override {
+    const CommState& s = *state_;
+    std::vector<double> out;
+    for (size_t m = 0; m + 1 < next_; m += 2) {
+      double slowest = 0;
+      for (const auto& lane : events_) {
+        float ms = 0;
+        s.CheckRuntime(s.rt().EventElapsedTime(&ms, lane[m], lane[m + 1]), "EventElapsedTime");
+        slowest = std::max(slowest, static_cast<double>(ms) * 1000.0);
+      }
+      out.push_back(slowest);
+    }
+    return out;
+  }
+
+ private:
+  std::shared_ptr<CommState> state_;
+  std::vector<std::vector<cudaEvent_t>> events_;  // per device, per mark
+  size_t next_ = 0;
+};
+
 class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator(std::shared_ptr<CommState> state, int rank, int size,
@@ -469,6 +519,10 @@ class NcclCommunicator final : public Communicator {
     return graphs;
   }
 
+  std::unique_ptr<DeviceTimer> MakeTimer(int marks) override {
+    return std::make_unique<NcclTimer>(state_, marks);
+  }
+
   std::string Transport(int device) const override {
     if (log_ == nullptr) return {};
     const Lane& lane = state_->lanes.at(static_cast<size_t>(device));
@@ -612,6 +666,17 @@ class NcclBackend final : public Backend {
                        "StreamCreateWithFlags");
       }
       s.CheckRuntime(s.rt().Malloc(&lane.barrier, sizeof(int32_t)), "Malloc");
+    }
+    if (options.devices == options.size) {
+      // This thread is the whole communicator (one process, one thread): nccl-tests'
+      // ncclCommInitAll, which needs no unique id.
+      std::vector<ncclComm_t> comms(s.lanes.size());
+      std::vector<int> devices;
+      for (const Lane& lane : s.lanes) devices.push_back(lane.device);
+      s.Check(s.nccl().CommInitAll(comms.data(), options.size, devices.data()),
+              fmt::format("ncclCommInitAll of {} devices", options.size), s.lanes.front());
+      for (size_t d = 0; d < comms.size(); ++d) s.lanes[d].comm = comms[d];
+      return comm;
     }
     const ncclUniqueId id = ShareUniqueId(options, s.lanes.front());
     // One thread joins as several ranks: the inits must be one group, or the first would wait

@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -130,6 +131,11 @@ struct CUstream_st {
   std::thread::id capturing_thread;
   std::vector<std::shared_ptr<const fake_gpu::Task>> captured;
   std::thread worker;  // last: starts once the rest exists
+};
+
+// An event: the host clock when its stream reached it; -1 until then.
+struct CUevent_st {
+  std::atomic<int64_t> ns{-1};
 };
 
 struct CUgraph_st {
@@ -337,6 +343,37 @@ FAKE_EXPORT int cudaStreamQuery(CUstream_st* stream) {
   return s->Idle() ? kSuccess : kErrorNotReady;
 }
 
+FAKE_EXPORT int cudaEventCreate(CUevent_st** event) {
+  *event = new CUevent_st;
+  return kSuccess;
+}
+
+FAKE_EXPORT int cudaEventRecord(CUevent_st* event, CUstream_st* stream) {
+  if (event == nullptr) return kErrorInvalidResourceHandle;
+  event->ns.store(-1);
+  fake_gpu::Trace("cudaEventRecord");
+  return fake_gpu::Enqueue(
+      stream, current_device, std::make_shared<const fake_gpu::Task>([event] {
+        event->ns.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count());
+      }));
+}
+
+FAKE_EXPORT int cudaEventElapsedTime(float* ms, CUevent_st* start, CUevent_st* end) {
+  if (start == nullptr || end == nullptr) return kErrorInvalidResourceHandle;
+  const int64_t a = start->ns.load();
+  const int64_t b = end->ns.load();
+  if (a < 0 || b < 0) return kErrorNotReady;
+  *ms = static_cast<float>(static_cast<double>(b - a) / 1e6);
+  return kSuccess;
+}
+
+FAKE_EXPORT int cudaEventDestroy(CUevent_st* event) {
+  delete event;
+  return kSuccess;
+}
+
 FAKE_EXPORT const char* cudaGetErrorString(int error) {
   const ErrorText* e = Find(error);
   return e != nullptr ? e->text : "unrecognized error code";
@@ -430,6 +467,10 @@ FAKE_HIP_ALIAS(hipMemcpy, cudaMemcpy)
 FAKE_HIP_ALIAS(hipStreamCreateWithFlags, cudaStreamCreateWithFlags)
 FAKE_HIP_ALIAS(hipStreamDestroy, cudaStreamDestroy)
 FAKE_HIP_ALIAS(hipStreamQuery, cudaStreamQuery)
+FAKE_HIP_ALIAS(hipEventCreate, cudaEventCreate)
+FAKE_HIP_ALIAS(hipEventRecord, cudaEventRecord)
+FAKE_HIP_ALIAS(hipEventElapsedTime, cudaEventElapsedTime)
+FAKE_HIP_ALIAS(hipEventDestroy, cudaEventDestroy)
 FAKE_HIP_ALIAS(hipGetErrorString, cudaGetErrorString)
 FAKE_HIP_ALIAS(hipGetErrorName, cudaGetErrorName)
 FAKE_HIP_ALIAS(hipDeviceGetPCIBusId, cudaDeviceGetPCIBusId)

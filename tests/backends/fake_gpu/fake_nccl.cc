@@ -44,6 +44,10 @@
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
 
+extern "C" int cudaSetDevice(int device);  // libfake_cudart's
+FAKE_EXPORT int ncclGroupStart();
+FAKE_EXPORT int ncclGroupEnd();
+
 #ifndef FAKE_NCCL_VERSION
 #define FAKE_NCCL_VERSION 22809
 #endif
@@ -938,6 +942,24 @@ FAKE_EXPORT int ncclCommInitRank(ncclComm** out, int nranks, UniqueId id, int ra
   }
   if (int rc = Join(*c); rc != kSuccess) return rc;
   return AwaitPeers(*c);
+}
+
+// The single-process clique: a group of ncclCommInitRank on the given devices.
+FAKE_EXPORT int ncclCommInitAll(ncclComm** comms, int ndev, const int* devices) {
+  UniqueId id;
+  ncclGetUniqueId(&id);
+  const int previous = fake_gpu::CurrentDevice();
+  fake_gpu::Trace("ncclCommInitAll ndev=" + std::to_string(ndev));
+  ncclGroupStart();
+  int first = kSuccess;
+  for (int r = 0; r < ndev; ++r) {
+    cudaSetDevice(devices != nullptr ? devices[r] : r);
+    const int rc = ncclCommInitRank(&comms[r], ndev, id, r);
+    if (first == kSuccess) first = rc;
+  }
+  const int end = ncclGroupEnd();
+  cudaSetDevice(previous);
+  return first != kSuccess ? first : end;
 }
 
 FAKE_EXPORT int ncclCommDestroy(ncclComm* comm) {
