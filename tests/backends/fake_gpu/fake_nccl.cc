@@ -194,6 +194,41 @@ void WithArith(int type, F&& f) {
   }
 }
 
+// One element of acc (op) in. Integers wrap, as on a GPU: benchmark iterations keep reducing
+// whatever the buffers hold, so sums overflow.
+template <typename A>
+typename A::Stored Combine(int op, typename A::Stored x_stored, typename A::Stored y_stored) {
+  using T = typename A::Stored;
+  if constexpr (std::is_integral_v<T> && std::is_same_v<A, Plain<T>>) {
+    using Unsigned = std::conditional_t<(sizeof(T) < 4), uint32_t, std::make_unsigned_t<T>>;
+    const auto x = static_cast<Unsigned>(x_stored);
+    const auto y = static_cast<Unsigned>(y_stored);
+    switch (op) {
+      case 1:
+        return static_cast<T>(x * y);
+      case 2:
+        return x_stored > y_stored ? x_stored : y_stored;
+      case 3:
+        return x_stored < y_stored ? x_stored : y_stored;
+      default:
+        return static_cast<T>(x + y);
+    }
+  } else {
+    const auto x = A::Load(x_stored);
+    const auto y = A::Load(y_stored);
+    switch (op) {
+      case 1:
+        return A::Store(x * y);
+      case 2:
+        return A::Store(x > y ? x : y);
+      case 3:
+        return A::Store(x < y ? x : y);
+      default:
+        return A::Store(x + y);
+    }
+  }
+}
+
 // acc[i] = acc[i] (op) in[i]; avg sums here and divides once at the end, as NCCL does.
 void ReduceInto(int type, int op, std::byte* acc, const std::byte* in, size_t n) {
   WithArith(type, [&](auto arith) {
@@ -201,24 +236,7 @@ void ReduceInto(int type, int op, std::byte* acc, const std::byte* in, size_t n)
     using T = typename A::Stored;
     auto* a = reinterpret_cast<T*>(acc);
     const auto* b = reinterpret_cast<const T*>(in);
-    for (size_t i = 0; i < n; ++i) {
-      const auto x = A::Load(a[i]);
-      const auto y = A::Load(b[i]);
-      switch (op) {
-        case 1:
-          a[i] = A::Store(x * y);
-          break;
-        case 2:
-          a[i] = A::Store(x > y ? x : y);
-          break;
-        case 3:
-          a[i] = A::Store(x < y ? x : y);
-          break;
-        default:
-          a[i] = A::Store(x + y);
-          break;
-      }
-    }
+    for (size_t i = 0; i < n; ++i) a[i] = Combine<A>(op, a[i], b[i]);
   });
 }
 
