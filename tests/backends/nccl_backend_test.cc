@@ -213,9 +213,11 @@ class ScopedEnv {
 };
 
 fs::path TestDir() {
+  // Parameterized tests are named "Test/case": one directory, not two.
+  std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::replace(name.begin(), name.end(), '/', '_');
   const fs::path dir =
-      fs::temp_directory_path() / ("fabricscope-nccl-" + std::to_string(getpid()) + "-" +
-                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
+      fs::temp_directory_path() / ("fabricscope-nccl-" + std::to_string(getpid()) + "-" + name);
   fs::create_directories(dir);
   return dir;
 }

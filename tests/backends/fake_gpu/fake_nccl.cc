@@ -256,7 +256,6 @@ void DivideBy(int type, std::byte* data, size_t n, int nranks) {
 
 struct SegmentHeader {
   std::atomic<int32_t> joined;
-  std::atomic<int32_t> left;
   std::atomic<int32_t> aborted;  // a rank aborted: the others fail as NCCL fails on a dead peer
   std::atomic<uint32_t> barrier_count;  // the streams' barrier
   std::atomic<uint32_t> barrier_generation;
@@ -276,16 +275,16 @@ size_t SlotBytes() {
 
 class Clique {
  public:
-  Clique(std::string name, void* base, size_t total, int nranks, size_t slot_bytes)
+  Clique(std::string name, void* base, size_t total, size_t slot_bytes)
       : name_(std::move(name)),
         base_(static_cast<std::byte*>(base)),
         total_(total),
-        nranks_(nranks),
         slot_bytes_(slot_bytes) {}
-  ~Clique() {
-    if (header()->left.fetch_add(1) + 1 == nranks_) ::shm_unlink(name_.c_str());
-    ::munmap(base_, total_);
-  }
+  ~Clique() { ::munmap(base_, total_); }
+
+  // The name is needed only until every rank has mapped the segment; a crashed or failed
+  // run must not leave it in /dev/shm.
+  void Unlink() const { ::shm_unlink(name_.c_str()); }
 
   static size_t HeaderBytes() { return (sizeof(SegmentHeader) + 4095) / 4096 * 4096; }
   static size_t SlotStride(size_t slot_bytes) { return sizeof(SlotHeader) + slot_bytes; }
@@ -303,7 +302,6 @@ class Clique {
   std::string name_;
   std::byte* base_;
   size_t total_;
-  int nranks_;
   size_t slot_bytes_;
 };
 
@@ -341,7 +339,7 @@ std::shared_ptr<Clique> AttachClique(const UniqueId& id, int nranks, std::string
     *error = "mmap " + name + ": " + std::strerror(errno);
     return nullptr;
   }
-  return std::make_shared<Clique>(name, base, total, nranks, slot_bytes);
+  return std::make_shared<Clique>(name, base, total, slot_bytes);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -470,7 +468,7 @@ int Join(CommImpl& c) {
   SegmentHeader* h = c.clique->header();
   h->pids[c.rank] = ::getpid();
   h->devices[c.rank] = c.device;
-  h->joined.fetch_add(1);
+  if (h->joined.fetch_add(1) + 1 == c.nranks) c.clique->Unlink();
   return kSuccess;
 }
 
@@ -482,6 +480,7 @@ int AwaitPeers(CommImpl& c) {
   const int r = WaitFor(
       c, [&] { return h->joined.load() >= c.nranks; }, deadline);
   if (r != kSuccess) {
+    c.clique->Unlink();
     return Fail(r,
                 "ncclCommInitRank: rank " + std::to_string(c.rank) + ": only " +
                     std::to_string(h->joined.load()) + " of " + std::to_string(c.nranks) +
