@@ -17,7 +17,7 @@ namespace fabricscope {
 
 struct RunOptions;
 
-// One call: the arguments of an NCCL collective, on host memory.
+// One call: the arguments of an NCCL collective, on memory from Communicator::Allocate.
 struct CollectiveCall {
   Collective collective = Collective::kAllReduce;
   const void* send = nullptr;
@@ -26,17 +26,72 @@ struct CollectiveCall {
   DataType type = DataType::kFloat;
   ReduceOp op = ReduceOp::kSum;
   int root = 0;
+  int device = 0;  // which of the communicator's devices (-g) runs it: rank() + device
 };
 
-// One rank's connection to its peers. Run returns when the call is complete on this rank.
+// One buffer of the same size on each device a communicator drives: device memory on GPU
+// backends (not addressable from the host: copy with CopyToDevice / CopyToHost), host
+// memory on host backends.
+class DeviceBuffers {
+ public:
+  virtual ~DeviceBuffers() = default;
+  virtual std::byte* data(int device) const = 0;
+  virtual size_t size() const = 0;
+};
+
+// Calls recorded once and replayed as a whole (a CUDA graph per device, -G).
+class CapturedWork {
+ public:
+  virtual ~CapturedWork() = default;
+  // Enqueues one replay; Communicator::Sync waits for it.
+  virtual void Launch() = 0;
+};
+
+// Marks on the devices' streams between which the devices' own clocks measure (CUDA events):
+// how -I times each iteration without waiting after it, as nccl-tests does.
+class DeviceTimer {
+ public:
+  virtual ~DeviceTimer() = default;
+  // Records a mark on every device's stream, after the calls enqueued so far.
+  virtual void Mark() = 0;
+  // Once Sync has returned: for each pair of marks (0-1, 2-3, ...) the microseconds between
+  // them on the slowest device.
+  virtual std::vector<double> IntervalsUs() = 0;
+};
+
+// What one thread drives: one rank, or with -g several (ranks rank() .. rank()+devices()-1,
+// one per device). GPU backends enqueue calls on a stream and complete them in Sync; host
+// backends complete each call in Run, and their memory is the host's.
 class Communicator {
  public:
   virtual ~Communicator() = default;
-  virtual int rank() const = 0;
+  virtual int rank() const = 0;  // of device 0
   virtual int size() const = 0;
+  virtual int devices() const { return 1; }
   // Throws BackendError / TimeoutError; in-place calls follow nccl-tests' buffer offsets.
   virtual void Run(const CollectiveCall& call) = 0;
+  // Calls between the two are launched together (ncclGroupStart/End): how one thread drives
+  // several devices, and how -m aggregates operations. Groups nest.
+  virtual void GroupStart() {}
+  virtual void GroupEnd() {}
+  // Returns when every call enqueued so far has completed on every device; a call that does
+  // not complete within the timeout is aborted and throws TimeoutError.
+  virtual void Sync() {}
+  // Every rank of the communicator has reached the barrier (and finished its calls).
   virtual void Barrier() = 0;
+  // Memory the calls use; registered with the library when the backend was asked to (-R).
+  virtual std::unique_ptr<DeviceBuffers> Allocate(size_t bytes);
+  virtual void CopyToDevice(int device, void* dst, const void* src, size_t bytes);
+  virtual void CopyToHost(int device, void* dst, const void* src, size_t bytes);
+  // Records the calls `enqueue` makes, instead of running them, for replay (-G). Throws
+  // UnsupportedError on backends without graphs.
+  virtual std::unique_ptr<CapturedWork> Capture(const std::function<void()>& enqueue);
+  // Room for `marks` marks; null on host backends, whose calls complete in Run, so the host
+  // clock times them.
+  virtual std::unique_ptr<DeviceTimer> MakeTimer(int marks);
+  // What the library reports it uses to reach its peers from `device` ("P2P/CUMEM/read,
+  // NET/IB/0/GDRDMA"), when it reports it (NCCL_DEBUG=INFO); empty otherwise.
+  virtual std::string Transport(int device) const;
 };
 
 // What a backend can do; the engine checks a request against it before starting.
@@ -44,6 +99,17 @@ struct BackendCapabilities {
   std::vector<Collective> collectives;
   std::vector<DataType> types;
   std::vector<ReduceOp> ops;
+  bool device_memory = false;  // buffers live on GPUs (-g -u -y -p); -I times with MakeTimer
+  bool graphs = false;         // -G: Communicator::Capture works
+  int registration = 0;        // the highest -R mode: 1 ncclCommRegister, 2 symmetric windows
+  int max_devices = 1;         // -g: devices one thread may drive
+};
+
+// A device a rank computes on, for the "Using devices" lines.
+struct DeviceDescription {
+  int index = 0;       // the runtime's device number on its host
+  std::string bus_id;  // "0000:8f:00"
+  std::string name;    // "NVIDIA H200"
 };
 
 // Every collective, type and op fabricscope knows: what a complete host backend declares.
@@ -66,6 +132,18 @@ struct ConnectOptions {
   std::string hostname = "127.0.0.1";
   // A network interface to listen on instead (e.g. "eth0"); when set it wins over hostname.
   std::string network_interface;
+  // GPU backends: the devices this thread drives (-g; ranks rank .. rank+devices-1), the
+  // first one's number (chosen from the local rank, as nccl-tests does), -R and -y.
+  int devices = 1;
+  int first_device = 0;
+  int registration = 0;
+  bool stream_null = false;
+};
+
+// Where a backend finds its libraries (--nccl-lib, --gpu-runtime-lib); empty = search.
+struct BackendOptions {
+  std::string library;
+  std::string runtime_library;
 };
 
 // A communication library.
@@ -75,6 +153,11 @@ class Backend {
   virtual std::string_view name() const = 0;
   virtual std::string version() const = 0;
   virtual const BackendCapabilities& capabilities() const = 0;
+  // NCCL_VERSION_CODE of the loaded NCCL or RCCL (22809); 0 for other libraries.
+  virtual int nccl_version_code() const { return 0; }
+  // The devices a rank joining with `options` computes on, one per device it drives; empty
+  // on host memory. Throws when a device it needs does not exist.
+  virtual std::vector<DeviceDescription> Devices(const ConnectOptions& options) const;
   // Blocks until every rank of the communicator has connected.
   virtual std::unique_ptr<Communicator> Connect(const ConnectOptions& options) = 0;
 };
@@ -83,13 +166,17 @@ class Backend {
 struct BackendEntry {
   std::string_view name;
   std::string_view description;
-  std::function<std::unique_ptr<Backend>()> make;
+  std::function<std::unique_ptr<Backend>(const BackendOptions&)> make;
 };
 
 // Every backend compiled into this build.
 const std::vector<BackendEntry>& Backends();
-// Throws UsageError listing the available backends.
-std::unique_ptr<Backend> MakeBackend(std::string_view name);
+// Throws UsageError listing the available backends; the backend's own errors (a library
+// that does not load, no device) propagate.
+std::unique_ptr<Backend> MakeBackend(std::string_view name, const BackendOptions& options = {});
+// The backend `fabricscope run` uses without --backend: nccl where a CUDA device is
+// present, else gloo. `reason` says why, for the user.
+std::string DefaultBackend(const BackendOptions& options, std::string* reason);
 // Throws UnsupportedError naming the backend and what it supports.
 void CheckSupported(const Backend& backend, const RunOptions& options);
 

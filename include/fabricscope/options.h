@@ -41,6 +41,15 @@ struct RunOptions {
   bool per_iter_timing = false;    // -I
   int per_iter_skip = 0;           // -K
   bool show_memory = false;        // -M
+  bool report_cputime = false;     // -C: the time to enqueue the calls, not to complete them
+
+  // GPU backends (BackendCapabilities::device_memory); host backends accept the defaults.
+  int ngpus = 1;               // -g: devices (ranks) per thread, driven through group calls
+  int graph_launches = 0;      // -G: capture the timed iterations as a graph, replay it N times
+  int registration = 0;        // -R: 1 register buffers with the library, 2 symmetric windows
+  int unalign = 0;             // -u: shift every buffer by this many elements
+  bool stream_null = false;    // -y: the default stream
+  bool parallel_init = false;  // -p: recorded; every thread creates its communicators anyway
 
   // The command line, recorded in the results (JSON "args").
   std::vector<std::string> command_line;

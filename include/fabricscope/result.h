@@ -18,6 +18,10 @@ struct RankInfo {
   int device = 0;             // device index on the host (the thread index for host backends)
   std::string device_bus_id;  // "0000:8f:00"; empty for host memory
   std::string device_name;    // "NVIDIA H200", or "host memory (<cpu>)"
+  // How the library reaches its peers from this rank, as NCCL logs it with NCCL_DEBUG=INFO
+  // ("P2P/CUMEM/read, NET/IB/0/GDRDMA"); empty when it did not say. (The initializer lets
+  // aggregate initializations that predate the field leave it out.)
+  std::string transport{};
 };
 
 // How one placement's time varied across ranks.
@@ -79,6 +83,7 @@ struct RunConfig {
   int average = 1;
   int per_iter_timing = 0;
   int per_iter_skip = 0;
+  bool event_timing = false;  // -I samples come from the devices' clocks (CUDA events)
   int parallel_init = 0;
   int unalign = 0;
   int report_timestamps = 0;  // -S: the table header gets a timestamp column
@@ -93,6 +98,7 @@ struct RunResult {
   std::string version;
   std::string backend;
   std::string backend_version;
+  int nccl_version = 0;    // NCCL_VERSION_CODE of the NCCL or RCCL that ran (22809); 0 if none
   std::string start_time;  // ISO 8601
   std::string end_time;
   std::vector<std::string> args;

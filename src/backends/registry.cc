@@ -9,6 +9,7 @@
 
 #include "backends/gloo/gloo_backend.h"
 #include "backends/mpi/mpi_backend.h"
+#include "backends/nccl/nccl_backend.h"
 #include "fabricscope/backend.h"
 #include "fabricscope/collective.h"
 #include "fabricscope/dtype.h"
@@ -52,26 +53,78 @@ BackendCapabilities AllCapabilities() {
 }
 
 const std::vector<BackendEntry>& Backends() {
-  // One line per backend; nccl joins here when it is compiled in.
+  // One line per backend.
   static const std::vector<BackendEntry> entries = {
-      {"gloo", "Gloo over TCP, host memory", [] { return MakeGlooBackend(); }},
+      {"gloo", "Gloo over TCP, host memory",
+       [](const BackendOptions&) { return MakeGlooBackend(); }},
       {"mpi", "MPI (OpenMPI) collectives, host memory, one rank per process",
-       [] { return MakeMpiBackend(); }},
+       [](const BackendOptions&) { return MakeMpiBackend(); }},
+      {"nccl", "NVIDIA NCCL on CUDA devices, libnccl.so.2 and libcudart loaded at run time",
+       [](const BackendOptions& options) { return MakeNcclBackend(options); }},
+      {"rccl", "AMD RCCL on ROCm devices, librccl.so and libamdhip64 loaded at run time",
+       [](const BackendOptions& options) { return MakeRcclBackend(options); }},
   };
   return entries;
 }
 
-std::unique_ptr<Backend> MakeBackend(std::string_view name) {
+std::unique_ptr<Backend> MakeBackend(std::string_view name, const BackendOptions& options) {
   for (const BackendEntry& entry : Backends()) {
-    if (entry.name == name) return entry.make();
+    if (entry.name == name) return entry.make(options);
   }
   throw UsageError(fmt::format(
       "unknown backend '{}': available backends are {}", name,
       JoinNames(Backends(), [](const BackendEntry& e) { return std::string(e.name); })));
 }
 
+std::string DefaultBackend(const BackendOptions& options, std::string* reason) {
+  std::string why;
+  if (ProbeNccl(options, &why)) {
+    *reason = why;
+    return "nccl";
+  }
+  *reason = why + "; host memory instead";
+  return "gloo";
+}
+
+// A flag that only means something on a GPU, at a value the backend cannot honour.
+void RefuseGpuFlag(const Backend& backend, const char* flag, int value, int default_value,
+                   const char* what) {
+  if (value == default_value) return;
+  throw UnsupportedError(fmt::format(
+      "{} {} ({}) needs a GPU backend (nccl, rccl); backend {} runs on host memory: drop the "
+      "flag or leave it at {}",
+      flag, value, what, backend.name(), default_value));
+}
+
 void CheckSupported(const Backend& backend, const RunOptions& options) {
   const BackendCapabilities& caps = backend.capabilities();
+  if (!caps.device_memory) {
+    RefuseGpuFlag(backend, "-g/--ngpus", options.ngpus, 1, "GPUs per thread");
+    RefuseGpuFlag(backend, "-p/--parallel_init", options.parallel_init ? 1 : 0, 0, "parallel init");
+    RefuseGpuFlag(backend, "-y/--stream_null", options.stream_null ? 1 : 0, 0, "default stream");
+    RefuseGpuFlag(backend, "-G/--cudagraph", options.graph_launches, 0, "CUDA graphs");
+    RefuseGpuFlag(backend, "-R/--local_register", options.registration, 0, "buffer registration");
+    RefuseGpuFlag(backend, "-u/--unalign", options.unalign, 0, "unaligned buffers");
+  }
+  if (options.ngpus > caps.max_devices) {
+    throw UnsupportedError(fmt::format("-g/--ngpus {}: backend {} drives at most {} per thread",
+                                       options.ngpus, backend.name(), caps.max_devices));
+  }
+  if (options.graph_launches > 0 && !caps.graphs) {
+    throw UnsupportedError(
+        fmt::format("-G/--cudagraph {}: backend {} {} cannot capture graphs; drop -G",
+                    options.graph_launches, backend.name(), backend.version()));
+  }
+  if (options.registration > caps.registration) {
+    throw UnsupportedError(fmt::format(
+        "-R/--local_register {}: backend {} {} supports {}; {}", options.registration,
+        backend.name(), backend.version(),
+        caps.registration == 0   ? "no buffer registration"
+        : caps.registration == 1 ? "-R 1 (ncclCommRegister) only"
+                                 : "-R 1 and 2",
+        "-R 1 needs NCCL 2.19 or later (ncclMemAlloc, ncclCommRegister), -R 2 NCCL 2.27 "
+        "(ncclCommWindowRegister)"));
+  }
   CheckAll(backend, "collective", options.collectives, caps.collectives,
            [](Collective c) { return std::string(SpecOf(c).name); });
   CheckAll(backend, "type", options.types, caps.types,

@@ -18,17 +18,6 @@
 namespace fabricscope::cli {
 namespace {
 
-// A flag of nccl-tests that only means something on a GPU: accepted at its default so
-// launcher scripts keep working, refused with a reason otherwise.
-void RequireGpuFlagDefault(const char* flag, int value, int default_value, const char* what,
-                           const std::string& backend) {
-  if (value == default_value) return;
-  throw UnsupportedError(std::string(flag) + " " + std::to_string(value) + " (" + what +
-                         ") needs a GPU backend (nccl, rccl); backend " + backend +
-                         " runs on host memory: drop the flag or leave it at " +
-                         std::to_string(default_value));
-}
-
 void RequireRange(const char* flag, int64_t value, int64_t lo, int64_t hi, const char* meaning) {
   if (value >= lo && value <= hi) return;
   throw UsageError(std::string(flag) + " " + std::to_string(value) +
@@ -41,7 +30,8 @@ void AddRunFlags(CLI::App& app, RunFlags& f, bool fixed_collective) {
   // nccl-tests flags, same short and long names and defaults.
   app.add_option("-t,--nthreads", f.nthreads, "ranks run as threads of this process")
       ->capture_default_str();
-  app.add_option("-g,--ngpus", f.ngpus, "GPUs per thread (GPU backends only; 1 on host memory)")
+  app.add_option("-g,--ngpus", f.ngpus,
+                 "GPUs (ranks) per thread, driven through group calls (GPU backends only)")
       ->capture_default_str();
   app.add_option("-b,--minbytes", f.min_bytes,
                  "smallest size: bytes with optional K/M/G suffix (binary, fractions allowed)")
@@ -57,7 +47,8 @@ void AddRunFlags(CLI::App& app, RunFlags& f, bool fixed_collective) {
   app.add_option("-m,--agg_iters", f.agg_iters, "operations per iteration")->capture_default_str();
   app.add_option("-N,--run_cycles", f.run_cycles, "repeat the sweep N times; 0 = forever")
       ->capture_default_str();
-  app.add_option("-p,--parallel_init", f.parallel_init, "GPU backends only (0 here)")
+  app.add_option("-p,--parallel_init", f.parallel_init,
+                 "GPU backends only; each thread creates its own communicators either way")
       ->capture_default_str();
   app.add_option("-c,--check", f.check, "validation iterations; 0 = no check (#wrong N/A)")
       ->capture_default_str();
@@ -71,16 +62,19 @@ void AddRunFlags(CLI::App& app, RunFlags& f, bool fixed_collective) {
                  "0 async; 1 barrier after each op (timed); 2 sync, no barrier; 3 barrier per "
                  "iteration, not timed")
       ->capture_default_str();
-  app.add_option("-y,--stream_null", f.stream_null, "GPU backends only (0 here)")
+  app.add_option("-y,--stream_null", f.stream_null, "1 = use the default stream (GPU backends)")
       ->capture_default_str();
   app.add_option("-T,--timeout", f.timeout,
-                 "seconds a rank waits for its peers before failing; 0 = backend default (300 s "
-                 "on host backends)")
+                 "seconds a rank waits for its peers before failing (GPU backends then abort "
+                 "the communicator with ncclCommAbort); 0 = 300 s")
       ->capture_default_str();
-  app.add_option("-G,--cudagraph", f.cudagraph, "GPU backends only (0 here)")
+  app.add_option("-G,--cudagraph", f.cudagraph,
+                 "capture the timed iterations as a CUDA graph and replay it N times (GPU "
+                 "backends)")
       ->capture_default_str();
   app.add_option("-C,--report_cputime", f.report_cputime,
-                 "report host time; host backends always do, so 0 and 1 agree")
+                 "1 = report the host time to enqueue the calls, not to complete them (on host "
+                 "backends the two agree)")
       ->capture_default_str();
   app.add_option("-S,--report_timestamps", f.report_timestamps,
                  "1 = append a %Y-%m-%d %H:%M:%S column to each row")
@@ -91,11 +85,14 @@ void AddRunFlags(CLI::App& app, RunFlags& f, bool fixed_collective) {
   app.add_option("-a,--average", f.average,
                  "combine times across ranks: 0 rank 0, 1 average, 2 min, 3 max")
       ->capture_default_str();
-  app.add_option("-R,--local_register", f.local_register, "GPU backends only (0 here)")
+  app.add_option("-R,--local_register", f.local_register,
+                 "1 = register buffers with NCCL (ncclCommRegister), 2 = symmetric windows (GPU "
+                 "backends)")
       ->capture_default_str();
   app.add_option("-M,--memory", f.memory, "1 = print the buffer memory used per rank")
       ->capture_default_str();
-  app.add_option("-u,--unalign", f.unalign, "GPU backends only (0 here)")->capture_default_str();
+  app.add_option("-u,--unalign", f.unalign, "shift every buffer by N elements (GPU backends)")
+      ->capture_default_str();
   app.add_option("-I,--per_iter_timing", f.per_iter_timing,
                  "1 = add i_min i_max i_p99 i_cv% columns per half")
       ->capture_default_str();
@@ -106,8 +103,15 @@ void AddRunFlags(CLI::App& app, RunFlags& f, bool fixed_collective) {
   // fabricscope's own flags.
   std::string backends;
   for (const auto& b : Backends()) backends += (backends.empty() ? "" : ", ") + std::string(b.name);
-  app.add_option("--backend", f.backend, "communication library: " + backends)
-      ->capture_default_str();
+  app.add_option("--backend", f.backend,
+                 "communication library: " + backends +
+                     "; default: nccl where a CUDA device is present, else gloo");
+  app.add_option("--nccl-lib", f.nccl_lib,
+                 "the NCCL (RCCL) library to load, e.g. a build to compare; default: search "
+                 "libnccl.so.2 (librccl.so.1, librccl.so) the dynamic loader's way");
+  app.add_option("--gpu-runtime-lib", f.gpu_runtime_lib,
+                 "the CUDA (HIP) runtime library to load; default: libcudart.so.13, .12, .11 "
+                 "(libamdhip64.so)");
   if (!fixed_collective) {
     std::string names;
     for (const auto& c : Collectives()) names += (names.empty() ? "" : ", ") + std::string(c.name);
@@ -175,23 +179,59 @@ RunOptions ToRunOptions(const RunFlags& f) {
   o.report_timestamps = f.report_timestamps != 0;
   o.show_memory = f.memory != 0;
   o.inject_fault_rank = f.inject_fault;
-  // GPU-only flags.
-  RequireGpuFlagDefault("-g/--ngpus", f.ngpus, 1, "GPUs per thread", f.backend);
-  RequireGpuFlagDefault("-p/--parallel_init", f.parallel_init, 0, "parallel init", f.backend);
-  RequireGpuFlagDefault("-y/--stream_null", f.stream_null, 0, "default stream", f.backend);
-  RequireGpuFlagDefault("-G/--cudagraph", f.cudagraph, 0, "CUDA graphs", f.backend);
-  RequireGpuFlagDefault("-R/--local_register", f.local_register, 0, "buffer registration",
-                        f.backend);
-  RequireGpuFlagDefault("-u/--unalign", f.unalign, 0, "unaligned buffers", f.backend);
+  o.report_cputime = f.report_cputime != 0;
+  // GPU flags; whether the backend can honour them is CheckSupported's question.
+  RequireRange("-g/--ngpus", f.ngpus, 1, 1024, "give 1 or more GPUs per thread");
+  o.ngpus = f.ngpus;
+  RequireRange("-G/--cudagraph", f.cudagraph, 0, INT32_MAX, "give 0 (no graph) or replays");
+  o.graph_launches = f.cudagraph;
+  RequireRange("-R/--local_register", f.local_register, 0, 2,
+               "give 0, 1 (ncclCommRegister) or 2 (symmetric windows)");
+  o.registration = f.local_register;
+  RequireRange("-u/--unalign", f.unalign, 0, 1 << 20, "give 0 or a number of elements");
+  o.unalign = f.unalign;
+  o.stream_null = f.stream_null != 0;
+  o.parallel_init = f.parallel_init != 0;
+  if (o.graph_launches > 0) {
+    // A captured stream cannot be waited on, and its iterations run back to back.
+    if (o.blocking != 0) {
+      throw UsageError("-G/--cudagraph cannot be combined with -z/--blocking " +
+                       std::to_string(o.blocking) +
+                       ": a graph cannot wait between its operations; drop one of them");
+    }
+    if (o.per_iter_timing) {
+      throw UsageError(
+          "-G/--cudagraph cannot be combined with -I/--per_iter_timing: a graph replays every "
+          "iteration at once; drop one of them");
+    }
+    if (o.stream_null) {
+      throw UsageError("-G/--cudagraph cannot capture the default stream (-y 1): drop -y");
+    }
+  }
+  if ((!f.nccl_lib.empty() || !f.gpu_runtime_lib.empty()) && !f.backend.empty() &&
+      f.backend != "nccl" && f.backend != "rccl") {
+    throw UsageError("--nccl-lib and --gpu-runtime-lib apply to the nccl and rccl backends, not " +
+                     f.backend + ": drop them or choose --backend nccl");
+  }
   return o;
 }
 
 int ExecuteRun(const RunFlags& flags, const std::vector<std::string>& args) {
   RunOptions options = ToRunOptions(flags);
   options.command_line = args;
-  auto backend = MakeBackend(options.backend);
   const EnvLookup env = ProcessEnvironment();
   const LaunchInfo launch = DetectLaunch(env, flags.launcher);
+  const BackendOptions libraries{flags.nccl_lib, flags.gpu_runtime_lib};
+  if (options.backend.empty()) {
+    std::string reason;
+    options.backend = DefaultBackend(libraries, &reason);
+    if (launch.process_rank == 0) {
+      std::cerr << "# fabricscope: no --backend given: using " << options.backend << " (" << reason
+                << ")\n";
+    }
+  }
+  auto backend = MakeBackend(options.backend, libraries);
+  CheckSupported(*backend, options);
 
   // Only the first process reports (and touches the output files): on a shared file
   // system, every process opening -J would truncate rank 0's results.
@@ -212,9 +252,9 @@ int ExecuteRun(const RunFlags& flags, const std::vector<std::string>& args) {
     // Progress only when someone watches stderr and the table is not already scrolling by
     // on the same terminal.
     const bool table_on_terminal = flags.output.empty() && isatty(STDOUT_FILENO) != 0;
-    const SweepPlan plan = PlanSweep(options, options.nthreads);
+    const SweepPlan plan = PlanSweep(options, options.nthreads * options.ngpus);
     if (isatty(STDERR_FILENO) != 0 && !table_on_terminal) {
-      const int ranks = launch.process_count * options.nthreads;
+      const int ranks = launch.process_count * options.nthreads * options.ngpus;
       sink.Add(MakeProgressReporter(std::cerr, CountRows(options, plan, ranks)));
     }
     if (options.show_memory) {
@@ -249,7 +289,7 @@ std::vector<std::string> LocalDefaultArgs() {
   // than cores turn microseconds of latency into scheduler ticks.
   const unsigned cores = std::thread::hardware_concurrency();
   const unsigned ranks = std::clamp(cores, 2u, 4u);
-  return {"-t", std::to_string(ranks), "-b", "8", "-e", "64M", "-f", "4"};
+  return {"-t", std::to_string(ranks), "-b", "8", "-e", "64M", "-f", "4", "--backend", "gloo"};
 }
 
 }  // namespace fabricscope::cli

@@ -12,7 +12,7 @@ namespace fabricscope::cli {
 
 // The flags as typed, before they are checked and converted into RunOptions.
 struct RunFlags {
-  std::string backend = "gloo";
+  std::string backend;  // empty: nccl where a CUDA device is present, else gloo
   std::string launcher = "auto";
   std::string collective = "all_reduce";
   std::string format = "text";
@@ -24,6 +24,8 @@ struct RunFlags {
   std::string datatype = "float";
   std::string op = "sum";
   std::string memory_limit;
+  std::string nccl_lib;         // --nccl-lib
+  std::string gpu_runtime_lib;  // --gpu-runtime-lib
   int64_t step_factor = 1;
   int nthreads = 1;
   int ngpus = 1;

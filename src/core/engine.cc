@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <numeric>
@@ -45,12 +46,16 @@ std::vector<ReduceOp> OpsFor(const CollectiveSpec& spec, const RunOptions& optio
   return options.ops;
 }
 
-// The buffers of one rank, sized for the largest call of the sweep.
+// The buffers of one thread, one of each per device it drives, sized for the largest call
+// of the sweep (plus the -u shift).
 struct Buffers {
-  std::unique_ptr<std::byte[]> send;
-  std::unique_ptr<std::byte[]> recv;
-  size_t send_bytes = 0;
-  size_t recv_bytes = 0;
+  std::unique_ptr<DeviceBuffers> send;
+  std::unique_ptr<DeviceBuffers> recv;
+  // Inputs are made and results checked here: device memory is not addressable from the host.
+  std::vector<std::byte> host;
+  // Per-rank times and wrong counts cross the ranks through these, like any other call.
+  std::unique_ptr<DeviceBuffers> control_send;
+  std::unique_ptr<DeviceBuffers> control_recv;
 };
 
 // One (collective, type, op, root) test on this rank: what every size of it shares.
@@ -61,26 +66,31 @@ struct TestCase {
   int root;
 };
 
-// Where the call reads and writes for one placement, following nccl-tests' offsets.
+// Where the call of `device` (rank `rank`) reads and writes for one placement, following
+// nccl-tests' offsets, shifted by -u elements.
 CollectiveCall MakeCall(const TestCase& t, const CollectiveCounts& counts, bool in_place,
-                        Buffers& buffers, int rank) {
+                        const Buffers& buffers, int rank, int device, int unalign) {
   const size_t e = SizeOf(t.type);
+  const size_t shift = static_cast<size_t>(unalign) * e;
+  std::byte* send = buffers.send->data(device) + shift;
+  std::byte* recv = buffers.recv->data(device) + shift;
   CollectiveCall call;
   call.collective = t.spec->id;
   call.count = counts.param_count;
   call.type = t.type;
   call.op = t.op;
   call.root = t.root < 0 ? 0 : t.root;
+  call.device = device;
   if (!in_place) {
-    call.send = buffers.send.get();
-    call.recv = buffers.recv.get();
+    call.send = send;
+    call.recv = recv;
   } else if (counts.recv_inplace_offset > 0) {
     // reduce_scatter, scatter: the result lands inside the send buffer.
-    call.send = buffers.send.get();
-    call.recv = buffers.send.get() + counts.recv_inplace_offset * static_cast<size_t>(rank) * e;
+    call.send = send;
+    call.recv = send + counts.recv_inplace_offset * static_cast<size_t>(rank) * e;
   } else {
-    call.recv = buffers.recv.get();
-    call.send = buffers.recv.get() + counts.send_inplace_offset * static_cast<size_t>(rank) * e;
+    call.recv = recv;
+    call.send = recv + counts.send_inplace_offset * static_cast<size_t>(rank) * e;
   }
   return call;
 }
@@ -95,7 +105,8 @@ class RankRunner {
         result_(result),
         sink_(sink),
         rank_(comm.rank()),
-        nranks_(comm.size()) {}
+        nranks_(comm.size()),
+        devices_(comm.devices()) {}
 
   void Run() {
     CheckRoot();
@@ -140,25 +151,42 @@ class RankRunner {
   }
 
   void AllocateBuffers() {
+    size_t largest = 64;
     for (Collective id : options_.collectives) {
       const CollectiveSpec& spec = SpecOf(id);
       for (DataType type : options_.types) {
         for (size_t bytes : plan_.sizes) {
           const CollectiveCounts c = CountsAt(spec, bytes, type);
-          const size_t e = SizeOf(type);
-          buffers_.send_bytes = std::max(buffers_.send_bytes, c.send_count * e);
-          buffers_.recv_bytes = std::max(buffers_.recv_bytes, c.recv_count * e);
+          largest = std::max({largest, c.send_count * SizeOf(type), c.recv_count * SizeOf(type)});
         }
       }
     }
-    // In-place calls may place the send buffer inside the receive buffer and vice versa.
-    const size_t both = std::max(buffers_.send_bytes, buffers_.recv_bytes);
-    buffers_.send_bytes = buffers_.recv_bytes = std::max<size_t>(both, 64);
-    buffers_.send = std::make_unique_for_overwrite<std::byte[]>(buffers_.send_bytes);
-    buffers_.recv = std::make_unique_for_overwrite<std::byte[]>(buffers_.recv_bytes);
-    // Touch every page now so first-touch faults are not timed.
-    std::fill_n(buffers_.send.get(), buffers_.send_bytes, std::byte{0});
-    std::fill_n(buffers_.recv.get(), buffers_.recv_bytes, std::byte{0});
+    // In-place calls may place the send buffer inside the receive buffer and vice versa, so
+    // both are as large as the larger; -u shifts by up to its count of the widest element.
+    const size_t shift = static_cast<size_t>(options_.unalign) * sizeof(uint64_t);
+    buffers_.send = comm_.Allocate(largest + shift);
+    buffers_.recv = comm_.Allocate(largest + shift);
+    buffers_.host.resize(largest);
+    const size_t control = std::max<size_t>(64, sizeof(double) * static_cast<size_t>(nranks_));
+    buffers_.control_send = comm_.Allocate(control);
+    buffers_.control_recv = comm_.Allocate(control);
+  }
+
+  // The call of each device of this thread.
+  std::vector<CollectiveCall> MakeCalls(const TestCase& t, const CollectiveCounts& counts,
+                                        bool in_place) const {
+    std::vector<CollectiveCall> calls;
+    for (int d = 0; d < devices_; ++d) {
+      calls.push_back(MakeCall(t, counts, in_place, buffers_, rank_ + d, d, options_.unalign));
+    }
+    return calls;
+  }
+
+  // One operation on every device of this thread: one call, or a group of them (-g).
+  void Enqueue(const std::vector<CollectiveCall>& calls) {
+    if (calls.size() > 1) comm_.GroupStart();
+    for (const CollectiveCall& call : calls) comm_.Run(call);
+    if (calls.size() > 1) comm_.GroupEnd();
   }
 
   std::string Where(const TestCase& t) const {
@@ -174,9 +202,10 @@ class RankRunner {
     if (!plan_.sizes.empty()) {
       for (size_t bytes : {plan_.sizes.back(), plan_.sizes.front()}) {
         const CollectiveCounts counts = CountsAt(*t.spec, bytes, t.type);
-        const CollectiveCall call = MakeCall(t, counts, false, buffers_, rank_);
-        for (int i = 0; i < options_.warmup_iters; ++i) comm_.Run(call);
+        const auto calls = MakeCalls(t, counts, false);
+        for (int i = 0; i < options_.warmup_iters; ++i) Enqueue(calls);
       }
+      comm_.Sync();
     }
     for (size_t bytes : plan_.sizes) RunSize(t, bytes);
   }
@@ -204,37 +233,72 @@ class RankRunner {
   }
 
   PlacementResult Measure(const TestCase& t, const CollectiveCounts& counts, bool in_place) {
-    const CollectiveCall call = MakeCall(t, counts, in_place, buffers_, rank_);
+    const auto calls = MakeCalls(t, counts, in_place);
     const std::string size =
         std::to_string(std::max(counts.send_count, counts.recv_count) * SizeOf(t.type));
     const char* where = in_place ? "in-place" : "out-of-place";
     phase_ = "size " + size + " " + where + " (timing)";
     // One untimed op and a barrier line the ranks up before the clock starts.
-    comm_.Run(call);
+    Enqueue(calls);
+    comm_.Sync();
     comm_.Barrier();
 
+    // As nccl-tests times: the host clock around the enqueued loop, then a sync. -C reports
+    // the enqueue time alone, which on host backends (each call completes in Run) is the same.
     const bool per_iteration = options_.per_iter_timing || options_.blocking == 3;
     std::vector<double> samples_us;
     double total_us = 0;
-    if (!per_iteration) {
+    double enqueue_us = 0;
+    int64_t ops = static_cast<int64_t>(options_.iters) * options_.agg_iters;
+    if (options_.graph_launches > 0) {
+      const auto graph = comm_.Capture([&] {
+        for (int i = 0; i < options_.iters; ++i) RunIteration(calls);
+      });
+      comm_.Barrier();
       const auto start = Clock::now();
-      for (int i = 0; i < options_.iters; ++i) RunIteration(call);
-      total_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+      for (int l = 0; l < options_.graph_launches; ++l) graph->Launch();
+      enqueue_us = MicrosecondsSince(start);
+      comm_.Sync();
+      total_us = MicrosecondsSince(start);
+      ops *= options_.graph_launches;
+    } else if (!per_iteration) {
+      const auto start = Clock::now();
+      for (int i = 0; i < options_.iters; ++i) RunIteration(calls);
+      enqueue_us = MicrosecondsSince(start);
+      comm_.Sync();
+      total_us = MicrosecondsSince(start);
+    } else if (auto timer = comm_.MakeTimer(2 * options_.iters)) {
+      // Device events around each iteration, the iterations back to back as in the plain
+      // loop; -z 3's barrier falls between the marks, so it is not timed.
+      const auto start = Clock::now();
+      for (int i = 0; i < options_.iters; ++i) {
+        if (options_.blocking == 3) comm_.Barrier();
+        timer->Mark();
+        RunIteration(calls);
+        timer->Mark();
+      }
+      enqueue_us = MicrosecondsSince(start);
+      comm_.Sync();
+      samples_us = timer->IntervalsUs();
+      total_us = std::accumulate(samples_us.begin(), samples_us.end(), 0.0);
     } else {
       samples_us.reserve(static_cast<size_t>(options_.iters));
       for (int i = 0; i < options_.iters; ++i) {
         // -z 3: the barrier lines ranks up per iteration but is not timed.
         if (options_.blocking == 3) comm_.Barrier();
         const auto start = Clock::now();
-        RunIteration(call);
-        const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+        RunIteration(calls);
+        const double enqueued = MicrosecondsSince(start);
+        comm_.Sync();
+        const double us = options_.report_cputime ? enqueued : MicrosecondsSince(start);
         samples_us.push_back(us);
         total_us += us;
+        enqueue_us += enqueued;
       }
     }
-    const int64_t ops =
-        std::max<int64_t>(1, static_cast<int64_t>(options_.iters) * options_.agg_iters);
-    const double my_time_us = total_us / static_cast<double>(ops);
+    ops = std::max<int64_t>(1, ops);
+    const double my_time_us =
+        (options_.report_cputime ? enqueue_us : total_us) / static_cast<double>(ops);
 
     PlacementResult placement;
     placement.ranks = GatherTimes(my_time_us);
@@ -246,29 +310,61 @@ class RankRunner {
     if (!samples_us.empty()) placement.iterations = IterationSpread(samples_us);
     if (options_.check > 0) {
       phase_ = "size " + size + " " + where + " (validation)";
-      placement.wrong = Validate(t, counts, call);
+      placement.wrong = Validate(t, counts, calls);
     }
     return placement;
   }
 
-  void RunIteration(const CollectiveCall& call) {
+  static double MicrosecondsSince(Clock::time_point start) {
+    return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+  }
+
+  // -m operations, grouped as nccl-tests groups them; -z waits (and 1 barriers) after each.
+  void RunIteration(const std::vector<CollectiveCall>& calls) {
+    if (options_.agg_iters > 1) comm_.GroupStart();
     for (int a = 0; a < options_.agg_iters; ++a) {
-      comm_.Run(call);
+      Enqueue(calls);
+      if (options_.blocking != 0) comm_.Sync();
       if (options_.blocking == 1) comm_.Barrier();
     }
+    if (options_.agg_iters > 1) comm_.GroupEnd();
+  }
+
+  // One element of `type` per device in, the whole result of device 0 out: how times and
+  // wrong counts cross the ranks, through the same memory and calls as the benchmark.
+  void Exchange(Collective collective, DataType type, const std::vector<std::byte>& mine, void* out,
+                size_t out_bytes) {
+    const size_t e = SizeOf(type);
+    std::vector<CollectiveCall> calls;
+    for (int d = 0; d < devices_; ++d) {
+      CollectiveCall call;
+      call.collective = collective;
+      call.send = buffers_.control_send->data(d);
+      call.recv = buffers_.control_recv->data(d);
+      call.count = 1;
+      call.type = type;
+      call.op = ReduceOp::kSum;
+      call.device = d;
+      comm_.CopyToDevice(d, buffers_.control_send->data(d),
+                         mine.data() + static_cast<size_t>(d) * e, e);
+      calls.push_back(call);
+    }
+    Enqueue(calls);
+    comm_.Sync();
+    comm_.CopyToHost(0, out, buffers_.control_recv->data(0), out_bytes);
   }
 
   // Every rank's time reaches every rank, so -a and the straggler facts agree everywhere.
   RankTimes GatherTimes(double my_time_us) {
     RankTimes times;
     times.per_rank_us.assign(static_cast<size_t>(nranks_), 0.0);
-    CollectiveCall call;
-    call.collective = Collective::kAllGather;
-    call.send = &my_time_us;
-    call.recv = times.per_rank_us.data();
-    call.count = 1;
-    call.type = DataType::kDouble;
-    comm_.Run(call);
+    std::vector<std::byte> mine(sizeof(double) * static_cast<size_t>(devices_));
+    for (int d = 0; d < devices_; ++d) {
+      std::memcpy(mine.data() + sizeof(double) * static_cast<size_t>(d), &my_time_us,
+                  sizeof(double));
+    }
+    Exchange(Collective::kAllGather, DataType::kDouble, mine, times.per_rank_us.data(),
+             sizeof(double) * times.per_rank_us.size());
     const auto& v = times.per_rank_us;
     const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
     times.min_us = *lo;
@@ -317,30 +413,44 @@ class RankRunner {
   }
 
   // Runs -c validation iterations with fresh data and returns wrong elements over all ranks.
-  int64_t Validate(const TestCase& t, const CollectiveCounts& counts, const CollectiveCall& call) {
-    int64_t wrong = 0;
+  // Inputs go to the devices and results come back through host copies.
+  int64_t Validate(const TestCase& t, const CollectiveCounts& counts,
+                   const std::vector<CollectiveCall>& calls) {
+    const size_t e = SizeOf(t.type);
+    std::vector<int64_t> wrong(static_cast<size_t>(devices_), 0);
     for (int iter = 0; iter < options_.check; ++iter) {
-      ValidationCase v{t.spec, counts,  t.type,    t.op,
-                       rank_,  nranks_, call.root, static_cast<uint32_t>(iter + 1)};
-      FillInput(v, const_cast<void*>(call.send));
-      comm_.Run(call);
-      if (rank_ == options_.inject_fault_rank && RankHasResult(v) && counts.recv_count > 0) {
-        // Fault injection: flip every bit of this rank's first result element.
-        auto* first = static_cast<unsigned char*>(call.recv);
-        for (size_t b = 0; b < SizeOf(t.type); ++b)
-          first[b] = static_cast<unsigned char>(~first[b]);
+      auto validation_case = [&](int d) {
+        return ValidationCase{t.spec,
+                              counts,
+                              t.type,
+                              t.op,
+                              rank_ + d,
+                              nranks_,
+                              calls[static_cast<size_t>(d)].root,
+                              static_cast<uint32_t>(iter + 1)};
+      };
+      for (int d = 0; d < devices_; ++d) {
+        FillInput(validation_case(d), buffers_.host.data());
+        comm_.CopyToDevice(d, const_cast<void*>(calls[static_cast<size_t>(d)].send),
+                           buffers_.host.data(), counts.send_count * e);
       }
-      wrong += CountWrong(v, call.recv);
+      Enqueue(calls);
+      comm_.Sync();
+      for (int d = 0; d < devices_; ++d) {
+        const ValidationCase v = validation_case(d);
+        comm_.CopyToHost(d, buffers_.host.data(), calls[static_cast<size_t>(d)].recv,
+                         counts.recv_count * e);
+        if (v.rank == options_.inject_fault_rank && RankHasResult(v) && counts.recv_count > 0) {
+          // Fault injection: flip every bit of this rank's first result element.
+          for (size_t b = 0; b < e; ++b) buffers_.host[b] = ~buffers_.host[b];
+        }
+        wrong[static_cast<size_t>(d)] += CountWrong(v, buffers_.host.data());
+      }
     }
+    std::vector<std::byte> mine(sizeof(int64_t) * wrong.size());
+    std::memcpy(mine.data(), wrong.data(), mine.size());
     int64_t total = 0;
-    CollectiveCall sum;
-    sum.collective = Collective::kAllReduce;
-    sum.send = &wrong;
-    sum.recv = &total;
-    sum.count = 1;
-    sum.type = DataType::kInt64;
-    sum.op = ReduceOp::kSum;
-    comm_.Run(sum);
+    Exchange(Collective::kAllReduce, DataType::kInt64, mine, &total, sizeof total);
     return total;
   }
 
@@ -349,8 +459,9 @@ class RankRunner {
   Communicator& comm_;
   RunResult& result_;
   Reporter* sink_;
-  const int rank_;
-  const int nranks_;
+  const int rank_;    // of this thread's first device
+  const int nranks_;  // in the whole communicator
+  const int devices_;
   Buffers buffers_;
   std::string phase_;  // where the sweep is, for error messages
 };

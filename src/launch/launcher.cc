@@ -130,29 +130,31 @@ std::string ListenAddress(const TcpStoreClient* client, const std::string& maste
   return local;
 }
 
-// A rank's line of the header, through the store: "host\tpid\tdevice\tname".
+// A rank's line of the header, through the store: "host\tpid\tdevice\tbus id\tname".
 std::vector<char> EncodeRank(const RankInfo& r) {
   const std::string s = r.hostname + "\t" + std::to_string(r.pid) + "\t" +
-                        std::to_string(r.device) + "\t" + r.device_name;
+                        std::to_string(r.device) + "\t" + r.device_bus_id + "\t" + r.device_name;
   return {s.begin(), s.end()};
 }
 
 RankInfo DecodeRank(int rank, const std::vector<char>& data) {
+  constexpr size_t kFields = 5;
   RankInfo r;
   r.rank = rank;
   std::vector<std::string> fields(1);
   for (char c : data) {
-    if (c == '\t' && fields.size() < 4) {
+    if (c == '\t' && fields.size() < kFields) {
       fields.emplace_back();
     } else {
       fields.back() += c;
     }
   }
-  fields.resize(4);
+  fields.resize(kFields);
   r.hostname = fields[0];
   r.pid = std::atoi(fields[1].c_str());
   r.device = std::atoi(fields[2].c_str());
-  r.device_name = fields[3];
+  r.device_bus_id = fields[3];
+  r.device_name = fields[4];
   return r;
 }
 
@@ -210,12 +212,16 @@ RunResult MakeHeader(const RunOptions& options, const Backend& backend) {
   result.version = kVersion;
   result.backend = std::string(backend.name());
   result.backend_version = backend.version();
+  result.nccl_version = backend.nccl_version_code();
   result.start_time = LocalTime(kIsoTime);
   result.env = RelevantEnvironment();
   result.args = options.command_line;
   RunConfig& c = result.config;
   c.nthreads = options.nthreads;
-  c.ngpus = 1;
+  c.ngpus = options.ngpus;
+  c.graph = options.graph_launches;
+  c.unalign = options.unalign;
+  c.parallel_init = options.parallel_init ? 1 : 0;
   c.min_bytes = options.min_bytes;
   c.max_bytes = options.max_bytes;
   c.step_bytes = options.step_bytes;
@@ -228,6 +234,7 @@ RunResult MakeHeader(const RunOptions& options, const Backend& backend) {
   c.average = static_cast<int>(options.average);
   c.per_iter_timing = options.per_iter_timing ? 1 : 0;
   c.per_iter_skip = options.per_iter_skip;
+  c.event_timing = backend.capabilities().device_memory;
   c.report_timestamps = options.report_timestamps ? 1 : 0;
   if (const char* min_bw = std::getenv("NCCL_TESTS_MIN_BW")) c.min_bw = std::atof(min_bw);
   return result;
@@ -255,8 +262,11 @@ RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
     throw UnsupportedError("this MPI library does not support MPI_THREAD_MULTIPLE; use -t 1");
   }
   const auto timeout = Timeout(options);
-  const SweepPlan plan = PlanSweep(options, threads);
-  const int nranks = processes * threads;
+  // -g: each thread drives `gpus` ranks, numbered as nccl-tests numbers them.
+  const int gpus = std::max(1, options.ngpus);
+  const int ranks_per_process = threads * gpus;
+  const SweepPlan plan = PlanSweep(options, ranks_per_process);
+  const int nranks = processes * ranks_per_process;
 
   const Rendezvous rv(launch, process, processes, mpi ? &*mpi : nullptr, timeout);
   std::string gloo_interface;
@@ -271,7 +281,16 @@ RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
 
   // Every rank's colour is a function of its rank, so each process knows every group.
   std::vector<int> colors(static_cast<size_t>(nranks));
-  for (int r = 0; r < nranks; ++r) colors[static_cast<size_t>(r)] = SplitColor(env, r);
+  for (int r = 0; r < nranks; ++r) {
+    colors[static_cast<size_t>(r)] = SplitColor(env, r);
+    if (r % gpus != 0 && colors[static_cast<size_t>(r)] != colors[static_cast<size_t>(r - 1)]) {
+      throw UsageError("NCCL_TESTS_SPLIT puts ranks " + std::to_string(r - 1) + " and " +
+                       std::to_string(r) + ", which one thread drives (-g " + std::to_string(gpus) +
+                       "), in different communicators: run one rank per thread (-t) or per "
+                       "process instead of -g");
+    }
+  }
+  const bool on_devices = backend.capabilities().device_memory;
 
   // With -T, a call stuck where the backend cannot time out (MPI) ends the process after
   // the timeout plus a grace that lets backends with their own timeouts report first.
@@ -288,35 +307,32 @@ RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
                      });
   }
 
+  // What ConnectOptions says about the devices of a thread; the same in its rank thread.
+  auto device_options = [&](int thread) {
+    ConnectOptions c;
+    c.world_rank = (process * threads + thread) * gpus;
+    c.devices = gpus;
+    // nccl-tests' choice: the local rank's block of threads x GPUs, then this thread's.
+    c.first_device = (launch.local_rank * threads + thread) * gpus;
+    c.registration = options.registration;
+    c.stream_null = options.stream_null;
+    return c;
+  };
+  // Every thread's devices, before any thread starts: a device this host lacks is a usage
+  // error now, rather than a rank that never arrives at the rendezvous.
+  std::vector<std::vector<DeviceDescription>> thread_devices;
+  for (int t = 0; t < threads; ++t) thread_devices.push_back(backend.Devices(device_options(t)));
+
   std::mutex error_mutex;
   std::exception_ptr first_error;
   std::string first_message;
   auto rank_main = [&](int thread) {
-    const int rank = process * threads + thread;
+    const int rank = (process * threads + thread) * gpus;  // of this thread's first device
     try {
       std::unique_ptr<TcpStoreClient> client;
       Store& store = rv.ForThread(client);
-      const RankInfo me{
-          rank, 0,     static_cast<int>(getpid()), host, launch.local_rank * threads + thread,
-          "",   device};
-      store.Set("rank/" + std::to_string(rank), EncodeRank(me));
-      const bool reporter = rank == 0;
-      if (reporter) {
-        for (int r = 0; r < nranks; ++r) {
-          try {
-            result.ranks.push_back(DecodeRank(r, store.Get("rank/" + std::to_string(r), timeout)));
-          } catch (const TimeoutError&) {
-            throw TimeoutError("rendezvous: rank " + std::to_string(r) + " of " +
-                               std::to_string(nranks) + " (process " + std::to_string(r / threads) +
-                               ") did not arrive within " + std::to_string(timeout.count() / 1000) +
-                               " s: it was not started, died, or cannot reach the store at " +
-                               rv.master_addr());
-          }
-        }
-        if (sink != nullptr) sink->Begin(result);
-      }
       const int color = colors[static_cast<size_t>(rank)];
-      ConnectOptions connect;
+      ConnectOptions connect = device_options(thread);
       connect.rank = 0;
       connect.size = 0;
       for (int r = 0; r < nranks; ++r) {
@@ -325,12 +341,44 @@ RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
         ++connect.size;
       }
       connect.color = color;
-      connect.world_rank = rank;
       connect.store = &store;
       connect.prefix = "fs/c" + std::to_string(color);
       connect.timeout = timeout;
       connect.hostname = ListenAddress(client.get(), rv.master_addr());
       connect.network_interface = gloo_interface;
+
+      const std::vector<DeviceDescription>& devices = thread_devices[static_cast<size_t>(thread)];
+      RankInfo self;  // this thread's first device, for a RankBody
+      for (int d = 0; d < gpus; ++d) {
+        RankInfo me;
+        me.rank = rank + d;
+        me.pid = static_cast<int>(getpid());
+        me.hostname = host;
+        me.device = connect.first_device + d;
+        me.device_name = device;
+        if (static_cast<size_t>(d) < devices.size()) {
+          me.device = devices[static_cast<size_t>(d)].index;
+          me.device_bus_id = devices[static_cast<size_t>(d)].bus_id;
+          me.device_name = devices[static_cast<size_t>(d)].name;
+        }
+        store.Set("rank/" + std::to_string(rank + d), EncodeRank(me));
+        if (d == 0) self = me;
+      }
+      const bool reporter = rank == 0;
+      if (reporter) {
+        for (int r = 0; r < nranks; ++r) {
+          try {
+            result.ranks.push_back(DecodeRank(r, store.Get("rank/" + std::to_string(r), timeout)));
+          } catch (const TimeoutError&) {
+            throw TimeoutError(
+                "rendezvous: rank " + std::to_string(r) + " of " + std::to_string(nranks) +
+                " (process " + std::to_string(r / ranks_per_process) + ") did not arrive within " +
+                std::to_string(timeout.count() / 1000) +
+                " s: it was not started, died, or cannot reach the store at " + rv.master_addr());
+          }
+        }
+        if (sink != nullptr) sink->Begin(result);
+      }
       auto join = [&, rank](const ConnectOptions& group) {
         auto joined = backend.Connect(group);
         if (watchdog) joined = watchdog->Watch(std::move(joined), rank);
@@ -338,11 +386,25 @@ RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
       };
       auto comm = join(connect);
       if (body) {
-        RankContext context{me, nranks, comm.get(), connect, join};
+        RankContext context{self, nranks, comm.get(), connect, join};
         body(context);
-      } else {
-        RunResult scratch;  // ranks other than 0 do not keep rows
-        RunBenchmark(options, plan, *comm, reporter ? result : scratch, reporter ? sink : nullptr);
+        return;
+      }
+      RunResult scratch;  // ranks other than 0 do not keep rows
+      RunBenchmark(options, plan, *comm, reporter ? result : scratch, reporter ? sink : nullptr);
+      // What NCCL said it uses to reach the peers (NCCL_DEBUG=INFO), known only now: NCCL
+      // connects on first use.
+      if (on_devices) {
+        for (int d = 0; d < gpus; ++d) {
+          const std::string transport = comm->Transport(d);
+          store.Set("transport/" + std::to_string(rank + d), {transport.begin(), transport.end()});
+        }
+        if (reporter) {
+          for (RankInfo& r : result.ranks) {
+            const std::vector<char> t = store.Get("transport/" + std::to_string(r.rank), timeout);
+            r.transport.assign(t.begin(), t.end());
+          }
+        }
       }
     } catch (const std::exception& e) {
       const std::lock_guard lock(error_mutex);
@@ -375,11 +437,11 @@ RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
                 deadline - std::chrono::steady_clock::now());
             store.Get("done/" + std::to_string(p), std::max(left, std::chrono::milliseconds(1)));
           } catch (const TimeoutError&) {
-            const size_t first_rank = static_cast<size_t>(p * threads);
+            const size_t first_rank = static_cast<size_t>(p * ranks_per_process);
             missing +=
                 (missing.empty() ? "" : ", ") + std::string("process ") + std::to_string(p) +
                 " (ranks " + std::to_string(first_rank) + "-" +
-                std::to_string(first_rank + static_cast<size_t>(threads) - 1) +
+                std::to_string(first_rank + static_cast<size_t>(ranks_per_process) - 1) +
                 (first_rank < result.ranks.size() ? " on " + result.ranks[first_rank].hostname
                                                   : std::string()) +
                 ")";

@@ -24,8 +24,9 @@ class Watchdog::WatchedCommunicator : public Communicator {
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
   void Run(const CollectiveCall& call) override {
-    Enter(std::string(SpecOf(call.collective).name) + " of " + std::to_string(call.count) + " " +
-          std::string(NameOf(call.type)) + " elements");
+    last_call_ = std::string(SpecOf(call.collective).name) + " of " + std::to_string(call.count) +
+                 " " + std::string(NameOf(call.type)) + " elements";
+    Enter(last_call_);
     inner_->Run(call);
     slot_.started_ns = 0;
   }
@@ -34,6 +35,31 @@ class Watchdog::WatchedCommunicator : public Communicator {
     inner_->Barrier();
     slot_.started_ns = 0;
   }
+  // GPU backends wait here, not in Run; their own -T abort comes first (the grace).
+  void Sync() override {
+    Enter("completion of the enqueued " + last_call_);
+    inner_->Sync();
+    slot_.started_ns = 0;
+  }
+  void GroupEnd() override {
+    Enter("group launch");
+    inner_->GroupEnd();
+    slot_.started_ns = 0;
+  }
+  int devices() const override { return inner_->devices(); }
+  void GroupStart() override { inner_->GroupStart(); }
+  std::unique_ptr<DeviceBuffers> Allocate(size_t bytes) override { return inner_->Allocate(bytes); }
+  void CopyToDevice(int device, void* dst, const void* src, size_t bytes) override {
+    inner_->CopyToDevice(device, dst, src, bytes);
+  }
+  void CopyToHost(int device, void* dst, const void* src, size_t bytes) override {
+    inner_->CopyToHost(device, dst, src, bytes);
+  }
+  std::unique_ptr<CapturedWork> Capture(const std::function<void()>& enqueue) override {
+    return inner_->Capture(enqueue);
+  }
+  std::unique_ptr<DeviceTimer> MakeTimer(int marks) override { return inner_->MakeTimer(marks); }
+  std::string Transport(int device) const override { return inner_->Transport(device); }
 
  private:
   void Enter(std::string what) {
@@ -45,6 +71,7 @@ class Watchdog::WatchedCommunicator : public Communicator {
   }
   std::unique_ptr<Communicator> inner_;
   Slot& slot_;
+  std::string last_call_;
 };
 
 Watchdog::Watchdog(std::chrono::milliseconds limit, std::string where, OnExpire on_expire)

@@ -123,6 +123,7 @@ Json ConfigJson(const RunResult& result) {
     // The same word the text layout puts between the brackets.
     device["device_hex"] = rank.device_bus_id.empty() ? "host" : rank.device_bus_id;
     device["device_info"] = rank.device_name;
+    if (!rank.transport.empty()) device["transport"] = rank.transport;  // NCCL_DEBUG=INFO
     devices.push_back(std::move(device));
   }
   json["devices"] = std::move(devices);
@@ -236,8 +237,9 @@ std::string ToJson(const RunResult& result) {
   json["start_time"] = OptionalString(result.start_time);
   json["args"] = result.args;
   json["env"] = result.env;
-  // There is no NCCL library in a host-memory run; null says so rather than a made-up code.
-  json["nccl_version"] = nullptr;
+  // NCCL_VERSION_CODE of the NCCL (RCCL) that ran; a host-memory run has none, and null
+  // says so rather than a made-up code.
+  json["nccl_version"] = result.nccl_version > 0 ? Json(result.nccl_version) : Json(nullptr);
   json["tool"] = result.tool;
   json["fabricscope_version"] = result.version;
   json["backend"] = result.backend;

@@ -76,7 +76,8 @@ class TextReporter final : public Reporter {
     }
     if (config.per_iter_timing) {
       // nccl-tests says "CUDA event timing" here; host backends time with the host clock.
-      text += "# Per-Iteration Report: host clock timing";
+      text += config.event_timing ? "# Per-Iteration Report: CUDA event timing"
+                                  : "# Per-Iteration Report: host clock timing";
       if (config.per_iter_skip) {
         text += Printf("; summary skips first %d iterations", config.per_iter_skip);
       }

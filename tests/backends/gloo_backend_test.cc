@@ -285,7 +285,7 @@ TEST(GlooBackendTest, DescribesItself) {
   EXPECT_EQ(backend->capabilities().collectives.size(), 9u);
   EXPECT_EQ(backend->capabilities().types.size(), 10u);
   EXPECT_EQ(backend->capabilities().ops.size(), 5u);
-  ASSERT_EQ(Backends().size(), 2u);
+  ASSERT_EQ(Backends().size(), 4u);  // gloo, mpi, nccl, rccl
   EXPECT_EQ(Backends()[0].name, "gloo");
   EXPECT_EQ(Backends()[0].description, "Gloo over TCP, host memory");
 }
@@ -307,7 +307,7 @@ std::string MessageOf(F&& f) {
 
 TEST(GlooBackendErrorTest, UnknownBackendListsTheAvailableOnes) {
   EXPECT_EQ(MessageOf<UsageError>([] { MakeBackend("nccl2"); }),
-            "unknown backend 'nccl2': available backends are gloo, mpi");
+            "unknown backend 'nccl2': available backends are gloo, mpi, nccl, rccl");
 }
 
 // A backend that can do little, to reach every branch of CheckSupported.

@@ -107,6 +107,8 @@ TEST_F(CliTest, HelpDocumentsEveryFlag) {
                            "-I,--per_iter_timing",
                            "-K,--per_iter_skip",
                            "--backend",
+                           "--nccl-lib",
+                           "--gpu-runtime-lib",
                            "--collective",
                            "--format",
                            "--output",
@@ -281,7 +283,7 @@ TEST_F(CliTest, BadInputsGetAClearErrorAndExitCode) {
   ExpectRefused("run -o xor", 2, "unknown op 'xor'");
   ExpectRefused("run --collective allreduce", 2, "unknown collective 'allreduce'");
   ExpectRefused("run --backend bogus", 2,
-                "unknown backend 'bogus': available backends are gloo, mpi");
+                "unknown backend 'bogus': available backends are gloo, mpi, nccl, rccl");
   ExpectRefused("run --format xml", 2, "xml");
   ExpectRefused("run -t 2 --collective broadcast -r 5 -b 1K -e 1K", 2,
                 "root 5 (-r) is out of range for 2 ranks");

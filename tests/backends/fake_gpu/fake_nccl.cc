@@ -1,0 +1,1171 @@
+// TEST DOUBLE: libfake_nccl, NCCL's API over host memory, for tests on machines without a
+// GPU. Built twice: as NCCL 2.28 (every call the backend may use) and, with
+// FAKE_NCCL_VERSION=21805, as an NCCL 2.18 that lacks ncclAlltoAll/Gather/Scatter and buffer
+// registration, so the backend's fallbacks run too.
+//
+// Real where it can be: ranks meet in a POSIX shared-memory segment named by the unique id,
+// so ranks in several processes work as well as threads of one; every collective is computed
+// (each rank publishes its contribution to its slot, a barrier, each computes its own output
+// from the slots, a barrier), on the stream of the fake runtime, so it completes only when
+// that stream runs it. Strict where NCCL is strict, or would hang: buffers must be device
+// memory of the communicator's device; one thread driving several ranks must group its calls
+// (ncclCommInitRank outside a group waits for every rank, as NCCL does, but gives up after
+// FAKE_NCCL_INIT_TIMEOUT_S seconds instead of hanging); symmetric window registration is
+// collective. Limits: a rank's contribution must fit its slot (FAKE_NCCL_SLOT_BYTES, default
+// 4 MiB), and a group's sends and receives are one exchange every rank takes part in (as in
+// every pattern fabricscope uses).
+//
+// Faults on demand: FAKE_NCCL_HANG=rank:op makes that rank's op-th operation never finish
+// (until ncclCommAbort), FAKE_NCCL_ASYNC_ERROR=rank:op makes it fail the way a dead peer
+// does (ncclCommGetAsyncError reports ncclRemoteError). NCCL_DEBUG=INFO writes NCCL-style
+// connection lines to NCCL_DEBUG_FILE or stdout. FAKE_GPU_TRACE gets one line per call.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fake_gpu.h"
+
+#define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+
+extern "C" int cudaSetDevice(int device);  // libfake_cudart's
+FAKE_EXPORT int ncclGroupStart();
+FAKE_EXPORT int ncclGroupEnd();
+
+#ifndef FAKE_NCCL_VERSION
+#define FAKE_NCCL_VERSION 22809
+#endif
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// ncclResult_t values (nccl.h).
+constexpr int kSuccess = 0;
+constexpr int kSystemError = 2;
+constexpr int kInvalidArgument = 4;
+constexpr int kInvalidUsage = 5;
+constexpr int kRemoteError = 6;
+
+constexpr int kNumTypes = 10;  // int8 .. bfloat16
+constexpr int kNumOps = 5;     // sum prod max min avg
+constexpr size_t kTypeSize[kNumTypes] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
+
+constexpr char kIdMagic[8] = {'F', 'A', 'K', 'E', 'N', 'C', 'C', 'L'};
+constexpr int kMaxRanks = 256;
+
+struct UniqueId {
+  char internal[128];
+};
+static_assert(sizeof(UniqueId) == 128);
+
+// ---------------------------------------------------------------------------------------
+// Element arithmetic, written here rather than borrowed from fabricscope, so that the double
+// checks the backend instead of agreeing with it by construction.
+
+float HalfToFloat(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  const int exponent = (h >> 10) & 0x1f;
+  uint32_t mantissa = h & 0x3ffu;
+  uint32_t bits = 0;
+  if (exponent == 0) {
+    if (mantissa == 0) {
+      bits = sign;
+    } else {  // subnormal: normalize
+      int e = -1;
+      do {
+        ++e;
+        mantissa <<= 1;
+      } while ((mantissa & 0x400u) == 0);
+      bits = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((mantissa & 0x3ffu) << 13);
+    }
+  } else if (exponent == 31) {
+    bits = sign | 0x7f800000u | (mantissa << 13);
+  } else {
+    bits = sign | (static_cast<uint32_t>(exponent - 15 + 127) << 23) | (mantissa << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+uint16_t FloatToHalf(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
+  const int exponent = static_cast<int>((bits >> 23) & 0xff) - 127 + 15;
+  uint32_t mantissa = bits & 0x7fffff;
+  if (((bits >> 23) & 0xff) == 0xff) {
+    return static_cast<uint16_t>(sign | 0x7c00 | (mantissa != 0 ? 0x200 : 0));
+  }
+  if (exponent >= 31) return static_cast<uint16_t>(sign | 0x7c00);
+  if (exponent <= 0) {
+    if (exponent < -10) return sign;
+    mantissa |= 0x800000;
+    const int shift = 14 - exponent;
+    uint32_t half = mantissa >> shift;
+    const uint32_t rest = mantissa & ((1u << shift) - 1);
+    const uint32_t halfway = 1u << (shift - 1);
+    if (rest > halfway || (rest == halfway && (half & 1))) ++half;
+    return static_cast<uint16_t>(sign | half);
+  }
+  uint32_t half = (static_cast<uint32_t>(exponent) << 10) | (mantissa >> 13);
+  const uint32_t rest = mantissa & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (half & 1))) ++half;  // may carry into the exponent
+  return static_cast<uint16_t>(sign | half);
+}
+
+float Bf16ToFloat(uint16_t b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+uint16_t FloatToBf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  if ((bits & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((bits >> 16) | 0x40);
+  bits += 0x7fff + ((bits >> 16) & 1);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+// Load widens an element to the type it is computed in; Store narrows back.
+template <typename T>
+struct Plain {
+  using Stored = T;
+  using Wide = std::conditional_t<std::is_floating_point_v<T>, T,
+                                  std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>;
+  static Wide Load(T v) { return static_cast<Wide>(v); }
+  static T Store(Wide w) { return static_cast<T>(w); }
+};
+struct HalfArith {
+  using Stored = uint16_t;
+  using Wide = float;
+  static float Load(uint16_t v) { return HalfToFloat(v); }
+  static uint16_t Store(float w) { return FloatToHalf(w); }
+};
+struct Bf16Arith {
+  using Stored = uint16_t;
+  using Wide = float;
+  static float Load(uint16_t v) { return Bf16ToFloat(v); }
+  static uint16_t Store(float w) { return FloatToBf16(w); }
+};
+
+template <typename F>
+void WithArith(int type, F&& f) {
+  switch (type) {
+    case 0:
+      return f(Plain<int8_t>{});
+    case 1:
+      return f(Plain<uint8_t>{});
+    case 2:
+      return f(Plain<int32_t>{});
+    case 3:
+      return f(Plain<uint32_t>{});
+    case 4:
+      return f(Plain<int64_t>{});
+    case 5:
+      return f(Plain<uint64_t>{});
+    case 6:
+      return f(HalfArith{});
+    case 7:
+      return f(Plain<float>{});
+    case 8:
+      return f(Plain<double>{});
+    default:
+      return f(Bf16Arith{});
+  }
+}
+
+// One element of acc (op) in. Integers wrap, as on a GPU: benchmark iterations keep reducing
+// whatever the buffers hold, so sums overflow.
+template <typename A>
+typename A::Stored Combine(int op, typename A::Stored x_stored, typename A::Stored y_stored) {
+  using T = typename A::Stored;
+  if constexpr (std::is_integral_v<T> && std::is_same_v<A, Plain<T>>) {
+    using Unsigned = std::conditional_t<(sizeof(T) < 4), uint32_t, std::make_unsigned_t<T>>;
+    const auto x = static_cast<Unsigned>(x_stored);
+    const auto y = static_cast<Unsigned>(y_stored);
+    switch (op) {
+      case 1:
+        return static_cast<T>(x * y);
+      case 2:
+        return x_stored > y_stored ? x_stored : y_stored;
+      case 3:
+        return x_stored < y_stored ? x_stored : y_stored;
+      default:
+        return static_cast<T>(x + y);
+    }
+  } else {
+    const auto x = A::Load(x_stored);
+    const auto y = A::Load(y_stored);
+    switch (op) {
+      case 1:
+        return A::Store(x * y);
+      case 2:
+        return A::Store(x > y ? x : y);
+      case 3:
+        return A::Store(x < y ? x : y);
+      default:
+        return A::Store(x + y);
+    }
+  }
+}
+
+// acc[i] = acc[i] (op) in[i]; avg sums here and divides once at the end, as NCCL does.
+void ReduceInto(int type, int op, std::byte* acc, const std::byte* in, size_t n) {
+  WithArith(type, [&](auto arith) {
+    using A = decltype(arith);
+    using T = typename A::Stored;
+    auto* a = reinterpret_cast<T*>(acc);
+    const auto* b = reinterpret_cast<const T*>(in);
+    for (size_t i = 0; i < n; ++i) a[i] = Combine<A>(op, a[i], b[i]);
+  });
+}
+
+void DivideBy(int type, std::byte* data, size_t n, int nranks) {
+  WithArith(type, [&](auto arith) {
+    using A = decltype(arith);
+    using T = typename A::Stored;
+    auto* d = reinterpret_cast<T*>(data);
+    for (size_t i = 0; i < n; ++i) {
+      d[i] = A::Store(A::Load(d[i]) / static_cast<typename A::Wide>(nranks));
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// The shared segment a communicator's ranks meet in.
+
+struct SegmentHeader {
+  std::atomic<int32_t> joined;
+  std::atomic<int32_t> aborted;  // a rank aborted: the others fail as NCCL fails on a dead peer
+  std::atomic<uint32_t> barrier_count;  // the streams' barrier
+  std::atomic<uint32_t> barrier_generation;
+  std::atomic<uint32_t> host_count;  // the barrier of collective host calls (registration)
+  std::atomic<uint32_t> host_generation;
+  int32_t pids[kMaxRanks];
+  int32_t devices[kMaxRanks];
+};
+
+struct SlotHeader {
+  uint64_t bytes;
+};
+
+size_t SlotBytes() {
+  return static_cast<size_t>(fake_gpu::EnvInt("FAKE_NCCL_SLOT_BYTES", 4 << 20));
+}
+
+class Clique {
+ public:
+  Clique(std::string name, void* base, size_t total, size_t slot_bytes)
+      : name_(std::move(name)),
+        base_(static_cast<std::byte*>(base)),
+        total_(total),
+        slot_bytes_(slot_bytes) {}
+  ~Clique() { ::munmap(base_, total_); }
+
+  // The name is needed only until every rank has mapped the segment; a crashed or failed
+  // run must not leave it in /dev/shm.
+  void Unlink() const { ::shm_unlink(name_.c_str()); }
+
+  static size_t HeaderBytes() { return (sizeof(SegmentHeader) + 4095) / 4096 * 4096; }
+  static size_t SlotStride(size_t slot_bytes) { return sizeof(SlotHeader) + slot_bytes; }
+
+  SegmentHeader* header() const { return reinterpret_cast<SegmentHeader*>(base_); }
+  SlotHeader* slot(int rank) const {
+    return reinterpret_cast<SlotHeader*>(base_ + HeaderBytes() +
+                                         static_cast<size_t>(rank) * SlotStride(slot_bytes_));
+  }
+  std::byte* data(int rank) const { return reinterpret_cast<std::byte*>(slot(rank) + 1); }
+  size_t slot_bytes() const { return slot_bytes_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  std::string name_;
+  std::byte* base_;
+  size_t total_;
+  size_t slot_bytes_;
+};
+
+std::string SegmentName(const UniqueId& id) {
+  uint64_t token = 0;
+  std::memcpy(&token, id.internal + 8, sizeof token);
+  char name[64];
+  std::snprintf(name, sizeof name, "/fabricscope-fake-nccl-%016llx",
+                static_cast<unsigned long long>(token));
+  return name;
+}
+
+// Every rank maps the same segment; the first to come creates it, zero-filled, which is the
+// initial state of every counter.
+std::shared_ptr<Clique> AttachClique(const UniqueId& id, int nranks, std::string* error) {
+  const std::string name = SegmentName(id);
+  const size_t slot_bytes = SlotBytes();
+  const size_t total =
+      Clique::HeaderBytes() + static_cast<size_t>(nranks) * Clique::SlotStride(slot_bytes);
+  const int fd = ::shm_open(name.c_str(), O_CREAT | O_RDWR, 0600);
+  if (fd < 0) {
+    *error = "shm_open " + name + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || (static_cast<size_t>(st.st_size) < total &&
+                                ::ftruncate(fd, static_cast<off_t>(total)) != 0)) {
+    *error = "sizing " + name + ": " + std::strerror(errno);
+    ::close(fd);
+    return nullptr;
+  }
+  void* base = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (base == MAP_FAILED) {
+    *error = "mmap " + name + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  return std::make_shared<Clique>(name, base, total, slot_bytes);
+}
+
+// ---------------------------------------------------------------------------------------
+// Communicators.
+
+// "rank:op" from a FAKE_NCCL_* variable: the op-th operation (from 1) of that rank.
+int InjectionFor(const char* variable, int rank) {
+  const char* v = std::getenv(variable);
+  if (v == nullptr) return 0;
+  int r = -1, op = 0;
+  if (std::sscanf(v, "%d:%d", &r, &op) != 2 || r != rank) return 0;
+  return op;
+}
+
+struct CommImpl {
+  int rank = 0;
+  int nranks = 0;
+  int device = 0;
+  UniqueId id{};
+  std::shared_ptr<Clique> clique;
+  bool joined = false;
+  std::atomic<bool> aborted{false};
+  std::atomic<int> async_error{kSuccess};
+  std::mutex error_mutex;
+  std::string last_error;
+  std::atomic<uint64_t> ops{0};
+  int hang_at = 0;
+  int fail_at = 0;
+
+  void SetError(const std::string& message) {
+    const std::lock_guard lock(error_mutex);
+    last_error = message;
+  }
+};
+
+}  // namespace
+
+// The opaque communicator handle.
+struct ncclComm {
+  std::shared_ptr<CommImpl> impl;
+};
+
+namespace {
+
+thread_local std::string thread_last_error;
+
+int Fail(int code, const std::string& message, CommImpl* comm = nullptr) {
+  thread_last_error = "fake nccl: " + message;
+  if (comm != nullptr) comm->SetError(thread_last_error);
+  fake_gpu::Trace("error " + thread_last_error);
+  return code;
+}
+
+// Waits for `ready`, unless this communicator or a peer aborts, or the deadline passes.
+template <typename F>
+int WaitFor(CommImpl& c, F&& ready, Clock::time_point deadline = Clock::time_point::max()) {
+  for (int spins = 0; !ready(); ++spins) {
+    if (c.aborted.load()) return kInvalidUsage;
+    if (c.clique->header()->aborted.load() != 0) return kRemoteError;
+    if (Clock::now() > deadline) return kSystemError;
+    if (spins < 200) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+  return kSuccess;
+}
+
+int Barrier(CommImpl& c) {
+  SegmentHeader* h = c.clique->header();
+  const uint32_t generation = h->barrier_generation.load();
+  if (h->barrier_count.fetch_add(1) + 1 == static_cast<uint32_t>(c.nranks)) {
+    h->barrier_count.store(0);
+    h->barrier_generation.fetch_add(1);
+    return kSuccess;
+  }
+  return WaitFor(c, [&] { return h->barrier_generation.load() != generation; });
+}
+
+bool AsksForInfo() {
+  const char* level = std::getenv("NCCL_DEBUG");
+  if (level == nullptr) return false;
+  std::string upper(level);
+  for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return upper == "INFO" || upper == "TRACE";
+}
+
+// NCCL's INFO lines about this rank's connections, where NCCL would write them.
+void LogConnections(const CommImpl& c) {
+  if (!AsksForInfo() || c.nranks < 2) return;
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const SegmentHeader* h = c.clique->header();
+  const int next = (c.rank + 1) % c.nranks;
+  const char* via = h->pids[next] == ::getpid() ? "P2P/direct pointer" : "SHM/direct/direct";
+  std::string text;
+  char line[512];
+  const auto tid = static_cast<int>(::gettid());
+  for (int channel = 0; channel < 2; ++channel) {
+    std::snprintf(
+        line, sizeof line, "%s:%d:%d [%d] NCCL INFO Channel %02d/0 : %d[%d] -> %d[%d] via %s\n",
+        host, ::getpid(), tid, c.device, channel, c.rank, c.device, next, h->devices[next], via);
+    text += line;
+  }
+  std::snprintf(line, sizeof line,
+                "%s:%d:%d [%d] NCCL INFO ncclCommInitRank comm %p rank %d nranks %d cudaDev %d - "
+                "Init COMPLETE\n",
+                host, ::getpid(), tid, c.device, static_cast<const void*>(&c), c.rank, c.nranks,
+                c.device);
+  text += line;
+  const char* file = std::getenv("NCCL_DEBUG_FILE");
+  const int fd = file != nullptr && file[0] != '\0'
+                     ? ::open(file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)
+                     : STDOUT_FILENO;
+  if (fd < 0) return;
+  [[maybe_unused]] const ssize_t n = ::write(fd, text.data(), text.size());
+  if (fd != STDOUT_FILENO) ::close(fd);
+}
+
+// First half of ncclCommInitRank: take this rank's place in the segment.
+int Join(CommImpl& c) {
+  std::string error;
+  c.clique = AttachClique(c.id, c.nranks, &error);
+  if (!c.clique) return Fail(kSystemError, error);
+  SegmentHeader* h = c.clique->header();
+  h->pids[c.rank] = ::getpid();
+  h->devices[c.rank] = c.device;
+  if (h->joined.fetch_add(1) + 1 == c.nranks) c.clique->Unlink();
+  return kSuccess;
+}
+
+// Second half: wait for every rank, as NCCL's bootstrap does (but not forever).
+int AwaitPeers(CommImpl& c) {
+  const auto deadline =
+      Clock::now() + std::chrono::seconds(fake_gpu::EnvInt("FAKE_NCCL_INIT_TIMEOUT_S", 30));
+  SegmentHeader* h = c.clique->header();
+  const int r = WaitFor(
+      c, [&] { return h->joined.load() >= c.nranks; }, deadline);
+  if (r != kSuccess) {
+    c.clique->Unlink();
+    return Fail(r,
+                "ncclCommInitRank: rank " + std::to_string(c.rank) + ": only " +
+                    std::to_string(h->joined.load()) + " of " + std::to_string(c.nranks) +
+                    " ranks joined (a thread that inits several ranks must group the calls)",
+                &c);
+  }
+  c.joined = true;
+  LogConnections(c);
+  return kSuccess;
+}
+
+// ---------------------------------------------------------------------------------------
+// Operations.
+
+enum class Kind {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kBroadcast,
+  kReduce,
+  kAlltoAll,
+  kGather,
+  kScatter,
+  kPointToPoint
+};
+
+struct Transfer {
+  bool send = false;
+  int peer = 0;
+  size_t bytes = 0;
+  std::byte* host = nullptr;
+};
+
+struct Op {
+  Kind kind = Kind::kAllReduce;
+  std::shared_ptr<CommImpl> comm;
+  void* stream = nullptr;
+  const std::byte* send = nullptr;  // host views of the device buffers
+  std::byte* recv = nullptr;
+  size_t count = 0;
+  int type = 0;
+  int op = 0;
+  int root = 0;
+  std::vector<Transfer> transfers;  // kPointToPoint
+  std::string name;
+};
+
+// This rank's part of one operation; runs on the stream.
+int Execute(const Op& o) {
+  CommImpl& c = *o.comm;
+  const Clique& q = *c.clique;
+  const int n = c.nranks;
+  const int r = c.rank;
+  const size_t e = kTypeSize[o.type];
+  const size_t chunk = o.count * e;
+  const uint64_t index = c.ops.fetch_add(1) + 1;
+  if (index == static_cast<uint64_t>(c.hang_at) || index == static_cast<uint64_t>(c.fail_at)) {
+    if (index == static_cast<uint64_t>(c.fail_at)) {
+      c.SetError("fake nccl: injected failure (FAKE_NCCL_ASYNC_ERROR): peer unreachable");
+      c.async_error.store(kRemoteError);
+    }
+    fake_gpu::Trace("stuck rank=" + std::to_string(r) + " op=" + std::to_string(index) + " " +
+                    o.name);
+    // A kernel that never finishes: only ncclCommAbort ends it.
+    while (!c.aborted.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return kInvalidUsage;
+  }
+
+  // What this rank publishes.
+  const std::byte* contribution = nullptr;
+  size_t bytes = 0;
+  std::vector<std::byte> packed;
+  switch (o.kind) {
+    case Kind::kAllReduce:
+    case Kind::kReduce:
+    case Kind::kAllGather:
+    case Kind::kGather:
+      contribution = o.send;
+      bytes = chunk;
+      break;
+    case Kind::kReduceScatter:
+    case Kind::kAlltoAll:
+      contribution = o.send;
+      bytes = chunk * static_cast<size_t>(n);
+      break;
+    case Kind::kBroadcast:
+      if (r == o.root) contribution = o.send, bytes = chunk;
+      break;
+    case Kind::kScatter:
+      if (r == o.root) contribution = o.send, bytes = chunk * static_cast<size_t>(n);
+      break;
+    case Kind::kPointToPoint: {
+      // [sends][peer, bytes] x sends, then the data of each send, in order.
+      std::vector<uint64_t> header{0};
+      for (const Transfer& t : o.transfers) {
+        if (!t.send) continue;
+        ++header[0];
+        header.push_back(static_cast<uint64_t>(t.peer));
+        header.push_back(t.bytes);
+      }
+      const auto* h = reinterpret_cast<const std::byte*>(header.data());
+      packed.assign(h, h + header.size() * sizeof(uint64_t));
+      for (const Transfer& t : o.transfers) {
+        if (t.send) packed.insert(packed.end(), t.host, t.host + t.bytes);
+      }
+      contribution = packed.data();
+      bytes = packed.size();
+      break;
+    }
+  }
+  if (bytes > q.slot_bytes()) {
+    c.SetError(
+        "fake nccl: " + o.name + " needs " + std::to_string(bytes) +
+        " bytes of staging, more than FAKE_NCCL_SLOT_BYTES=" + std::to_string(q.slot_bytes()));
+    c.async_error.store(kInvalidUsage);
+    return kInvalidUsage;
+  }
+  q.slot(r)->bytes = bytes;
+  if (bytes > 0) std::memcpy(q.data(r), contribution, bytes);
+  if (int rc = Barrier(c); rc != kSuccess) return rc;
+
+  switch (o.kind) {
+    case Kind::kAllReduce:
+    case Kind::kReduce:
+    case Kind::kReduceScatter: {
+      if (o.kind == Kind::kReduce && r != o.root) break;
+      const size_t offset = o.kind == Kind::kReduceScatter ? chunk * static_cast<size_t>(r) : 0;
+      std::vector<std::byte> acc(q.data(0) + offset, q.data(0) + offset + chunk);
+      for (int p = 1; p < n; ++p) ReduceInto(o.type, o.op, acc.data(), q.data(p) + offset, o.count);
+      if (o.op == 4) DivideBy(o.type, acc.data(), o.count, n);
+      if (chunk > 0) std::memcpy(o.recv, acc.data(), chunk);
+      break;
+    }
+    case Kind::kAllGather:
+    case Kind::kGather:
+      if (o.kind == Kind::kGather && r != o.root) break;
+      for (int p = 0; p < n; ++p) {
+        if (chunk > 0) std::memcpy(o.recv + chunk * static_cast<size_t>(p), q.data(p), chunk);
+      }
+      break;
+    case Kind::kBroadcast:
+      if (chunk > 0) std::memmove(o.recv, q.data(o.root), chunk);
+      break;
+    case Kind::kScatter:
+      if (chunk > 0) std::memmove(o.recv, q.data(o.root) + chunk * static_cast<size_t>(r), chunk);
+      break;
+    case Kind::kAlltoAll:
+      for (int p = 0; p < n; ++p) {
+        if (chunk > 0) {
+          std::memcpy(o.recv + chunk * static_cast<size_t>(p),
+                      q.data(p) + chunk * static_cast<size_t>(r), chunk);
+        }
+      }
+      break;
+    case Kind::kPointToPoint: {
+      std::map<int, int> taken;  // receives so far from each peer: matched in order
+      for (const Transfer& t : o.transfers) {
+        if (t.send) continue;
+        const std::byte* slot = q.data(t.peer);
+        uint64_t sends = 0;
+        std::memcpy(&sends, slot, sizeof sends);
+        std::vector<uint64_t> list(2 * sends);
+        std::memcpy(list.data(), slot + sizeof(uint64_t), list.size() * sizeof(uint64_t));
+        size_t data_at = (1 + list.size()) * sizeof(uint64_t);
+        int skip = taken[t.peer]++;
+        bool found = false;
+        for (uint64_t k = 0; k < sends && !found; ++k) {
+          const int peer = static_cast<int>(list[2 * k]);
+          const uint64_t b = list[2 * k + 1];
+          if (peer == r && skip-- == 0) {
+            found = true;
+            if (b != t.bytes) {
+              c.SetError("fake nccl: rank " + std::to_string(r) + " receives " +
+                         std::to_string(t.bytes) + " bytes from " + std::to_string(t.peer) +
+                         ", which sends " + std::to_string(b));
+              c.async_error.store(kInvalidUsage);
+            } else if (b > 0) {
+              std::memcpy(t.host, slot + data_at, b);
+            }
+          }
+          data_at += b;
+        }
+        if (!found) {
+          c.SetError("fake nccl: rank " + std::to_string(r) + " receives from " +
+                     std::to_string(t.peer) + ", which sends nothing to it");
+          c.async_error.store(kInvalidUsage);
+        }
+      }
+      break;
+    }
+  }
+  return Barrier(c);
+}
+
+// ---------------------------------------------------------------------------------------
+// Groups: calls between ncclGroupStart and the outermost ncclGroupEnd are deferred, then
+// launched together, as NCCL does.
+
+struct GroupState {
+  int depth = 0;
+  std::vector<std::shared_ptr<CommImpl>> inits;
+  std::vector<std::function<int()>> collective_host_calls;  // symmetric registrations
+  std::vector<Op> ops;
+  int error = kSuccess;
+};
+thread_local GroupState group;
+// Outside groups: the communicator each clique was last driven through by this thread.
+thread_local std::map<std::string, const CommImpl*> ungrouped_driver;
+
+bool Grouped() { return group.depth > 0; }
+
+void Launch(Op op) {
+  auto task = std::make_shared<const fake_gpu::Task>([op] {
+    CommImpl& c = *op.comm;
+    if (c.async_error.load() != kSuccess || c.aborted.load()) return;  // a failed comm stops
+    const int rc = Execute(op);
+    if (rc != kSuccess && !c.aborted.load() && c.async_error.load() == kSuccess) {
+      c.SetError("fake nccl: " + op.name + ": a peer aborted");
+      c.async_error.store(rc);
+    }
+  });
+  fake_gpu::Enqueue(op.stream, op.comm->device, std::move(task));
+}
+
+// An operation, checked as NCCL checks its arguments, then launched or deferred.
+int Submit(Op op) {
+  CommImpl& c = *op.comm;
+  if (c.aborted.load()) return Fail(kInvalidUsage, op.name + " on an aborted communicator", &c);
+  fake_gpu::Trace(op.name + " rank=" + std::to_string(c.rank) +
+                  " count=" + std::to_string(op.count) + " type=" + std::to_string(op.type) +
+                  " grouped=" + (Grouped() ? "1" : "0"));
+  if (Grouped()) {
+    group.ops.push_back(std::move(op));
+    return kSuccess;
+  }
+  // One thread driving two ranks of a communicator without a group deadlocks on real NCCL.
+  auto& driver = ungrouped_driver[c.clique->name()];
+  if (driver != nullptr && driver != &c) {
+    return Fail(kInvalidUsage,
+                "one thread drives ranks of one communicator without ncclGroupStart/End (" +
+                    op.name + " on rank " + std::to_string(c.rank) + "): real NCCL can hang here",
+                &c);
+  }
+  driver = &c;
+  Launch(std::move(op));
+  return kSuccess;
+}
+
+int FlushGroup() {
+  GroupState g = std::move(group);
+  group = GroupState{};
+  if (g.error != kSuccess) return g.error;
+  for (const auto& c : g.inits) {
+    if (int rc = Join(*c); rc != kSuccess) return rc;
+  }
+  for (const auto& c : g.inits) {
+    if (int rc = AwaitPeers(*c); rc != kSuccess) return rc;
+  }
+  // Collective host calls of several ranks must progress together: one thread each.
+  if (!g.collective_host_calls.empty()) {
+    std::vector<int> results(g.collective_host_calls.size(), kSuccess);
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < g.collective_host_calls.size(); ++i) {
+      threads.emplace_back([&, i] { results[i] = g.collective_host_calls[i](); });
+    }
+    for (auto& t : threads) t.join();
+    for (int rc : results) {
+      if (rc != kSuccess) return rc;
+    }
+  }
+  // A group's sends and receives on one communicator are one exchange, at the place of the
+  // first of them.
+  std::vector<Op> merged;
+  for (Op& op : g.ops) {
+    if (op.kind == Kind::kPointToPoint) {
+      auto it = std::find_if(merged.begin(), merged.end(), [&](const Op& m) {
+        return m.kind == Kind::kPointToPoint && m.comm == op.comm;
+      });
+      if (it != merged.end()) {
+        it->transfers.insert(it->transfers.end(), op.transfers.begin(), op.transfers.end());
+        continue;
+      }
+    }
+    merged.push_back(std::move(op));
+  }
+  for (Op& op : merged) Launch(std::move(op));
+  return kSuccess;
+}
+
+// The fakes' view of a device buffer of the communicator's device, or an error.
+int View(CommImpl& c, const void* ptr, size_t bytes, const char* what, const std::string& call,
+         std::byte** out) {
+  *out = nullptr;
+  if (bytes == 0) return kSuccess;
+  int device = -1;
+  void* host = fake_gpu::HostView(ptr, bytes, &device);
+  if (host == nullptr) {
+    char text[128];
+    std::snprintf(text, sizeof text, "%p", ptr);
+    return Fail(kInvalidArgument,
+                call + ": " + what + " " + text + " (" + std::to_string(bytes) +
+                    " bytes) is not device memory",
+                &c);
+  }
+  if (device != c.device) {
+    return Fail(kInvalidArgument,
+                call + ": " + what + " is on device " + std::to_string(device) +
+                    ", the communicator of rank " + std::to_string(c.rank) + " on device " +
+                    std::to_string(c.device),
+                &c);
+  }
+  *out = static_cast<std::byte*>(host);
+  return kSuccess;
+}
+
+CommImpl* Usable(ncclComm* comm) {
+  if (comm == nullptr || !comm->impl || !comm->impl->joined) return nullptr;
+  return comm->impl.get();
+}
+
+// Common checks and buffer views of a collective.
+int Collective(Kind kind, const char* name, const void* send, void* recv, size_t count, int type,
+               int op, int root, ncclComm* comm, void* stream) {
+  CommImpl* c = Usable(comm);
+  if (c == nullptr) return Fail(kInvalidArgument, std::string(name) + ": invalid communicator");
+  if (type < 0 || type >= kNumTypes) return Fail(kInvalidArgument, "bad datatype", c);
+  if (op < 0 || op >= kNumOps) return Fail(kInvalidArgument, "bad reduction op", c);
+  if (root < 0 || root >= c->nranks) return Fail(kInvalidArgument, "bad root", c);
+  const size_t chunk = count * kTypeSize[type];
+  const size_t all = chunk * static_cast<size_t>(c->nranks);
+  const bool is_root = c->rank == root;
+  size_t send_bytes = chunk;
+  size_t recv_bytes = chunk;
+  switch (kind) {
+    case Kind::kAllGather:
+      recv_bytes = all;
+      break;
+    case Kind::kReduceScatter:
+      send_bytes = all;
+      break;
+    case Kind::kAlltoAll:
+      send_bytes = recv_bytes = all;
+      break;
+    case Kind::kBroadcast:
+      send_bytes = is_root ? chunk : 0;
+      break;
+    case Kind::kReduce:
+      recv_bytes = is_root ? chunk : 0;
+      break;
+    case Kind::kGather:
+      recv_bytes = is_root ? all : 0;
+      break;
+    case Kind::kScatter:
+      send_bytes = is_root ? all : 0;
+      break;
+    default:
+      break;
+  }
+  Op o;
+  o.kind = kind;
+  o.comm = comm->impl;
+  o.stream = stream;
+  o.count = count;
+  o.type = type;
+  o.op = op;
+  o.root = root;
+  o.name = name;
+  std::byte* s = nullptr;
+  if (int rc = View(*c, send, send_bytes, "sendbuff", name, &s); rc != kSuccess) return rc;
+  o.send = s;
+  if (int rc = View(*c, recv, recv_bytes, "recvbuff", name, &o.recv); rc != kSuccess) return rc;
+  return Submit(std::move(o));
+}
+
+int PointToPoint(bool is_send, const char* name, const void* buffer, size_t count, int type,
+                 int peer, ncclComm* comm, void* stream) {
+  CommImpl* c = Usable(comm);
+  if (c == nullptr) return Fail(kInvalidArgument, std::string(name) + ": invalid communicator");
+  if (type < 0 || type >= kNumTypes) return Fail(kInvalidArgument, "bad datatype", c);
+  if (peer < 0 || peer >= c->nranks) return Fail(kInvalidArgument, "bad peer", c);
+  Transfer t;
+  t.send = is_send;
+  t.peer = peer;
+  t.bytes = count * kTypeSize[type];
+  if (int rc = View(*c, buffer, t.bytes, is_send ? "sendbuff" : "recvbuff", name, &t.host);
+      rc != kSuccess) {
+    return rc;
+  }
+  Op o;
+  o.kind = Kind::kPointToPoint;
+  o.comm = comm->impl;
+  o.stream = stream;
+  o.count = count;
+  o.type = type;
+  o.name = name;
+  o.transfers.push_back(t);
+  return Submit(std::move(o));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// The API.
+
+FAKE_EXPORT int ncclGetVersion(int* version) {
+  *version = FAKE_NCCL_VERSION;
+  return kSuccess;
+}
+
+FAKE_EXPORT const char* ncclGetErrorString(int result) {
+  switch (result) {
+    case 0:
+      return "no error";
+    case 1:
+      return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case 2:
+      return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case 3:
+      return "internal error - please report this issue to the NCCL developers";
+    case 4:
+      return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case 5:
+      return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case 6:
+      return "remote process exited or there was a network error";
+    case 7:
+      return "NCCL operation in progress";
+    default:
+      return "unknown result code";
+  }
+}
+
+FAKE_EXPORT const char* ncclGetLastError(ncclComm* comm) {
+  if (comm != nullptr && comm->impl) {
+    const std::lock_guard lock(comm->impl->error_mutex);
+    thread_local std::string copy;
+    copy = comm->impl->last_error;
+    return copy.c_str();
+  }
+  return thread_last_error.c_str();
+}
+
+FAKE_EXPORT int ncclGetUniqueId(UniqueId* id) {
+  std::memset(id, 0, sizeof *id);
+  std::memcpy(id->internal, kIdMagic, sizeof kIdMagic);
+  std::random_device random;
+  const uint64_t token =
+      (static_cast<uint64_t>(random()) << 32) ^ random() ^ static_cast<uint64_t>(::getpid());
+  std::memcpy(id->internal + 8, &token, sizeof token);
+  fake_gpu::Trace("ncclGetUniqueId");
+  return kSuccess;
+}
+
+FAKE_EXPORT int ncclCommInitRank(ncclComm** out, int nranks, UniqueId id, int rank) {
+  if (std::memcmp(id.internal, kIdMagic, sizeof kIdMagic) != 0) {
+    return Fail(kInvalidArgument, "ncclCommInitRank: not a unique id from ncclGetUniqueId");
+  }
+  if (nranks < 1 || nranks > kMaxRanks || rank < 0 || rank >= nranks) {
+    return Fail(kInvalidArgument,
+                "ncclCommInitRank: rank " + std::to_string(rank) + " of " + std::to_string(nranks));
+  }
+  auto c = std::make_shared<CommImpl>();
+  c->rank = rank;
+  c->nranks = nranks;
+  c->device = fake_gpu::CurrentDevice();
+  c->id = id;
+  c->hang_at = InjectionFor("FAKE_NCCL_HANG", rank);
+  c->fail_at = InjectionFor("FAKE_NCCL_ASYNC_ERROR", rank);
+  fake_gpu::Trace("ncclCommInitRank rank=" + std::to_string(rank) +
+                  " nranks=" + std::to_string(nranks) + " device=" + std::to_string(c->device) +
+                  " grouped=" + (Grouped() ? "1" : "0"));
+  *out = new ncclComm{c};
+  if (Grouped()) {
+    group.inits.push_back(c);
+    return kSuccess;
+  }
+  if (int rc = Join(*c); rc != kSuccess) return rc;
+  return AwaitPeers(*c);
+}
+
+// The single-process clique: a group of ncclCommInitRank on the given devices.
+FAKE_EXPORT int ncclCommInitAll(ncclComm** comms, int ndev, const int* devices) {
+  UniqueId id;
+  ncclGetUniqueId(&id);
+  const int previous = fake_gpu::CurrentDevice();
+  fake_gpu::Trace("ncclCommInitAll ndev=" + std::to_string(ndev));
+  ncclGroupStart();
+  int first = kSuccess;
+  for (int r = 0; r < ndev; ++r) {
+    cudaSetDevice(devices != nullptr ? devices[r] : r);
+    const int rc = ncclCommInitRank(&comms[r], ndev, id, r);
+    if (first == kSuccess) first = rc;
+  }
+  const int end = ncclGroupEnd();
+  cudaSetDevice(previous);
+  return first != kSuccess ? first : end;
+}
+
+FAKE_EXPORT int ncclCommDestroy(ncclComm* comm) {
+  if (comm == nullptr) return kInvalidArgument;
+  if (comm->impl) fake_gpu::Trace("ncclCommDestroy rank=" + std::to_string(comm->impl->rank));
+  delete comm;  // running tasks keep their share of it
+  return kSuccess;
+}
+
+FAKE_EXPORT int ncclCommAbort(ncclComm* comm) {
+  if (comm == nullptr) return kInvalidArgument;
+  if (comm->impl) {
+    CommImpl& c = *comm->impl;
+    fake_gpu::Trace("ncclCommAbort rank=" + std::to_string(c.rank));
+    c.aborted.store(true);
+    // The peers' next wait fails, as a dead peer makes NCCL fail on the other side.
+    if (c.clique) c.clique->header()->aborted.store(1);
+  }
+  delete comm;
+  return kSuccess;
+}
+
+FAKE_EXPORT int ncclCommGetAsyncError(ncclComm* comm, int* error) {
+  if (comm == nullptr || !comm->impl) return kInvalidArgument;
+  *error = comm->impl->async_error.load();
+  return kSuccess;
+}
+
+FAKE_EXPORT int ncclGroupStart() {
+  ++group.depth;
+  return kSuccess;
+}
+
+FAKE_EXPORT int ncclGroupEnd() {
+  if (group.depth == 0) return Fail(kInvalidUsage, "ncclGroupEnd without ncclGroupStart");
+  if (--group.depth > 0) return kSuccess;
+  const size_t ops = group.ops.size();
+  const int rc = FlushGroup();
+  fake_gpu::Trace("ncclGroupEnd ops=" + std::to_string(ops) + " result=" + std::to_string(rc));
+  return rc;
+}
+
+FAKE_EXPORT int ncclAllReduce(const void* send, void* recv, size_t count, int type, int op,
+                              ncclComm* comm, void* stream) {
+  return Collective(Kind::kAllReduce, "ncclAllReduce", send, recv, count, type, op, 0, comm,
+                    stream);
+}
+
+FAKE_EXPORT int ncclAllGather(const void* send, void* recv, size_t count, int type, ncclComm* comm,
+                              void* stream) {
+  return Collective(Kind::kAllGather, "ncclAllGather", send, recv, count, type, 0, 0, comm, stream);
+}
+
+FAKE_EXPORT int ncclReduceScatter(const void* send, void* recv, size_t count, int type, int op,
+                                  ncclComm* comm, void* stream) {
+  return Collective(Kind::kReduceScatter, "ncclReduceScatter", send, recv, count, type, op, 0, comm,
+                    stream);
+}
+
+FAKE_EXPORT int ncclBroadcast(const void* send, void* recv, size_t count, int type, int root,
+                              ncclComm* comm, void* stream) {
+  return Collective(Kind::kBroadcast, "ncclBroadcast", send, recv, count, type, 0, root, comm,
+                    stream);
+}
+
+FAKE_EXPORT int ncclReduce(const void* send, void* recv, size_t count, int type, int op, int root,
+                           ncclComm* comm, void* stream) {
+  return Collective(Kind::kReduce, "ncclReduce", send, recv, count, type, op, root, comm, stream);
+}
+
+FAKE_EXPORT int ncclSend(const void* send, size_t count, int type, int peer, ncclComm* comm,
+                         void* stream) {
+  return PointToPoint(true, "ncclSend", send, count, type, peer, comm, stream);
+}
+
+FAKE_EXPORT int ncclRecv(void* recv, size_t count, int type, int peer, ncclComm* comm,
+                         void* stream) {
+  return PointToPoint(false, "ncclRecv", recv, count, type, peer, comm, stream);
+}
+
+#if FAKE_NCCL_VERSION >= 22800
+
+FAKE_EXPORT int ncclAlltoAll(const void* send, void* recv, size_t count, int type, ncclComm* comm,
+                             void* stream) {
+  return Collective(Kind::kAlltoAll, "ncclAlltoAll", send, recv, count, type, 0, 0, comm, stream);
+}
+
+FAKE_EXPORT int ncclGather(const void* send, void* recv, size_t count, int type, int root,
+                           ncclComm* comm, void* stream) {
+  return Collective(Kind::kGather, "ncclGather", send, recv, count, type, 0, root, comm, stream);
+}
+
+FAKE_EXPORT int ncclScatter(const void* send, void* recv, size_t count, int type, int root,
+                            ncclComm* comm, void* stream) {
+  return Collective(Kind::kScatter, "ncclScatter", send, recv, count, type, 0, root, comm, stream);
+}
+
+FAKE_EXPORT int ncclMemAlloc(void** ptr, size_t bytes) {
+  *ptr = fake_gpu::AllocateDevice(bytes, fake_gpu::CurrentDevice());
+  fake_gpu::Trace("ncclMemAlloc device=" + std::to_string(fake_gpu::CurrentDevice()) +
+                  " bytes=" + std::to_string(bytes));
+  return *ptr != nullptr || bytes == 0 ? kSuccess : kSystemError;
+}
+
+FAKE_EXPORT int ncclMemFree(void* ptr) {
+  fake_gpu::FreeDevice(ptr);
+  return kSuccess;
+}
+
+// A registration: NCCL may then use the buffer without staging copies.
+struct FakeRegistration {
+  const void* buffer;
+  size_t bytes;
+};
+
+FAKE_EXPORT int ncclCommRegister(ncclComm* comm, void* buffer, size_t bytes, void** handle) {
+  CommImpl* c = Usable(comm);
+  if (c == nullptr) return Fail(kInvalidArgument, "ncclCommRegister: invalid communicator");
+  std::byte* view = nullptr;
+  if (int rc = View(*c, buffer, bytes, "buffer", "ncclCommRegister", &view); rc != kSuccess) {
+    return rc;
+  }
+  *handle = new FakeRegistration{buffer, bytes};
+  fake_gpu::Trace("ncclCommRegister rank=" + std::to_string(c->rank) +
+                  " bytes=" + std::to_string(bytes));
+  return kSuccess;
+}
+
+FAKE_EXPORT int ncclCommDeregister(ncclComm* comm, void* handle) {
+  CommImpl* c = Usable(comm);
+  if (c == nullptr || handle == nullptr) return kInvalidArgument;
+  delete static_cast<FakeRegistration*>(handle);
+  fake_gpu::Trace("ncclCommDeregister rank=" + std::to_string(c->rank));
+  return kSuccess;
+}
+
+struct ncclWindow {
+  const void* buffer;
+  size_t bytes;
+};
+
+// Collective: every rank registers its window before any returns.
+FAKE_EXPORT int ncclCommWindowRegister(ncclComm* comm, void* buffer, size_t bytes,
+                                       ncclWindow** window, int flags) {
+  CommImpl* c = Usable(comm);
+  if (c == nullptr) return Fail(kInvalidArgument, "ncclCommWindowRegister: invalid communicator");
+  std::byte* view = nullptr;
+  if (int rc = View(*c, buffer, bytes, "buffer", "ncclCommWindowRegister", &view); rc != kSuccess) {
+    return rc;
+  }
+  *window = new ncclWindow{buffer, bytes};
+  fake_gpu::Trace("ncclCommWindowRegister rank=" + std::to_string(c->rank) +
+                  " bytes=" + std::to_string(bytes) + " flags=" + std::to_string(flags) +
+                  " grouped=" + (Grouped() ? "1" : "0"));
+  auto impl = comm->impl;
+  auto rendezvous = [impl] {
+    const auto deadline =
+        Clock::now() + std::chrono::seconds(fake_gpu::EnvInt("FAKE_NCCL_INIT_TIMEOUT_S", 30));
+    SegmentHeader* h = impl->clique->header();
+    const uint32_t generation = h->host_generation.load();
+    if (h->host_count.fetch_add(1) + 1 == static_cast<uint32_t>(impl->nranks)) {
+      h->host_count.store(0);
+      h->host_generation.fetch_add(1);
+      return kSuccess;
+    }
+    const int rc = WaitFor(
+        *impl, [&] { return h->host_generation.load() != generation; }, deadline);
+    if (rc != kSuccess) {
+      return Fail(rc,
+                  "ncclCommWindowRegister: rank " + std::to_string(impl->rank) +
+                      ": the other ranks did not register (a thread that drives several ranks "
+                      "must group the calls)",
+                  impl.get());
+    }
+    return kSuccess;
+  };
+  if (Grouped()) {
+    group.collective_host_calls.push_back(rendezvous);
+    return kSuccess;
+  }
+  return rendezvous();
+}
+
+FAKE_EXPORT int ncclCommWindowDeregister(ncclComm* comm, ncclWindow* window) {
+  CommImpl* c = Usable(comm);
+  if (c == nullptr || window == nullptr) return kInvalidArgument;
+  delete window;
+  fake_gpu::Trace("ncclCommWindowDeregister rank=" + std::to_string(c->rank));
+  return kSuccess;
+}
+
+#endif  // FAKE_NCCL_VERSION >= 22800
