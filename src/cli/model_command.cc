@@ -917,26 +917,33 @@ CommandAction SetupModelCommand(CLI::App& app) {
   auto* measured = app.add_option_group(
       "measured runs",
       "any file `fabricscope analyze` reads: nccl-tests/rccl-tests logs, JSON, CSV");
-  measured->add_option("--calibrate", f->calibrate,
-                       "fit the model's latency and NIC efficiency to this run, print the fit "
-                       "and predict with the fitted terms at --nodes");
-  CLI::Option* compare = measured->add_option(
-      "--compare", f->compare,
-      "predicted against measured for every row of this run, at its scale (with --calibrate: "
-      "the calibrated model)");
   measured
-      ->add_option(
-          "--svg", f->svg,
-          "with --compare: the measured and predicted busbw curves, overlaid, to this SVG file")
+      ->add_option("--calibrate", f->calibrate,
+                   "fit the model's latency and NIC efficiency to this run, print the fit and "
+                   "predict with the fitted terms at --nodes")
+      ->type_name("FILE");
+  CLI::Option* compare =
+      measured
+          ->add_option("--compare", f->compare,
+                       "predicted against measured for every row of this run, at its scale "
+                       "(with --calibrate: the calibrated model)")
+          ->type_name("FILE");
+  measured
+      ->add_option("--svg", f->svg,
+                   "write the measured (solid) and predicted (dashed) busbw curves to this SVG")
+      ->type_name("FILE")
       ->needs(compare);
   measured
       ->add_option("--placement", f->placement, "the halves of each row to read: both, out or in")
       ->capture_default_str();
   measured
       ->add_option("--min-size", f->min_size, "leave measured rows below this size out (e.g. 1M)")
+      ->type_name("SIZE")
       ->capture_default_str();
-  measured->add_option("--measured-nodes", f->measured_nodes,
-                       "node count of a run whose log names no hosts");
+  measured
+      ->add_option("--measured-nodes", f->measured_nodes,
+                   "node count of a run whose log names no hosts")
+      ->type_name("N");
 
   auto* sim = app.add_option_group("fabric simulator", "with --simulate");
   CLI::Option* simulate = sim->add_flag(
