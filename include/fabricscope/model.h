@@ -142,10 +142,14 @@ class CollectiveModel {
   bool ll128_over_net_ = true;
 };
 
+// Which placement's times to read from a run.
+enum class Placement { kOutOfPlace, kInPlace };
+
 // Measured against predicted for one row of a run.
 struct FitPoint {
   std::string collective;
   size_t size = 0;
+  Placement placement = Placement::kOutOfPlace;  // the half of the row measured
   double measured_us = 0;
   double predicted_us = 0;
   double measured_busbw = 0;
@@ -162,9 +166,6 @@ struct FitError {
   double max_abs_percent = 0;
 };
 FitError SummarizeFit(const std::vector<FitPoint>& points);
-
-// Which placement's times to read from a run.
-enum class Placement { kOutOfPlace, kInPlace };
 
 // Node count of a run from its ranks' host names; 0 when the run does not say.
 int NodesOf(const RunResult& run);

@@ -13,6 +13,10 @@ namespace fabricscope {
 struct PlotSeries {
   std::string label;
   std::vector<std::pair<double, double>> points;
+  // A dashed line without markers: a prediction drawn over the measured lines.
+  bool dashed = false;
+  // Palette index, so a prediction can share its measurement's colour; -1: the position.
+  int color = -1;
 };
 
 // What a plot shows. Both axes are logarithmic: sizes span 8 B to 16 GB, and busbw and

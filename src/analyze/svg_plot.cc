@@ -131,25 +131,28 @@ std::string RenderSvgPlot(const std::vector<PlotSeries>& series, const PlotOptio
   }
 
   for (size_t i = 0; i < series.size(); ++i) {
-    const char* color = kPalette[i % std::size(kPalette)];
+    const size_t slot = series[i].color >= 0 ? static_cast<size_t>(series[i].color) : i;
+    const char* color = kPalette[slot % std::size(kPalette)];
+    const char* dash = series[i].dashed ? " stroke-dasharray=\"6 4\"" : "";
     std::string points;
     std::string markers;
     for (const auto& [x, y] : series[i].points) {
       if (!(x > 0) || !(y > 0) || !std::isfinite(x) || !std::isfinite(y)) continue;
       points += fmt::format("{:.1f},{:.1f} ", px(x), py(y));
+      if (series[i].dashed) continue;
       markers += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\"/>", px(x), py(y));
     }
     svg += fmt::format(
-        "<g fill=\"{0}\" stroke=\"{0}\"><polyline fill=\"none\" stroke-width=\"1.8\" "
+        "<g fill=\"{0}\" stroke=\"{0}\"><polyline fill=\"none\" stroke-width=\"1.8\"{3} "
         "points=\"{1}\"/>{2}</g>\n",
-        color, points, markers);
+        color, points, markers, dash);
     const double ly = y0 + 8 + 18.0 * static_cast<double>(i);
     std::string label = series[i].label;
     if (label.size() > 32) label = "..." + label.substr(label.size() - 29);
     svg += fmt::format(
-        "<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"{3}\" stroke-width=\"3\"/>"
+        "<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"{3}\" stroke-width=\"3\"{7}/>"
         "<text x=\"{4}\" y=\"{5}\">{6}</text>\n",
-        x1 + 12, ly, x1 + 32, color, x1 + 38, ly + 4, analyze::XmlEscape(label));
+        x1 + 12, ly, x1 + 32, color, x1 + 38, ly + 4, analyze::XmlEscape(label), dash);
   }
   svg += "</svg>\n";
   return svg;

@@ -3,15 +3,20 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "fabricscope/error.h"
 #include "fabricscope/fabric_sim.h"
 #include "fabricscope/model.h"
+#include "fabricscope/parse.h"
 #include "fabricscope/platform.h"
+#include "fabricscope/plot.h"
 #include "fabricscope/report.h"
 #include "fabricscope/sizes.h"
 
@@ -146,8 +151,15 @@ std::string Describe(const Platform& p, const CollectiveModel& m) {
                      m.nranks(), m.ranks_per_node(), p.nics, p.nic_rate_gbps, p.transport);
 }
 
+// What a model was calibrated on, as the report's JSON member and its header lines.
+struct CalibrationReport {
+  json doc;
+  std::string text;
+};
+
 int Predict(const ModelFlags& f, const Platform& platform, const ModelOptions& options,
-            const std::vector<Collective>& collectives, const std::vector<size_t>& sizes) {
+            const std::vector<Collective>& collectives, const std::vector<size_t>& sizes,
+            const CalibrationReport* calibration = nullptr) {
   const CollectiveModel model(platform, options);
   const ModelParams& p = model.params();
   if (f.format == "json") {
@@ -170,6 +182,7 @@ int Predict(const ModelFlags& f, const Platform& platform, const ModelOptions& o
                 {"nccl_tuning", NcclTuningSource()},
                 {"params", ParamsJson(p)},
                 {"rows", rows}};
+    if (calibration != nullptr) doc["calibration"] = calibration->doc;
     std::cout << doc.dump(2) << "\n";
     return kExitOk;
   }
@@ -179,6 +192,7 @@ int Predict(const ModelFlags& f, const Platform& platform, const ModelOptions& o
                    "+{:.1f} us per network step\n",
                    NcclTuningVersion(), ArchName(model.arch()), p.net_efficiency, p.latency_scale,
                    p.net_latency_us);
+  if (calibration != nullptr) std::cout << calibration->text;
   for (Collective c : collectives) {
     std::cout << "#\n# " << SpecOf(c).name << "\n" << kTableHeader;
     for (const Prediction& r : model.Sweep(c, sizes)) {
@@ -404,6 +418,436 @@ int Simulate(const ModelFlags& f, const Platform& platform, ModelOptions options
   return kExitOk;
 }
 
+// ---- measured runs: --calibrate and --compare ----
+
+// A results file as the model is set against it: its runs merged (they must share a
+// scale), the rows of collectives the model covers, and the node count.
+struct MeasuredRun {
+  std::string flag;  // "--calibrate" or "--compare", to name the file in errors
+  std::string path;
+  RunResult run;
+  int nodes = 0;
+  std::vector<Collective> collectives;  // in order of first appearance
+};
+
+std::string Join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+const CollectiveSpec* SpecNamed(const std::string& name) {
+  for (const auto& spec : Collectives()) {
+    if (spec.name == name) return &spec;
+  }
+  return nullptr;
+}
+
+std::string_view PlacementName(Placement placement) {
+  return placement == Placement::kOutOfPlace ? "out-of-place" : "in-place";
+}
+
+std::vector<Placement> WantedPlacements(const std::string& placement) {
+  if (placement == "both") return {Placement::kOutOfPlace, Placement::kInPlace};
+  if (placement == "out") return {Placement::kOutOfPlace};
+  if (placement == "in") return {Placement::kInPlace};
+  throw UsageError("--placement '" + placement + "': choose both, out or in");
+}
+
+// The node count: the run's host names, else --measured-nodes; the ranks must fit the
+// platform. A rank count alone is not taken for one: ranks / GPUs per node assumes full
+// nodes, which a log without host names cannot confirm (4 nodes of 4 GPUs would pass for 2
+// of 8 and be fitted at the wrong scale), so the error suggests it and the user confirms.
+int NodeCountOf(const MeasuredRun& m, const ModelFlags& f, const Platform& platform) {
+  const std::string where = m.flag + " " + m.path;
+  if (f.measured_nodes < 0) throw UsageError("--measured-nodes must be at least 1");
+  const int named = NodesOf(m.run);
+  if (named > 0 && f.measured_nodes > 0 && named != f.measured_nodes) {
+    throw UsageError(where + ": the run names " + std::to_string(named) +
+                     " hosts, but --measured-nodes says " + std::to_string(f.measured_nodes) +
+                     ": drop --measured-nodes");
+  }
+  const int nodes = named > 0 ? named : f.measured_nodes;
+  const int gpus = platform.gpus_per_node;
+  if (nodes == 0) {
+    std::string hint;
+    if (m.run.nranks > 0 && gpus > 0 && m.run.nranks % gpus == 0) {
+      hint = fmt::format(" (its {} ranks on full nodes of {} GPUs: --measured-nodes {})",
+                         m.run.nranks, gpus, m.run.nranks / gpus);
+    }
+    throw UsageError(where +
+                     ": the run does not say how many nodes it ran on (no '#  Rank N ... on "
+                     "HOST' device lines): give --measured-nodes N" +
+                     hint);
+  }
+  if (m.run.nranks > 0 && m.run.nranks != nodes * gpus) {
+    throw UsageError(where + ": the run has " + std::to_string(m.run.nranks) + " ranks, but " +
+                     std::to_string(nodes) + " nodes of " + platform.name + " (" +
+                     std::to_string(gpus) + " GPUs each) make " + std::to_string(nodes * gpus) +
+                     ": check --platform (or --gpus-per-node) and --measured-nodes");
+  }
+  return nodes;
+}
+
+MeasuredRun ReadMeasured(const std::string& flag, const std::string& path, const ModelFlags& f,
+                         const Platform& platform) {
+  // One --collective also names the collective of a log that does not say it, as the
+  // reader's warning advises.
+  ParseOptions parse;
+  if (f.collective_given) {
+    const std::vector<Collective> named = ParseCollectives(f.collective);
+    if (named.size() == 1) parse.collective = std::string(SpecOf(named.front()).name);
+  }
+  ParsedResults parsed = ReadResultsFile(path, parse);
+  for (const Diagnostic& d : parsed.diagnostics) std::cerr << d.ToString() << "\n";
+  MeasuredRun m;
+  m.flag = flag;
+  m.path = path;
+  const std::string where = flag + " " + path;
+  if (parsed.RowCount() == 0) {
+    throw UsageError(where +
+                     ": no result rows could be read (see above); expected an nccl-tests or "
+                     "rccl-tests log, nccl-tests JSON (-J), rccl-tests JSON or CSV (-Z), or "
+                     "fabricscope's JSON or CSV");
+  }
+  bool first = true;
+  for (RunResult& run : parsed.runs) {
+    if (run.rows.empty()) continue;
+    if (first) {
+      m.run = std::move(run);
+      first = false;
+      continue;
+    }
+    if (run.nranks != m.run.nranks || NodesOf(run) != NodesOf(m.run)) {
+      throw UsageError(where + ": its runs have " + std::to_string(m.run.nranks) + " and " +
+                       std::to_string(run.nranks) +
+                       " ranks: the model is set against one scale at a time, so give one "
+                       "file per scale");
+    }
+    m.run.rows.insert(m.run.rows.end(), run.rows.begin(), run.rows.end());
+  }
+
+  // Rows of collectives the model does not cover are left out, and said so.
+  std::vector<Collective> only;
+  if (f.collective_given && flag == "--compare") only = ParseCollectives(f.collective);
+  std::vector<std::string> uncovered;
+  std::vector<std::string> unwanted;
+  std::vector<ResultRow> kept;
+  for (ResultRow& row : m.run.rows) {
+    const CollectiveSpec* spec = SpecNamed(row.collective);
+    if (spec == nullptr) {
+      if (std::find(uncovered.begin(), uncovered.end(), row.collective) == uncovered.end()) {
+        uncovered.push_back(row.collective);
+      }
+      continue;
+    }
+    if (!only.empty() && std::find(only.begin(), only.end(), spec->id) == only.end()) {
+      if (std::find(unwanted.begin(), unwanted.end(), row.collective) == unwanted.end()) {
+        unwanted.push_back(row.collective);
+      }
+      continue;
+    }
+    if (std::find(m.collectives.begin(), m.collectives.end(), spec->id) == m.collectives.end()) {
+      m.collectives.push_back(spec->id);
+    }
+    kept.push_back(std::move(row));
+  }
+  if (kept.empty() && !uncovered.empty() && unwanted.empty()) {
+    std::vector<std::string> names;
+    for (const auto& spec : Collectives()) names.emplace_back(spec.name);
+    throw UsageError(where + ": its rows are of " + Join(uncovered) +
+                     ", which the model does not cover (it models " + Join(names) + ")");
+  }
+  if (kept.empty()) {
+    throw UsageError(where + ": it has no rows of --collective " + f.collective + " (it has " +
+                     Join(unwanted) + (uncovered.empty() ? "" : ", " + Join(uncovered)) + ")");
+  }
+  if (!uncovered.empty()) {
+    std::cerr << path << ": warning: the rows of " << Join(uncovered)
+              << " are left out: the model does not cover them\n";
+  }
+  m.run.rows = std::move(kept);
+  m.nodes = NodeCountOf(m, f, platform);
+  return m;
+}
+
+// The wanted placements the run has timed rows of (rccl-tests -O 0 has in-place only).
+std::vector<Placement> PlacementsOf(const ModelFlags& f, const MeasuredRun& m, size_t min_size) {
+  std::vector<Placement> out;
+  for (Placement placement : WantedPlacements(f.placement)) {
+    for (const ResultRow& row : m.run.rows) {
+      const auto& half = placement == Placement::kOutOfPlace ? row.out_of_place : row.in_place;
+      if (half && half->time_us > 0 && row.size > 0 && row.size >= min_size) {
+        out.push_back(placement);
+        break;
+      }
+    }
+  }
+  if (out.empty()) {
+    throw UsageError(
+        m.flag + " " + m.path + ": no " +
+        (f.placement == "both" ? std::string("row") : "--placement " + f.placement + " row") +
+        " with a time" + (min_size > 0 ? " at or above --min-size " + f.min_size : std::string()) +
+        " to read");
+  }
+  return out;
+}
+
+json PointJson(const FitPoint& p) {
+  return {{"collective", p.collective},
+          {"size", p.size},
+          {"placement", std::string(PlacementName(p.placement))},
+          {"measured_us", p.measured_us},
+          {"predicted_us", p.predicted_us},
+          {"measured_busbw", p.measured_busbw},
+          {"predicted_busbw", p.predicted_busbw},
+          {"error_percent", p.error_percent},
+          {"algo", p.algorithm},
+          {"proto", p.protocol}};
+}
+
+json ErrorJson(const FitError& e) {
+  return {{"points", e.points},
+          {"mean_abs_percent", e.mean_abs_percent},
+          {"max_abs_percent", e.max_abs_percent}};
+}
+
+std::string ErrorText(const FitError& e) {
+  return fmt::format("error on time over {} points: mean {:.1f}%, max {:.1f}%", e.points,
+                     e.mean_abs_percent, e.max_abs_percent);
+}
+
+double TermValue(const ModelParams& p, const std::string& term) {
+  if (term == "latency_scale") return p.latency_scale;
+  if (term == "net_latency_us") return p.net_latency_us;
+  if (term == "net_efficiency") return p.net_efficiency;
+  return p.intra_efficiency;
+}
+
+// Fits the model to the --calibrate run and reports what moved.
+std::pair<Calibration, CalibrationReport> CalibrateOn(const ModelFlags& f, const Platform& platform,
+                                                      const ModelOptions& base,
+                                                      const MeasuredRun& m, size_t min_size) {
+  CalibrationOptions co;
+  co.placements = PlacementsOf(f, m, min_size);
+  co.min_size = min_size;
+  co.nodes = m.nodes;
+  Calibration cal;
+  ModelParams prior;
+  try {
+    cal = Calibrate(platform, base, m.run, co);
+    ModelOptions at_scale = base;
+    at_scale.nodes = m.nodes;
+    at_scale.params.reset();
+    prior = PriorParams(platform, at_scale);
+  } catch (const UsageError& e) {
+    throw UsageError(m.flag + " " + m.path + ": " + e.what());
+  }
+  std::vector<std::string> placements;
+  for (Placement p : co.placements) placements.emplace_back(PlacementName(p));
+  json points = json::array();
+  for (const FitPoint& p : cal.points) points.push_back(PointJson(p));
+  CalibrationReport report;
+  report.doc = {{"source", m.path},
+                {"nodes", cal.nodes},
+                {"placements", placements},
+                {"min_size", min_size},
+                {"fitted", cal.fitted},
+                {"prior", ParamsJson(prior)},
+                {"params", ParamsJson(cal.params)},
+                {"notes", cal.notes},
+                {"error", ErrorJson(cal.error)},
+                {"points", points}};
+  std::string terms;
+  for (const std::string& term : cal.fitted) {
+    terms += fmt::format("{}{} {:.3f} (prior {:.3f})", terms.empty() ? "" : ", ", term,
+                         TermValue(cal.params, term), TermValue(prior, term));
+  }
+  report.text = fmt::format("# calibrated on {}: {} x {}, {} rows ({})\n# fitted {}\n# fit {}\n",
+                            m.path, cal.nodes, platform.name, cal.error.points, Join(placements),
+                            terms, ErrorText(cal.error));
+  for (const std::string& note : cal.notes) report.text += "# note: " + note + "\n";
+  return {std::move(cal), std::move(report)};
+}
+
+// Measured and predicted busbw on one plot: per collective one colour, the measurement
+// solid (one line per placement), the prediction dashed.
+std::string OverlaySvg(const std::vector<FitPoint>& points, const MeasuredRun& m,
+                       const std::vector<Placement>& placements, const std::string& title) {
+  std::vector<PlotSeries> series;
+  for (size_t ci = 0; ci < m.collectives.size(); ++ci) {
+    const std::string name(SpecOf(m.collectives[ci]).name);
+    const int color = static_cast<int>(ci);
+    for (Placement placement : placements) {
+      PlotSeries measured;
+      measured.label = name + " measured";
+      if (placements.size() > 1) {
+        measured.label += placement == Placement::kOutOfPlace ? " (out)" : " (in)";
+      }
+      measured.color = color;
+      for (const FitPoint& p : points) {
+        if (p.collective == name && p.placement == placement) {
+          measured.points.emplace_back(static_cast<double>(p.size), p.measured_busbw);
+        }
+      }
+      series.push_back(std::move(measured));
+    }
+    PlotSeries predicted;
+    predicted.label = name + " predicted";
+    predicted.color = color;
+    predicted.dashed = true;
+    for (const FitPoint& p : points) {
+      if (p.collective != name || p.placement != placements.front()) continue;
+      predicted.points.emplace_back(static_cast<double>(p.size), p.predicted_busbw);
+    }
+    series.push_back(std::move(predicted));
+  }
+  PlotOptions options;
+  options.title = title;
+  options.y_label = "busbw (GB/s)";
+  return RenderSvgPlot(series, options);
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream file(path, std::ios::binary);
+  file << text;
+  file.close();
+  if (!file) {
+    throw SystemError("cannot write '" + path +
+                      "': check that the directory exists and is writable");
+  }
+}
+
+const char* kCompareHeader =
+    "#       size  place      time (us)            busbw (GB/s)         error  algo          "
+    "proto\n"
+    "#        (B)         measured  predicted    measured  predicted   time %\n";
+
+// The model at the run's scale, size by size against the run.
+int CompareRun(const ModelFlags& f, const Platform& platform, ModelOptions options,
+               const MeasuredRun& m, size_t min_size, const CalibrationReport* calibration) {
+  options.nodes = m.nodes;
+  const std::vector<Placement> placements = PlacementsOf(f, m, min_size);
+  std::vector<FitPoint> points;
+  std::optional<CollectiveModel> built;
+  try {
+    built.emplace(platform, options);
+    for (Placement placement : placements) {
+      auto half = CompareWithMeasured(*built, m.run, placement, min_size);
+      points.insert(points.end(), half.begin(), half.end());
+    }
+  } catch (const UsageError& e) {
+    throw UsageError(m.flag + " " + m.path + ": " + e.what());
+  }
+  const CollectiveModel& model = *built;
+  auto rank = [&](const FitPoint& p) {
+    const auto at =
+        std::find(m.collectives.begin(), m.collectives.end(), FindCollective(p.collective).id);
+    return std::make_tuple(at - m.collectives.begin(), p.size, p.placement);
+  };
+  std::stable_sort(points.begin(), points.end(),
+                   [&](const FitPoint& a, const FitPoint& b) { return rank(a) < rank(b); });
+  const FitError error = SummarizeFit(points);
+
+  // The picture first: a path that cannot be written must not leave half a report.
+  if (!f.svg.empty()) {
+    WriteFile(f.svg, OverlaySvg(points, m, placements,
+                                fmt::format("measured and predicted busbw, {} x {}", m.nodes,
+                                            platform.name)));
+  }
+  const ModelParams& p = model.params();
+  if (f.format == "json") {
+    json rows = json::array();
+    for (const FitPoint& point : points) rows.push_back(PointJson(point));
+    json doc = {{"mode", "compare"},
+                {"source", m.path},
+                {"platform", platform.name},
+                {"nodes", model.nodes()},
+                {"gpus_per_node", model.ranks_per_node()},
+                {"nranks", model.nranks()},
+                {"gpu_arch", std::string(ArchName(model.arch()))},
+                {"channels", model.channels()},
+                {"nccl_tuning", NcclTuningSource()},
+                {"params", ParamsJson(p)},
+                {"min_size", min_size},
+                {"rows", rows},
+                {"error", ErrorJson(error)}};
+    if (calibration != nullptr) doc["calibration"] = calibration->doc;
+    if (!f.svg.empty()) doc["svg"] = f.svg;
+    std::cout << doc.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::cout << "# fabricscope model --compare " << m.path << ": measured on "
+            << Describe(platform, model) << "\n"
+            << fmt::format(
+                   "# predicted by NCCL {} tuning model; {} GPUs; NIC efficiency {:.3f}, latency "
+                   "x {:.2f}, +{:.1f} us per network step\n",
+                   NcclTuningVersion(), ArchName(model.arch()), p.net_efficiency, p.latency_scale,
+                   p.net_latency_us);
+  if (calibration != nullptr) std::cout << calibration->text;
+  for (Collective c : m.collectives) {
+    const std::string name(SpecOf(c).name);
+    std::vector<FitPoint> mine;
+    for (const FitPoint& point : points) {
+      if (point.collective == name) mine.push_back(point);
+    }
+    if (mine.empty()) continue;
+    std::cout << "#\n# " << name << "\n" << kCompareHeader;
+    for (const FitPoint& point : mine) {
+      std::cout << fmt::format(
+          "{:>12}  {:<4} {} {}  {} {}  {:>+7.1f}  {:<13} {}\n", point.size,
+          point.placement == Placement::kOutOfPlace ? "out" : "in",
+          FormatNumber(point.measured_us, 10), FormatNumber(point.predicted_us, 10),
+          FormatNumber(point.measured_busbw, 10), FormatNumber(point.predicted_busbw, 10),
+          point.error_percent, point.algorithm, point.protocol);
+    }
+    if (m.collectives.size() > 1) {
+      std::cout << "# " << name << ": " << ErrorText(SummarizeFit(mine)) << "\n";
+    }
+  }
+  std::cout << "#\n# " << ErrorText(error) << " ((predicted - measured) / measured)\n";
+  if (!f.svg.empty()) std::cout << "# plot: " << f.svg << "\n";
+  return kExitOk;
+}
+
+int Measured(const ModelFlags& f, const Platform& platform, const ModelOptions& options,
+             const std::vector<size_t>& sizes) {
+  if (f.simulate) {
+    throw UsageError(std::string(f.calibrate.empty() ? "--compare" : "--calibrate") +
+                     " sets the analytic model against a run; --simulate does not use it. To "
+                     "simulate with a calibrated NIC efficiency, give --simulate "
+                     "--net-efficiency F with the F --calibrate prints");
+  }
+  if (f.nodes_given && !f.compare.empty()) {
+    throw UsageError(
+        "--nodes with --compare: the comparison is at the measured run's scale; to predict "
+        "another scale, use --calibrate FILE --nodes N without --compare");
+  }
+  const size_t min_size = ParseSize(f.min_size, "--min-size");
+  WantedPlacements(f.placement);  // a bad value is refused before any file is read
+
+  std::optional<Calibration> cal;
+  CalibrationReport report;
+  std::vector<Collective> measured_collectives;
+  if (!f.calibrate.empty()) {
+    const MeasuredRun m = ReadMeasured("--calibrate", f.calibrate, f, platform);
+    auto fitted = CalibrateOn(f, platform, options, m, min_size);
+    cal = std::move(fitted.first);
+    report = std::move(fitted.second);
+    measured_collectives = m.collectives;
+  }
+  const CalibrationReport* shown = cal ? &report : nullptr;
+  if (!f.compare.empty()) {
+    const MeasuredRun m = ReadMeasured("--compare", f.compare, f, platform);
+    return CompareRun(f, platform, cal ? cal->options : options, m, min_size, shown);
+  }
+  ModelOptions at = cal->options;
+  at.nodes = f.nodes_given ? f.nodes : cal->nodes;
+  const std::vector<Collective> collectives =
+      f.collective_given ? ParseCollectives(f.collective) : measured_collectives;
+  return Predict(f, platform, at, collectives, sizes, shown);
+}
+
 }  // namespace
 
 int ExecuteModel(const ModelFlags& f) {
@@ -412,6 +856,12 @@ int ExecuteModel(const ModelFlags& f) {
   const ModelOptions options = ToModelOptions(f);
   const std::vector<Collective> collectives = ParseCollectives(f.collective);
   const std::vector<size_t> sizes = Sizes(f);
+  if (!f.calibrate.empty() || !f.compare.empty()) return Measured(f, platform, options, sizes);
+  if (f.placement != "both" || f.min_size != "0" || f.measured_nodes != 0) {
+    throw UsageError(
+        "--placement, --min-size and --measured-nodes read a measured run: give --calibrate "
+        "FILE or --compare FILE");
+  }
   if (!f.simulate) return Predict(f, platform, options, collectives, sizes);
   return Simulate(f, platform, options, collectives, sizes);
 }
@@ -429,9 +879,16 @@ CommandAction SetupModelCommand(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--latency-floor", f->latency_floor,
                  "generic platform: measured 2-node small-message time, us (sets the latency)");
-  app.add_option("--nodes", f->nodes, "node count to predict or simulate")->capture_default_str();
-  app.add_option("--collective", f->collective, "a collective, a comma-separated list, or all")
-      ->capture_default_str();
+  CLI::Option* nodes =
+      app.add_option("--nodes", f->nodes,
+                     "node count to predict or simulate (with --calibrate: the run's, unless "
+                     "given)")
+          ->capture_default_str();
+  CLI::Option* collective =
+      app.add_option("--collective", f->collective,
+                     "a collective, a comma-separated list, or all (with --calibrate: the run's; "
+                     "with --compare: only these of the run's)")
+          ->capture_default_str();
   app.add_option("-b,--minbytes", f->min_bytes, "smallest size (K/M/G suffixes)")
       ->capture_default_str();
   app.add_option("-e,--maxbytes", f->max_bytes, "largest size")->capture_default_str();
@@ -456,6 +913,37 @@ CommandAction SetupModelCommand(CLI::App& app) {
                "in-network reduction (SHARP): CollNet algorithms, multi-node NVLS; with "
                "--simulate, all_reduce through switch aggregation trees");
   app.add_option("--format", f->format, "text or json")->capture_default_str();
+
+  auto* measured = app.add_option_group(
+      "measured runs",
+      "any file `fabricscope analyze` reads: nccl-tests/rccl-tests logs, JSON, CSV");
+  measured
+      ->add_option("--calibrate", f->calibrate,
+                   "fit the model's latency and NIC efficiency to this run, print the fit and "
+                   "predict with the fitted terms at --nodes")
+      ->type_name("FILE");
+  CLI::Option* compare =
+      measured
+          ->add_option("--compare", f->compare,
+                       "predicted against measured for every row of this run, at its scale "
+                       "(with --calibrate: the calibrated model)")
+          ->type_name("FILE");
+  measured
+      ->add_option("--svg", f->svg,
+                   "write the measured (solid) and predicted (dashed) busbw curves to this SVG")
+      ->type_name("FILE")
+      ->needs(compare);
+  measured
+      ->add_option("--placement", f->placement, "the halves of each row to read: both, out or in")
+      ->capture_default_str();
+  measured
+      ->add_option("--min-size", f->min_size, "leave measured rows below this size out (e.g. 1M)")
+      ->type_name("SIZE")
+      ->capture_default_str();
+  measured
+      ->add_option("--measured-nodes", f->measured_nodes,
+                   "node count of a run whose log names no hosts")
+      ->type_name("N");
 
   auto* sim = app.add_option_group("fabric simulator", "with --simulate");
   CLI::Option* simulate = sim->add_flag(
@@ -498,7 +986,11 @@ CommandAction SetupModelCommand(CLI::App& app) {
   sim->add_option("--top-links", f->top_links, "busiest links to list")
       ->capture_default_str()
       ->needs(simulate);
-  return [f](const CommandContext&) { return ExecuteModel(*f); };
+  return [f, nodes, collective](const CommandContext&) {
+    f->nodes_given = nodes->count() > 0;
+    f->collective_given = collective->count() > 0;
+    return ExecuteModel(*f);
+  };
 }
 
 }  // namespace fabricscope::cli

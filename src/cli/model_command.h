@@ -1,5 +1,6 @@
-// `fabricscope model`: predicted collective performance for a platform and scale, or (with
-// --simulate) a flow-level simulation of the fabric.
+// `fabricscope model`: predicted collective performance for a platform and scale, calibrated
+// on and compared with measured runs, or (with --simulate) a flow-level simulation of the
+// fabric.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -36,6 +37,17 @@ struct ModelFlags {
   double net_efficiency = 0;
   bool in_network = false;
   std::string format = "text";
+  // Measured runs (any file `analyze` reads).
+  std::string calibrate;  // fit the model to this run, then predict with the fitted terms
+  std::string compare;    // set the model's predictions against this run, size by size
+  std::string svg;        // with --compare: the measured and predicted busbw curves, overlaid
+  std::string placement = "both";  // the halves of each row to read: both, out or in
+  std::string min_size = "0";      // measured rows below this size are left out
+  int measured_nodes = 0;          // node count of a run that does not name its hosts
+  // Whether the flags were typed: with --calibrate, --nodes defaults to the run's scale
+  // and --collective to the run's collectives.
+  bool nodes_given = false;
+  bool collective_given = false;
   // The fabric simulator.
   bool simulate = false;
   int tiers = 2;

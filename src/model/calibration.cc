@@ -82,6 +82,7 @@ std::vector<FitPoint> CompareWithMeasured(const CollectiveModel& model, const Ru
     FitPoint point;
     point.collective = row.collective;
     point.size = row.size;
+    point.placement = placement;
     point.measured_us = half->time_us;
     point.predicted_us = p.time_us;
     point.measured_busbw = half->busbw;

@@ -43,6 +43,20 @@ TEST(SvgPlot, LinesAxesAndLegend) {
   EXPECT_EQ(svg.find("inf"), std::string::npos);
 }
 
+TEST(SvgPlot, ADashedSeriesSharesItsColourAndHasNoMarkers) {
+  PlotSeries measured{"measured", {{1024, 1.0}, {1048576, 50}}};
+  PlotSeries predicted{"predicted", {{1024, 1.2}, {1048576, 45}}};
+  measured.color = predicted.color = 2;
+  predicted.dashed = true;
+  const std::string svg = RenderSvgPlot({measured, predicted}, PlotOptions());
+  EXPECT_EQ(Occurrences(svg, "<polyline"), 2u);
+  EXPECT_EQ(Occurrences(svg, "<circle"), 2u);  // the measured points only
+  // The line and its legend entry, in the palette's third colour.
+  EXPECT_EQ(Occurrences(svg, "stroke-dasharray"), 2u);
+  EXPECT_EQ(Occurrences(svg, "stroke=\"#2ca02c\""), 4u);
+  EXPECT_EQ(svg.find("#1f77b4"), std::string::npos);
+}
+
 TEST(SvgPlot, NothingToDrawSaysSo) {
   const std::string svg = RenderSvgPlot({{"zeros", {{8, 0.0}, {16, 0.0}}}}, PlotOptions());
   EXPECT_NE(svg.find("no positive values"), std::string::npos);
