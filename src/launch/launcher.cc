@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <exception>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -291,6 +292,19 @@ RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
     }
   }
   const bool on_devices = backend.capabilities().device_memory;
+  // -r names a rank of every communicator: checked before any rank connects, so a bad root
+  // is one usage error, not a race between it and a peer's lost connection.
+  if (options.root >= 0) {
+    std::map<int, int> group_sizes;
+    for (int color : colors) ++group_sizes[color];
+    int smallest = nranks;
+    for (const auto& [color, size] : group_sizes) smallest = std::min(smallest, size);
+    if (options.root >= smallest) {
+      throw UsageError("root " + std::to_string(options.root) + " (-r) is out of range for " +
+                       std::to_string(smallest) + " ranks: give 0.." +
+                       std::to_string(smallest - 1) + ", or -1 for every root");
+    }
+  }
 
   // With -T, a call stuck where the backend cannot time out (MPI) ends the process after
   // the timeout plus a grace that lets backends with their own timeouts report first.
