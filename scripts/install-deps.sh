@@ -10,6 +10,9 @@ packages=(
   libgtest-dev libgmock-dev
   libpugixml-dev
   clang-format iproute2 iperf3 jq
+  # analyze's tests: the libFuzzer target (clang, its runtime), and the HTML report rendered
+  # by headless Chromium (about 10 s to install) with the screenshot decoded by zlib.
+  clang libclang-rt-14-dev zlib1g-dev chromium
 )
 
 missing=()

@@ -85,6 +85,8 @@ struct RunConfig {
   double min_bw = 0;          // NCCL_TESTS_MIN_BW: the trailer says OK/FAILED against 0.9 x this
 };
 
+struct TestSummary;
+
 // A whole run: header facts, the rows in order, and what went wrong.
 struct RunResult {
   std::string tool = "fabricscope";
@@ -101,6 +103,16 @@ struct RunResult {
   std::vector<std::string> notes;  // header notes, e.g. "Reducing maxBytes to ..."
   std::vector<ResultRow> rows;
   std::vector<std::string> errors;
+
+  // Filled only when a run is read back from a log or file (src/analyze), empty for a run
+  // measured here.
+  std::string source;  // where it was read: "file:line" of its first line
+  // The trailers the log printed, one per test, as printed: analyze compares them with the
+  // ones recomputed from the rows (Summarize), which tells a cut or edited log.
+  std::vector<TestSummary> printed;
+  // NCCL's own lines naming the transport it chose ("NET/IB : Using [0]mlx5_0:1/IB ...",
+  // "via P2P/IPC"), each once, in order of appearance.
+  std::vector<std::string> transports;
 };
 
 // The trailer facts of one collective's rows.

@@ -1,4 +1,5 @@
 // The registry of subcommands: one line per command, each defined in its own file.
+#include "cli/analyze_command.h"
 #include "cli/command.h"
 #include "cli/doctor_command.h"
 #include "cli/locate_command.h"
@@ -19,6 +20,12 @@ const std::vector<Command>& Commands() {
        SetupDoctorCommand},
       {"model", "predict collective performance for a platform and scale, or simulate the fabric",
        SetupModelCommand},
+      {"analyze", "summarize nccl-tests, rccl-tests and fabricscope results from any log or file",
+       SetupAnalyzeCommand},
+      {"compare", "busbw of two runs (or sets of repeats) size by size, with a significance test",
+       SetupCompareCommand},
+      {"report", "SVG plots and one self-contained HTML report of result files",
+       SetupReportCommand},
   };
   return commands;
 }

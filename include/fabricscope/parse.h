@@ -1,0 +1,71 @@
+// Readers of benchmark results from any source: nccl-tests and rccl-tests text logs (every
+// layout, any launcher's prefixes), nccl-tests JSON (-J), rccl-tests JSON and CSV (-Z), and
+// fabricscope's own JSON and CSV. Everything becomes the engine's results record.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fabricscope/result.h"
+
+namespace fabricscope {
+
+// A problem found while reading: where it is and what to do about it.
+struct Diagnostic {
+  enum class Severity { kWarning, kError };
+  Severity severity = Severity::kError;
+  std::string file;  // as given ("-" reads as "<stdin>")
+  size_t line = 0;   // 1-based; 0 when the problem is the whole file
+  std::string message;
+
+  // "file:line: error: message", the form compilers use, so editors can jump to it.
+  std::string ToString() const;
+};
+
+// The layouts a file can hold; kAuto looks at the content.
+enum class InputFormat {
+  kAuto,
+  kText,  // nccl-tests / rccl-tests / fabricscope text output, in any log
+  kJson,  // nccl-tests -J, fabricscope JSON, rccl-tests -Z json
+  kCsv,   // fabricscope CSV, rccl-tests -Z csv
+};
+
+// How to read. The defaults read anything.
+struct ParseOptions {
+  InputFormat format = InputFormat::kAuto;
+  // Names the collective of tests whose log does not say it (no "Collective test starting"
+  // line, no binary name): "all_gather". Empty: inferred from the columns, with a warning
+  // when the columns allow two (all_gather and alltoall look alike).
+  std::string collective;
+  // Diagnostics of one kind kept per file before they are summarized as "N more".
+  size_t max_diagnostics_per_kind = 20;
+};
+
+// What one input held: its runs in order, and what could not be read.
+struct ParsedResults {
+  std::string source;  // the path, or "<stdin>"
+  std::string format;  // what was recognized: "nccl-tests text", "nccl-tests JSON", ...
+  std::vector<RunResult> runs;
+  std::vector<Diagnostic> diagnostics;
+
+  bool HasErrors() const;
+  size_t RowCount() const;
+};
+
+// Reads `text` (the content of `source`). Never throws for bad content: every problem is a
+// diagnostic naming the line, and every row that could be read is kept. A file in which no
+// result was found gets an error diagnostic saying what was expected.
+ParsedResults ParseResults(std::string_view text, const std::string& source,
+                           const ParseOptions& options = {});
+
+// Reads a file ("-" = stdin) and parses it. A file that cannot be opened or read gives an
+// error diagnostic (with the system's reason), not an exception.
+ParsedResults ReadResultsFile(const std::string& path, const ParseOptions& options = {});
+
+// The nccl-tests element types by name ("float", "bfloat16", "fp8_e4m3", ...): bytes per
+// element, or 0 for a name it does not know.
+size_t ElementSizeOf(std::string_view type);
+
+}  // namespace fabricscope

@@ -1,0 +1,216 @@
+#include "analyze/collective_inference.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "fabricscope/collective.h"
+#include "fabricscope/parse.h"
+
+namespace fabricscope {
+
+size_t ElementSizeOf(std::string_view type) {
+  // nccl-tests' names, its pre-2.0 names (char, int) and rccl-tests' FP8 spellings.
+  static constexpr std::array<std::pair<std::string_view, size_t>, 20> kSizes = {{
+      {"int8", 1},   {"uint8", 1},   {"char", 1},     {"int32", 4},    {"int", 4},
+      {"uint32", 4}, {"int64", 8},   {"uint64", 8},   {"half", 2},     {"float16", 2},
+      {"float", 4},  {"float32", 4}, {"double", 8},   {"float64", 8},  {"bfloat16", 2},
+      {"f8e4m3", 1}, {"f8e5m2", 1},  {"fp8_e4m3", 1}, {"fp8_e5m2", 1}, {"bf16", 2},
+  }};
+  for (const auto& [name, size] : kSizes) {
+    if (name == type) return size;
+  }
+  return 0;
+}
+
+namespace analyze {
+
+std::string CanonicalCollective(std::string_view name) {
+  const size_t slash = name.find_last_of('/');
+  if (slash != std::string_view::npos) name.remove_prefix(slash + 1);
+  if (name.size() > 5 && name.substr(name.size() - 5) == "_perf") name.remove_suffix(5);
+  // Compare without case and underscores, so rccl-tests' "AllReduce" and "AlltoAll" match.
+  std::string key;
+  std::string lower;
+  for (char c : name) {
+    const char l = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    lower += l;
+    if (l != '_') key += l;
+  }
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 12> kNames = {{
+      {"allreduce", "all_reduce"},
+      {"allgather", "all_gather"},
+      {"reducescatter", "reduce_scatter"},
+      {"broadcast", "broadcast"},
+      {"reduce", "reduce"},
+      {"alltoall", "alltoall"},
+      {"alltoallv", "alltoallv"},
+      {"sendrecv", "sendrecv"},
+      {"gather", "gather"},
+      {"scatter", "scatter"},
+      {"hypercube", "hypercube"},
+      {"allreducebias", "all_reduce_bias"},
+  }};
+  for (const auto& [k, canonical] : kNames) {
+    if (k == key) return std::string(canonical);
+  }
+  return lower;
+}
+
+namespace {
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+bool Near(double a, double b, double tolerance) { return std::fabs(a - b) <= tolerance; }
+
+}  // namespace
+
+Inference InferCollective(const ResultRow* rows, size_t n, int nranks) {
+  Inference out;
+  out.nranks = nranks;
+  if (n == 0) return out;
+
+  size_t with_op = 0;
+  size_t without_op = 0;
+  bool rooted = false;
+  // size / (count x element size), from the largest row that has a count (small sizes round
+  // their per-rank counts down to 0).
+  double ratio = 0;
+  size_t ratio_size = 0;
+  std::vector<double> factors;
+  std::vector<double> rough_factors;
+  for (size_t i = 0; i < n; ++i) {
+    const ResultRow& row = rows[i];
+    if (row.redop == "none" || row.redop.empty()) {
+      ++without_op;
+    } else {
+      ++with_op;
+    }
+    if (row.root >= 0) rooted = true;
+    const size_t elem = ElementSizeOf(row.type);
+    if (row.count > 0 && elem > 0 && row.size >= ratio_size) {
+      ratio_size = row.size;
+      ratio = static_cast<double>(row.size) / static_cast<double>(row.count * elem);
+    }
+    for (const auto* half : {&row.out_of_place, &row.in_place}) {
+      if (!half->has_value() || !((*half)->algbw > 0) || !std::isfinite((*half)->busbw)) continue;
+      const double f = (*half)->busbw / (*half)->algbw;
+      // Printed with two decimals, only bandwidths of a few GB/s give the factor precisely.
+      if ((*half)->algbw >= 1.0) {
+        factors.push_back(f);
+      } else {
+        rough_factors.push_back(f);
+      }
+    }
+  }
+  const double factor = Median(factors.empty() ? rough_factors : factors);
+  const bool have_factor = !factors.empty() || !rough_factors.empty();
+  const bool reduction = with_op > without_op;
+  const long whole_ratio = std::lround(ratio);
+  const bool chunked =
+      ratio_size > 0 && whole_ratio > 1 && Near(ratio, static_cast<double>(whole_ratio), 0.01);
+  if (chunked && out.nranks == 0) out.nranks = static_cast<int>(whole_ratio);
+  // From the factor alone: 2(n-1)/n gives n = 2 / (2 - f), (n-1)/n gives n = 1 / (1 - f).
+  auto ranks_from_factor = [&](bool all_reduce) {
+    if (!have_factor) return 0;
+    const double denominator = all_reduce ? 2.0 - factor : 1.0 - factor;
+    if (denominator <= 0.01) return 0;
+    const long value = std::lround((all_reduce ? 2.0 : 1.0) / denominator);
+    return value >= 1 && value <= 1 << 20 ? static_cast<int>(value) : 0;
+  };
+
+  if (reduction) {
+    if (rooted) {
+      out.collective = "reduce";
+    } else if (chunked) {
+      out.collective = "reduce_scatter";
+    } else if (have_factor && Near(factor, 1.0, 0.02)) {
+      // all_reduce on 2 ranks has the factor 1 too.
+      out.collective = out.nranks == 2 ? "all_reduce" : "sendrecv";
+      out.alternative = out.nranks == 2 ? "sendrecv" : "";
+      if (out.nranks == 0) {
+        out.collective = "all_reduce";
+        out.alternative = "sendrecv";
+      }
+    } else {
+      out.collective = "all_reduce";
+      if (out.nranks == 0) out.nranks = ranks_from_factor(true);
+    }
+  } else {
+    if (rooted) {
+      if (chunked) {
+        out.collective = "gather";
+        out.alternative = "scatter";
+      } else {
+        out.collective = "broadcast";
+      }
+    } else if (chunked) {
+      out.collective = "all_gather";
+      out.alternative = "alltoall";
+    } else if (have_factor && Near(factor, 1.0, 0.02)) {
+      out.collective = "broadcast";
+    } else if (have_factor) {
+      out.collective = "all_gather";
+      out.alternative = "alltoall";
+      if (out.nranks == 0) out.nranks = ranks_from_factor(false);
+    }
+  }
+  return out;
+}
+
+int RanksFromColumns(const ResultRow* rows, size_t n, std::string_view collective) {
+  const CollectiveSpec* spec = nullptr;
+  for (const CollectiveSpec& candidate : Collectives()) {
+    if (candidate.name == collective) spec = &candidate;
+  }
+  if (spec == nullptr || n == 0) return 0;
+  double ratio = 0;
+  size_t ratio_size = 0;
+  std::vector<double> factors;
+  for (size_t i = 0; i < n; ++i) {
+    const ResultRow& row = rows[i];
+    const size_t elem = ElementSizeOf(row.type);
+    if (row.count > 0 && elem > 0 && row.size >= ratio_size) {
+      ratio_size = row.size;
+      ratio = static_cast<double>(row.size) / static_cast<double>(row.count * elem);
+    }
+    for (const auto* half : {&row.out_of_place, &row.in_place}) {
+      if (half->has_value() && (*half)->algbw >= 1.0 && std::isfinite((*half)->busbw)) {
+        factors.push_back((*half)->busbw / (*half)->algbw);
+      }
+    }
+  }
+  if (spec->alg_bytes(1, 1, 2) == 2 && ratio_size > 0) {
+    const long whole = std::lround(ratio);
+    if (whole > 1 && Near(ratio, static_cast<double>(whole), 0.01)) return static_cast<int>(whole);
+  }
+  if (factors.empty() || spec->bus_factor(2) == spec->bus_factor(3)) return 0;
+  const double factor = Median(factors);
+  int best = 0;
+  double best_error = 0.01;
+  for (int ranks = 2; ranks <= 65536; ranks *= 2) {
+    // Powers of two first (the usual case), then every count near the best one.
+    const double error = std::fabs(spec->bus_factor(ranks) - factor);
+    if (error < best_error) {
+      best_error = error;
+      best = ranks;
+    }
+  }
+  for (int ranks = 2; ranks <= 4096; ++ranks) {
+    const double error = std::fabs(spec->bus_factor(ranks) - factor);
+    if (error < best_error - 1e-9) {
+      best_error = error;
+      best = ranks;
+    }
+  }
+  return best;
+}
+
+}  // namespace analyze
+}  // namespace fabricscope

@@ -1,0 +1,233 @@
+// CSV results: fabricscope's (one line per size and placement) and rccl-tests -Z csv (the
+// same shape with its own column names). Columns are found by name, so either order works.
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analyze/collective_inference.h"
+#include "analyze/diagnostics.h"
+#include "analyze/readers.h"
+#include "analyze/text_fields.h"
+#include "fabricscope/parse.h"
+#include "fabricscope/result.h"
+
+namespace fabricscope::analyze {
+namespace {
+
+// RFC 4180 fields; rccl-tests separates with ", ", so fields are trimmed.
+std::vector<std::string> SplitCsv(std::string_view line) {
+  std::vector<std::string> fields;
+  std::string field;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        field += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      fields.emplace_back(Trim(field));
+      field.clear();
+    } else {
+      field += c;
+    }
+  }
+  fields.emplace_back(Trim(field));
+  return fields;
+}
+
+// The columns this reader understands, each with the names the writers give it.
+enum Column {
+  kCollective,
+  kSize,
+  kCount,
+  kType,
+  kRedop,
+  kRoot,
+  kPlacement,
+  kInPlace,
+  kTime,
+  kAlgbw,
+  kBusbw,
+  kWrong,
+  kTimeMin,
+  kTimeMax,
+  kSlowestRank,
+  kTimestamp,
+  kRanks,
+  kGpus,
+  kColumnCount
+};
+
+constexpr std::array<std::pair<std::string_view, Column>, 19> kColumnNames = {{
+    {"collective", kCollective},
+    {"name", kCollective},
+    {"size", kSize},
+    {"count", kCount},
+    {"type", kType},
+    {"redop", kRedop},
+    {"root", kRoot},
+    {"placement", kPlacement},
+    {"inplace", kInPlace},
+    {"time_us", kTime},
+    {"time", kTime},
+    {"algbw_gbps", kAlgbw},
+    {"algbw", kAlgbw},
+    {"busbw_gbps", kBusbw},
+    {"busbw", kBusbw},
+    {"wrong", kWrong},
+    {"#wrong", kWrong},
+    {"time_min_us", kTimeMin},
+    {"time_max_us", kTimeMax},
+}};
+
+std::optional<Column> ColumnOf(const std::string& header) {
+  std::string lower;
+  for (char c : header) lower += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  for (const auto& [name, column] : kColumnNames) {
+    if (name == lower) return column;
+  }
+  if (lower == "slowest_rank") return kSlowestRank;
+  if (lower == "timestamp") return kTimestamp;
+  if (lower == "ranks") return kRanks;
+  if (lower == "gpus") return kGpus;
+  return std::nullopt;
+}
+
+}  // namespace
+
+ParsedResults ParseCsvResults(std::string_view text, const std::string& source,
+                              const ParseOptions& options) {
+  DiagnosticSink sink(source, options.max_diagnostics_per_kind);
+  ParsedResults out;
+  out.source = source;
+  RunResult run;
+  run.source = source + ":1";
+  std::array<int, kColumnCount> index;
+  index.fill(-1);
+  bool have_header = false;
+  size_t line_no = 0;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    ++line_no;
+    std::string_view line = text.substr(start, end - start);
+    const bool last_partial = end == text.size();
+    start = end + 1;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (Trim(line).empty()) continue;
+    const std::vector<std::string> fields = SplitCsv(line);
+    if (!have_header) {
+      for (size_t i = 0; i < fields.size(); ++i) {
+        if (const auto column = ColumnOf(fields[i]); column.has_value() && index[*column] < 0) {
+          index[*column] = static_cast<int>(i);
+        }
+      }
+      const bool ours = index[kPlacement] >= 0;
+      if (index[kSize] < 0 || index[kTime] < 0 || index[kAlgbw] < 0 || index[kBusbw] < 0 ||
+          (!ours && index[kInPlace] < 0)) {
+        sink.Error("format", line_no,
+                   "a CSV header without the columns of results: expected fabricscope CSV "
+                   "(collective,size,count,type,redop,root,placement,time_us,algbw_gbps,"
+                   "busbw_gbps,wrong,...) or rccl-tests -Z csv (...,size,type,redop,inplace,time,"
+                   "algbw,busbw,#wrong)");
+        break;
+      }
+      run.tool = ours ? "fabricscope" : "rccl-tests";
+      run.backend = ours ? "" : "rccl";
+      out.format = run.tool + " CSV";
+      have_header = true;
+      continue;
+    }
+    const auto field = [&](Column column) -> std::string_view {
+      const int i = index[column];
+      return i >= 0 && static_cast<size_t>(i) < fields.size()
+                 ? std::string_view(fields[static_cast<size_t>(i)])
+                 : std::string_view();
+    };
+    const auto report = [&](const std::string& problem) {
+      if (last_partial) {
+        sink.Warn("truncated", line_no, "the last line is incomplete (" + problem + "): left out");
+      } else {
+        sink.Error("malformed row", line_no, problem + ": the line is left out");
+      }
+    };
+    int64_t size = 0;
+    PlacementResult half;
+    if (!ParseInt(field(kSize), size) || size < 0) {
+      report("size '" + std::string(field(kSize)) + "' is not a byte count");
+      continue;
+    }
+    if (!ParseDouble(field(kTime), half.time_us) || !ParseDouble(field(kAlgbw), half.algbw) ||
+        !ParseDouble(field(kBusbw), half.busbw)) {
+      report("time, algbw or busbw is not a number");
+      continue;
+    }
+    bool in_place = false;
+    if (index[kPlacement] >= 0) {
+      const std::string_view placement = field(kPlacement);
+      if (placement != "in_place" && placement != "out_of_place") {
+        report("placement '" + std::string(placement) + "' is neither out_of_place nor in_place");
+        continue;
+      }
+      in_place = placement == "in_place";
+    } else {
+      in_place = field(kInPlace) == "1" || field(kInPlace) == "true";
+    }
+    double wrong = 0;
+    if (ParseDouble(field(kWrong), wrong) && std::isfinite(wrong)) {
+      half.wrong = static_cast<int64_t>(std::llround(wrong));
+    }
+    double value = 0;
+    if (ParseDouble(field(kTimeMin), value)) half.ranks.min_us = value;
+    if (ParseDouble(field(kTimeMax), value)) half.ranks.max_us = value;
+    int64_t rank = 0;
+    if (ParseInt(field(kSlowestRank), rank)) half.ranks.max_rank = static_cast<int>(rank);
+    int64_t ranks = 0;
+    if (ParseInt(field(kRanks), ranks) || ParseInt(field(kGpus), ranks)) {
+      if (ranks > run.nranks) run.nranks = static_cast<int>(ranks);
+    }
+    std::string collective = options.collective;
+    if (collective.empty()) collective = CanonicalCollective(field(kCollective));
+    const std::string type(field(kType));
+    const auto bytes = static_cast<size_t>(size);
+    // The out-of-place line, then the in-place one, of each size.
+    if (run.rows.empty() || run.rows.back().size != bytes ||
+        run.rows.back().collective != collective || run.rows.back().type != type ||
+        (in_place ? run.rows.back().in_place : run.rows.back().out_of_place).has_value()) {
+      ResultRow row;
+      row.collective = collective;
+      row.size = bytes;
+      row.type = type;
+      row.redop = field(kRedop).empty() ? std::string("none") : std::string(field(kRedop));
+      int64_t number = 0;
+      row.root = ParseInt(field(kRoot), number) ? static_cast<int>(number) : -1;
+      row.count = ParseInt(field(kCount), number) && number >= 0
+                      ? static_cast<size_t>(number)
+                      : CountOf(collective, bytes, type, run.nranks);
+      row.timestamp = std::string(field(kTimestamp));
+      run.rows.push_back(std::move(row));
+    }
+    (in_place ? run.rows.back().in_place : run.rows.back().out_of_place) = std::move(half);
+  }
+  if (!run.rows.empty()) out.runs.push_back(std::move(run));
+  if (out.format.empty()) out.format = "CSV";
+  if (out.runs.empty() && !sink.HasErrors())
+    sink.Error("no results", 0, NoResultsMessage("CSV file"));
+  out.diagnostics = sink.Take();
+  return out;
+}
+
+}  // namespace fabricscope::analyze

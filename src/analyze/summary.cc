@@ -1,0 +1,168 @@
+// The per-test summary: nccl-tests' average recomputed and checked against the printed one,
+// the peak and where it is reached, the latency floor, and the size that reaches half of peak.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iterator>
+#include <limits>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fabricscope/analyze.h"
+#include "fabricscope/result.h"
+
+namespace fabricscope {
+namespace {
+
+// Half of the last printed digit of a busbw cell, by nccl-tests' rule for 6-wide columns:
+// two decimals below 1000, one below 10000, none above. The printed average is the mean of
+// unrounded values, so the mean of the printed ones may differ from it by this much.
+double HalfUnitOfColumn(double value) {
+  const double magnitude = std::fabs(value);
+  if (magnitude < 999.995) return 0.005;
+  if (magnitude < 9999.95) return 0.05;
+  return 0.5;
+}
+
+// Half of the last digit "%g" prints (six significant digits).
+double HalfUnitOfG(double value) {
+  const double magnitude = std::fabs(value);
+  if (!(magnitude > 0) || !std::isfinite(magnitude)) return 0;
+  return 0.5 * std::pow(10.0, std::floor(std::log10(magnitude)) - 5);
+}
+
+std::string Join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ",") + item;
+  return out;
+}
+
+void AddOnce(std::vector<std::string>& list, const std::string& item) {
+  if (std::find(list.begin(), list.end(), item) == list.end()) list.push_back(item);
+}
+
+TestAnalysis AnalyzeTest(const RunResult& run, const std::string& collective,
+                         std::vector<bool>& printed_used) {
+  TestAnalysis test;
+  test.source = run.source;
+  test.tool = run.tool;
+  test.collective = collective;
+  test.ranks = run.nranks > 0 ? run.nranks : static_cast<int>(run.ranks.size());
+  std::set<std::string> hosts;
+  for (const RankInfo& rank : run.ranks) hosts.insert(rank.hostname);
+  test.nodes = static_cast<int>(hosts.size());
+  test.transports = run.transports;
+
+  std::vector<std::string> types;
+  std::vector<std::string> ops;
+  double tolerance_sum = 0;
+  size_t values = 0;
+  bool checked = false;
+  int64_t wrong = 0;
+  double floor = std::numeric_limits<double>::infinity();
+  for (const ResultRow& row : run.rows) {
+    if (row.collective != collective) continue;
+    ++test.rows;
+    AddOnce(types, row.type);
+    AddOnce(ops, row.redop);
+    for (const auto* half : {&row.out_of_place, &row.in_place}) {
+      if (!half->has_value()) continue;
+      const PlacementResult& placement = **half;
+      ++values;
+      tolerance_sum += HalfUnitOfColumn(placement.busbw);
+      if (placement.busbw > test.peak_busbw) {
+        test.peak_busbw = placement.busbw;
+        test.peak_size = row.size;
+      }
+      if (row.size > 0 && placement.time_us < floor) floor = placement.time_us;
+      if (placement.wrong.has_value()) {
+        checked = true;
+        // Saturating: a corrupt log can claim more wrong elements than an int64 holds.
+        wrong =
+            *placement.wrong > 0 && wrong > std::numeric_limits<int64_t>::max() - *placement.wrong
+                ? std::numeric_limits<int64_t>::max()
+                : wrong + std::max<int64_t>(*placement.wrong, 0);
+        if (*placement.wrong > 0) ++test.out_of_bounds;
+      }
+    }
+  }
+  test.type = Join(types);
+  test.op = Join(ops);
+  if (std::isfinite(floor)) test.latency_floor_us = floor;
+  if (checked) test.wrong = wrong;
+  // nccl-tests' rule, from the same code as fabricscope's own trailer.
+  test.avg_busbw = SummarizeCollective(run, collective).avg_busbw;
+
+  if (test.peak_busbw > 0) {
+    for (const ResultRow& row : run.rows) {
+      if (row.collective != collective) continue;
+      for (const auto* half : {&row.out_of_place, &row.in_place}) {
+        if (half->has_value() && (*half)->busbw >= test.peak_busbw / 2 &&
+            (!test.half_peak_size.has_value() || row.size < *test.half_peak_size)) {
+          test.half_peak_size = row.size;
+        }
+      }
+    }
+  }
+
+  for (size_t i = 0; i < run.printed.size(); ++i) {
+    const TestSummary& printed = run.printed[i];
+    if (printed_used[i] || (!printed.collective.empty() && printed.collective != collective))
+      continue;
+    printed_used[i] = true;
+    test.avg_busbw_printed = printed.avg_busbw;
+    const double tolerance = (values > 0 ? tolerance_sum / static_cast<double>(values) : 0) +
+                             HalfUnitOfG(printed.avg_busbw) + 1e-9;
+    test.avg_busbw_consistent = std::fabs(printed.avg_busbw - test.avg_busbw) <= tolerance;
+    if (!test.avg_busbw_consistent) {
+      test.notes.push_back(
+          fmt::format("the printed Avg bus bandwidth ({:g}) is not the mean of the {} busbw values "
+                      "read ({:g}): rows are missing or were edited",
+                      printed.avg_busbw, values, test.avg_busbw));
+    }
+    if (!checked && printed.out_of_bounds > 0) test.out_of_bounds = printed.out_of_bounds;
+    break;
+  }
+  if (!checked) {
+    test.notes.push_back(
+        "no row counts wrong elements (-c 0, or a layout before nccl-tests 2.13 whose 'error' "
+        "column is a deviation): #wrong is unknown");
+  }
+  if (test.ranks == 0) test.notes.push_back("the rank count is unknown (no device lines)");
+  return test;
+}
+
+}  // namespace
+
+std::vector<TestAnalysis> Analyze(const RunResult& run) {
+  std::vector<std::string> order;
+  for (const ResultRow& row : run.rows) AddOnce(order, row.collective);
+  std::vector<bool> printed_used(run.printed.size(), false);
+  std::vector<TestAnalysis> tests;
+  tests.reserve(order.size());
+  for (const std::string& collective : order)
+    tests.push_back(AnalyzeTest(run, collective, printed_used));
+  return tests;
+}
+
+std::string FormatBytes(size_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KB", "MB", "GB", "TB", "PB"};
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  if (value == std::floor(value)) {
+    std::snprintf(text, sizeof(text), "%.0f %s", value, kUnits[unit]);
+  } else {
+    std::snprintf(text, sizeof(text), "%.3g %s", value, kUnits[unit]);
+  }
+  return text;
+}
+
+}  // namespace fabricscope

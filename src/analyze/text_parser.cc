@@ -1,0 +1,837 @@
+// nccl-tests and rccl-tests text output inside any log: one pass over the lines, launcher
+// prefixes stripped, the table's columns taken from its own header line (so every layout
+// since nccl-tests 2.0 reads the same way), and everything else on the line ignored.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "analyze/collective_inference.h"
+#include "analyze/diagnostics.h"
+#include "analyze/line_prefix.h"
+#include "analyze/readers.h"
+#include "analyze/text_fields.h"
+#include "fabricscope/parse.h"
+#include "fabricscope/result.h"
+
+namespace fabricscope::analyze {
+namespace {
+
+constexpr size_t kMaxFields = 64;
+// A row has at most 5 + 2 x 8 (-I) + 2 (-S) + 3 (rccl-tests -A) fields; more is not a row.
+constexpr size_t kMaxRowFields = 32;
+// NCCL repeats its transport and warning lines for every rank and channel; a run keeps this
+// many distinct ones.
+constexpr size_t kMaxTransportLines = 32;
+constexpr size_t kMaxWarnLines = 20;
+
+enum class Half { kOutOfPlace, kInPlace };
+
+// The table's columns, as its header line names them.
+struct TableSchema {
+  bool known = false;  // false: no header seen, columns are inferred row by row
+  bool has_redop = true;
+  bool has_root = true;
+  bool per_iter = false;      // -I: i_min i_max i_p99 i_cv% after each half
+  bool error_column = false;  // before 2.13: a maximum deviation, not a count
+  bool timestamp = false;     // -S
+  size_t halves = 2;
+  Half single = Half::kInPlace;  // which half a one-half table (rccl-tests -O 0) holds
+  size_t trailing = 0;           // rccl-tests -A: algo proto channels
+  size_t half_end[2] = {0, 0};   // where each half's time column ends, to place a lone half
+};
+
+// One table: the rows under one header, up to its trailer.
+struct Block {
+  size_t first_row = 0;
+  size_t header_line = 0;
+  size_t last_row_line = 0;
+  std::string collective;  // as the log named it; empty: infer
+  bool trailer = false;
+  bool has_avg = false;
+  TestSummary printed;
+};
+
+// A field that cannot be a number: rccl-tests' algorithm and protocol names ("RING", "LL128").
+bool IsWord(std::string_view s) {
+  const char c = s.empty() ? '0' : s[0];
+  return !(IsDigit(c) || c == '-' || c == '+' || c == '.' || c == 'n' || c == 'i' || c == 'N' ||
+           c == 'I') ||
+         !IsNumber(s);
+}
+
+std::string_view AfterColon(std::string_view s) {
+  const size_t colon = s.find(':');
+  return colon == std::string_view::npos ? std::string_view() : Trim(s.substr(colon + 1));
+}
+
+class TextParser {
+ public:
+  TextParser(const std::string& source, const ParseOptions& options)
+      : options_(options), sink_(source, options.max_diagnostics_per_kind) {
+    out_.source = source;
+  }
+
+  void Feed(std::string_view raw, size_t line_no, bool last_partial) {
+    last_partial_ = last_partial;
+    if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
+    const std::string_view line = StripLaunchPrefixes(raw);
+    std::string_view body = TrimLeft(line);
+    if (body.empty()) return;
+    bool hashed = false;
+    if (body[0] == '#') {
+      hashed = true;
+      body = TrimLeft(body.substr(1));
+      if (body.empty()) return;
+    }
+    if (IsDigit(body[0])) {
+      if (!hashed) Row(line, body, line_no);
+      return;
+    }
+    Keyword(line, TrimRight(body), hashed, line_no);
+  }
+
+  ParsedResults Finish() {
+    CloseRun();
+    out_.format = std::string(tool_seen_.empty() ? "nccl-tests" : tool_seen_) + " text";
+    if (out_.runs.empty() && !sink_.HasErrors()) {
+      sink_.Error("no results", 0, NoResultsMessage("text"));
+    }
+    out_.diagnostics = sink_.Take();
+    return std::move(out_);
+  }
+
+ private:
+  // ---- runs and blocks ----
+
+  void StartRun(size_t line) {
+    CloseRun();
+    run_ = RunResult();
+    run_.tool = "nccl-tests";
+    run_.backend = "nccl";
+    run_.version.clear();
+    run_.source = sink_.file() + ":" + std::to_string(line);
+    run_open_ = true;
+    run_line_ = line;
+    has_config_ = false;
+    announced_ = false;
+    blocks_.clear();
+    schema_ = TableSchema();
+    title_out_ = title_in_ = false;
+    pending_collective_.clear();
+    transports_.clear();
+    warns_.clear();
+  }
+
+  void EnsureRun(size_t line) {
+    if (!run_open_) StartRun(line);
+  }
+
+  // Rows after a trailer, or with no header at all, start a block of their own.
+  Block& CurrentBlock(size_t line) {
+    if (blocks_.empty() || blocks_.back().trailer) {
+      Block block;
+      block.first_row = run_.rows.size();
+      block.header_line = line;
+      block.collective = TakePendingCollective();
+      blocks_.push_back(std::move(block));
+      if (!schema_.known) {
+        sink_.Warn("missing header", line,
+                   "table rows without their column header ('#  size  count  type ...'): columns "
+                   "are inferred from each row");
+      }
+    }
+    return blocks_.back();
+  }
+
+  std::string TakePendingCollective() {
+    std::string name = std::move(pending_collective_);
+    pending_collective_.clear();
+    if (name.empty()) name = options_.collective;
+    return name;
+  }
+
+  void CloseRun() {
+    if (!run_open_) return;
+    run_open_ = false;
+    if (!run_.ranks.empty()) run_.nranks = static_cast<int>(run_.ranks.size());
+    for (size_t b = 0; b < blocks_.size(); ++b) {
+      Block& block = blocks_[b];
+      const size_t end = b + 1 < blocks_.size() ? blocks_[b + 1].first_row : run_.rows.size();
+      const size_t count = end - block.first_row;
+      if (count == 0) {
+        if (block.trailer) {
+          sink_.Warn("empty table", block.header_line,
+                     "a table header and trailer with no rows between them");
+        }
+        continue;
+      }
+      if (block.collective.empty()) NameFromColumns(block, count);
+      if (run_.nranks == 0) {
+        run_.nranks = RanksFromColumns(&run_.rows[block.first_row], count, block.collective);
+      }
+      for (size_t i = block.first_row; i < end; ++i) run_.rows[i].collective = block.collective;
+      if (block.trailer) {
+        block.printed.collective = block.collective;
+        block.printed.rows = count;
+        if (block.has_avg) run_.printed.push_back(block.printed);
+      } else {
+        sink_.Warn("truncated", block.last_row_line,
+                   "the table ends after " + std::to_string(count) +
+                       " rows without its trailer ('# Avg bus bandwidth'): the run was cut off or "
+                       "the log is incomplete; the rows before are kept");
+      }
+    }
+    if (run_.rows.empty() && run_.errors.empty()) {
+      if (has_config_) {
+        sink_.Warn("empty run", run_line_,
+                   "a run header with no result rows after it (did the job fail before the first "
+                   "size?)");
+      }
+      return;
+    }
+    out_.runs.push_back(std::move(run_));
+  }
+
+  void NameFromColumns(Block& block, size_t count) {
+    const Inference guess = InferCollective(&run_.rows[block.first_row], count, run_.nranks);
+    if (run_.nranks == 0) run_.nranks = guess.nranks;
+    if (guess.collective.empty()) {
+      block.collective = "unknown";
+      sink_.Warn("collective", block.header_line,
+                 "the log does not name the collective and its columns do not tell: reported as "
+                 "'unknown' (name it with --collective)");
+      return;
+    }
+    block.collective = guess.collective;
+    if (!guess.alternative.empty()) {
+      sink_.Warn("collective", block.header_line,
+                 "the log does not name the collective; its columns fit " + guess.collective +
+                     " and " + guess.alternative + " alike: read as " + guess.collective +
+                     " (give --collective " + guess.alternative + " if it was that)");
+    }
+  }
+
+  // ---- table rows: the hot path ----
+
+  void Row(std::string_view line, std::string_view body, size_t line_no) {
+    std::string_view f[kMaxRowFields + 1];
+    const size_t n = SplitFields(body, f, kMaxRowFields);
+    int64_t size = 0;
+    int64_t count = 0;
+    // Other log lines can start with a digit (an IP, a time); a row starts with two integers.
+    if (n < 2 || !ParseInt(f[0], size) || !ParseInt(f[1], count)) return;
+    EnsureRun(line_no);
+    std::string problem;
+    ResultRow row;
+    if (n > kMaxRowFields) {
+      problem = "more than " + std::to_string(kMaxRowFields) + " fields";
+    } else if (size < 0 || count < 0) {
+      problem = "a negative size or count";
+    } else {
+      problem = FillRow(line, f, n, row);
+    }
+    if (!problem.empty()) {
+      if (last_partial_) {
+        sink_.Warn("truncated", line_no,
+                   "the last line is an incomplete table row (" + problem +
+                       "): the log was cut off mid-line; the row is left out");
+      } else {
+        sink_.Error("malformed row", line_no,
+                    "a table row that cannot be read: " + problem + "; the row is left out");
+      }
+      return;
+    }
+    // A last line without its newline that lacks a half the header has was cut mid-row.
+    if (last_partial_ && schema_.known && schema_.halves == 2 &&
+        !(row.out_of_place.has_value() && row.in_place.has_value())) {
+      sink_.Warn("truncated", line_no,
+                 "the last line is an incomplete table row (one half of the two the header "
+                 "names): the log was cut off mid-line; the row is left out");
+      return;
+    }
+    row.size = static_cast<size_t>(size);
+    row.count = static_cast<size_t>(count);
+    row.iterations =
+        has_config_ ? static_cast<int64_t>(run_.config.iters) * run_.config.agg_iters : 0;
+    Block& block = CurrentBlock(line_no);
+    block.last_row_line = line_no;
+    run_.rows.push_back(std::move(row));
+  }
+
+  // Reads fields 2.. of a row into `row`; returns what is wrong, or an empty string.
+  std::string FillRow(std::string_view line, const std::string_view* f, size_t n, ResultRow& row) {
+    if (n < 3 || IsNumber(f[2])) return "no type column";
+    row.type = std::string(f[2]);
+    size_t i = 3;
+    size_t end = n;
+    std::string_view timestamp;
+    if (end >= i + 2 && IsDate(f[end - 2]) && IsClock(f[end - 1])) {
+      timestamp = std::string_view(
+          f[end - 2].data(),
+          static_cast<size_t>(f[end - 1].data() + f[end - 1].size() - f[end - 2].data()));
+      end -= 2;
+    }
+    // rccl-tests -A: "RING  SIMPLE  16" after the halves. A half always ends in two numbers
+    // and a count, so a word just before the last field marks these columns.
+    if (schema_.trailing > 0 && end >= i + schema_.trailing) {
+      end -= schema_.trailing;
+    } else if (end >= i + 3 && IsWord(f[end - 2]) && f[end - 2] != "N/A") {
+      end -= 3;
+    } else if (end >= i + 3 && f[end - 2] == "N/A" && f[end - 3] == "N/A") {
+      end -= 3;
+    }
+    const bool has_redop = schema_.known ? schema_.has_redop : (i < end && !IsNumber(f[i]));
+    if (has_redop) {
+      if (i >= end) return "no redop column";
+      row.redop = std::string(f[i++]);
+    } else {
+      row.redop = "none";
+    }
+    size_t width = schema_.per_iter ? 8 : 4;
+    size_t rest = end - i;
+    bool has_root = schema_.known ? schema_.has_root : rest % 4 == 1;
+    if (!schema_.known && (rest == 16 || rest == 17)) {
+      width = 8;
+      has_root = rest == 17;
+    }
+    row.root = -1;
+    if (has_root) {
+      int64_t root = 0;
+      if (i >= end || !ParseInt(f[i], root)) return "the root column is not an integer";
+      row.root = static_cast<int>(root);
+      ++i;
+      --rest;
+    }
+    if (rest == 0 || rest % width != 0 || rest / width > 2) {
+      const size_t lead = 3 + (has_redop ? 1 : 0) + (has_root ? 1 : 0);
+      return std::to_string(n) + " fields where the header's columns make " +
+             std::to_string(lead + width) + " (one half) or " + std::to_string(lead + 2 * width) +
+             " (both)";
+    }
+    const size_t halves = rest / width;
+    for (size_t h = 0; h < halves; ++h) {
+      PlacementResult placement;
+      std::string problem = FillHalf(f + i + h * width, width, placement);
+      if (!problem.empty()) return problem;
+      Half which = h == 0 ? Half::kOutOfPlace : Half::kInPlace;
+      if (halves == 1) which = LoneHalf(line, f[i]);
+      (which == Half::kOutOfPlace ? row.out_of_place : row.in_place) = std::move(placement);
+    }
+    if (!timestamp.empty()) row.timestamp = std::string(timestamp);
+    return {};
+  }
+
+  std::string FillHalf(const std::string_view* f, size_t width, PlacementResult& half) {
+    if (!ParseDouble(f[0], half.time_us)) return "time '" + std::string(f[0]) + "' is not a number";
+    if (!ParseDouble(f[1], half.algbw)) return "algbw '" + std::string(f[1]) + "' is not a number";
+    if (!ParseDouble(f[2], half.busbw)) return "busbw '" + std::string(f[2]) + "' is not a number";
+    if (f[3] != "N/A") {
+      double wrong = 0;
+      if (!ParseDouble(f[3], wrong)) return "#wrong '" + std::string(f[3]) + "' is not a number";
+      // Before 2.13 this column was the largest deviation ("5e-07"), not a count; without a
+      // header, a fraction or exponent tells it.
+      const bool deviation = schema_.known ? schema_.error_column
+                                           : f[3].find_first_of(".eE") != std::string_view::npos;
+      if (!deviation) half.wrong = static_cast<int64_t>(std::llround(wrong));
+    }
+    if (width == 8) {
+      IterationStats stats;
+      if (ParseDouble(f[4], stats.min_us) && ParseDouble(f[5], stats.max_us) &&
+          ParseDouble(f[6], stats.p99_us) && ParseDouble(f[7], stats.cv_percent)) {
+        half.iterations = stats;
+      } else if (f[4] != "N/A") {
+        return "per-iteration columns that are not numbers";
+      }
+    }
+    return {};
+  }
+
+  // A row with one half in a two-half table: the half whose time column it lines up with
+  // (nccl-tests blanks a half it did not run, as fabricscope does).
+  Half LoneHalf(std::string_view line, std::string_view time_field) {
+    if (schema_.halves == 1 || !schema_.known || schema_.half_end[1] == 0) return schema_.single;
+    const size_t end = static_cast<size_t>(time_field.data() - line.data()) + time_field.size();
+    const auto distance = [end](size_t at) { return end > at ? end - at : at - end; };
+    return distance(schema_.half_end[0]) <= distance(schema_.half_end[1]) ? Half::kOutOfPlace
+                                                                          : Half::kInPlace;
+  }
+
+  // ---- everything else ----
+
+  void Keyword(std::string_view line, std::string_view body, bool hashed, size_t line_no) {
+    switch (body[0]) {
+      case 'n':
+        if (StartsWith(body, "nThread")) return Config(body, line_no);
+        break;
+      case 'R':
+        if (StartsWith(body, "Rank ")) return RankLine(body, line_no);
+        if (StartsWith(body, "Reducing maxBytes")) {
+          EnsureRun(line_no);
+          run_.notes.emplace_back(body);
+          return;
+        }
+        break;
+      case 'C':
+        if (StartsWith(body, "Collective test starting:")) {
+          EnsureRun(line_no);
+          pending_collective_ = CanonicalCollective(AfterColon(body));
+          announced_ = true;
+          return;
+        }
+        if (StartsWith(body, "Collective test concluded:")) {
+          if (!blocks_.empty() && blocks_.back().collective.empty()) {
+            blocks_.back().collective = CanonicalCollective(AfterColon(body));
+          }
+          return;
+        }
+        break;
+      case 'O':
+        if (StartsWith(body, "Out of bounds values")) return OutOfBounds(body, line_no);
+        break;
+      case 'A':
+        if (StartsWith(body, "Avg bus bandwidth")) return AvgBusBandwidth(body, line_no);
+        break;
+      case 's':
+        if (StartsWith(body, "size ")) return ColumnNames(line, body, line_no);
+        break;
+      case 'o':
+      case 'i':
+        if (Title(body)) return;
+        break;
+      case 'B':
+        if (StartsWith(body, "Blocking Enabled")) {
+          EnsureRun(line_no);
+          run_.config.blocking = Contains(body, "no barrier") ? 2 : Contains(body, "outer") ? 3 : 1;
+          return;
+        }
+        break;
+      case 'P':
+        if (StartsWith(body, "Per-Iteration Report")) {
+          EnsureRun(line_no);
+          run_.config.per_iter_timing = 1;
+          return;
+        }
+        if (StartsWith(body, "Parallel Init Enabled")) {
+          EnsureRun(line_no);
+          run_.config.parallel_init = 1;
+          return;
+        }
+        break;
+      case 'e':
+        if (hashed && StartsWith(body, "error:")) {
+          EnsureRun(line_no);
+          run_.errors.emplace_back(Trim(body.substr(6)));
+          return;
+        }
+        break;
+      case 'E':
+        if (StartsWith(body, "Errors with asterisks")) {
+          ToolHint("rccl-tests");
+          return;
+        }
+        break;
+      default:
+        break;
+    }
+    if (IsVersionLine(body)) return VersionLine(body, line_no);
+    if (hashed) return;
+    // The library's own version line, alone or inside an INFO line, behind any prefix.
+    for (std::string_view library : {"NCCL version ", "RCCL version "}) {
+      const size_t at = body.find(library);
+      if (at != std::string_view::npos)
+        LibraryVersion(body.substr(at), library[0] == 'N' ? "nccl" : "rccl");
+    }
+    if (const size_t at = body.find("rccl-tests: Version"); at != std::string_view::npos) {
+      ToolHint("rccl-tests");
+      if (run_open_) run_.version = std::string(Trim(body.substr(at + 19)));
+      return;
+    }
+    // Lines of other programs interleaved with the table: NCCL's and nccl-tests' own.
+    if (Contains(body, "NCCL INFO")) return NcclInfo(body);
+    if (Contains(body, "NCCL WARN")) return NcclWarn(body, line_no);
+    if (Contains(body, "Test NCCL failure") || Contains(body, "Test CUDA failure") ||
+        Contains(body, "Test HIP failure") || Contains(body, "Test failure") ||
+        Contains(body, "Test timeout")) {
+      EnsureRun(line_no);
+      if (run_.errors.size() < kMaxWarnLines) run_.errors.emplace_back(body);
+    }
+  }
+
+  void ToolHint(std::string_view tool) {
+    if (run_open_) {
+      run_.tool = std::string(tool);
+      if (tool == "rccl-tests") run_.backend = "rccl";
+    }
+    tool_seen_ = tool;
+  }
+
+  static bool IsVersionLine(std::string_view body) {
+    std::string_view f[4];
+    if (SplitFields(body, f, 3) < 3 || f[1] != "version") return false;
+    return f[0] == "fabricscope" || (f[0].size() > 6 && f[0].substr(f[0].size() - 6) == "-tests");
+  }
+
+  // "# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809", and fabricscope's
+  // "# fabricscope version 0.1.0 backend=gloo gloo-library=0.5.0": a new run starts here.
+  void VersionLine(std::string_view body, size_t line_no) {
+    StartRun(line_no);
+    std::string_view f[16];
+    const size_t n = std::min<size_t>(SplitFields(body, f, 15), 15);
+    run_.tool = std::string(f[0]);
+    run_.version = std::string(f[2]);
+    tool_seen_ = run_.tool;
+    if (run_.tool == "rccl-tests") run_.backend = "rccl";
+    if (run_.tool == "fabricscope") run_.backend.clear();
+    for (size_t i = 3; i < n; ++i) {
+      const size_t eq = f[i].find('=');
+      if (eq == std::string_view::npos) continue;
+      const std::string_view key = f[i].substr(0, eq);
+      const std::string_view value = f[i].substr(eq + 1);
+      if (key == "backend") {
+        run_.backend = std::string(value);
+      } else if (key == "nccl-library" || key == "rccl-library") {
+        int64_t code = 0;
+        run_.backend = std::string(key.substr(0, 4));
+        run_.backend_version =
+            ParseInt(value, code) ? NcclVersionName(static_cast<long>(code)) : std::string(value);
+      } else if (key.size() > 8 && key.substr(key.size() - 8) == "-library") {
+        run_.backend_version = std::string(value);
+      }
+    }
+  }
+
+  // "NCCL version 2.26.6+cuda12.8", as NCCL itself prints it.
+  void LibraryVersion(std::string_view body, std::string_view backend) {
+    if (!run_open_) return;
+    std::string_view f[3];
+    if (SplitFields(body, f, 3) < 3) return;
+    run_.backend = std::string(backend);
+    run_.backend_version = std::string(f[2]);
+    if (backend == "rccl") ToolHint("rccl-tests");
+  }
+
+  // "# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters:
+  // 20 agg iters: 1 validation: 1 graph: 0 unalign: 0", and older spellings ("nThread: 1",
+  // "warmupIters: 5"): words up to a number name it.
+  void Config(std::string_view body, size_t line_no) {
+    // A second header in one run is the next run of a log that holds several, unless a
+    // "Collective test starting" line announced the next test of the same run.
+    if (!run_open_ || (has_config_ && !announced_)) StartRun(line_no);
+    has_config_ = true;
+    announced_ = false;
+    schema_ = TableSchema();
+    title_out_ = title_in_ = false;
+    RunConfig& c = run_.config;
+    std::string_view f[kMaxFields + 1];
+    const size_t n = std::min(SplitFields(body, f, kMaxFields), kMaxFields);
+    std::string key;
+    for (size_t i = 0; i < n; ++i) {
+      std::string_view word = f[i];
+      int64_t value = 0;
+      const size_t paren = word.find('(');
+      const std::string_view number = word.substr(0, paren);
+      if (!ParseInt(number, value)) {
+        for (char ch : word) {
+          if (ch != ':') key += static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+        }
+        continue;
+      }
+      const auto as_int = static_cast<int>(value);
+      if (key == "nthread")
+        c.nthreads = as_int;
+      else if (key == "ngpus")
+        c.ngpus = as_int;
+      else if (key == "minbytes")
+        c.min_bytes = static_cast<size_t>(value);
+      else if (key == "maxbytes")
+        c.max_bytes = static_cast<size_t>(value);
+      else if (key == "step") {
+        if (paren != std::string_view::npos && Contains(word, "factor")) {
+          c.step_factor = static_cast<uint64_t>(value);
+        } else {
+          c.step_bytes = static_cast<size_t>(value);
+          c.step_factor = 1;
+        }
+      } else if (key == "warmupiters")
+        c.warmup_iters = as_int;
+      else if (key == "iters")
+        c.iters = as_int;
+      else if (key == "aggiters")
+        c.agg_iters = as_int;
+      else if (key == "validation")
+        c.check = as_int;
+      else if (key == "graph")
+        c.graph = as_int;
+      else if (key == "unalign")
+        c.unalign = as_int;
+      key.clear();
+    }
+  }
+
+  // "#  Rank  0 Group  0 Pid   7774 on nc-d87e1263-head device  0 [0000:8f:00] NVIDIA H200",
+  // and the older forms without "Group" ("[0x3d]" bus ids, rccl-tests' "[0000:c9:00.0]").
+  void RankLine(std::string_view body, size_t line_no) {
+    std::string_view f[12];
+    const size_t n = SplitFields(body, f, 11);
+    RankInfo rank;
+    int64_t value = 0;
+    size_t i = 1;
+    bool ok = n >= 8 && ParseInt(f[i++], value);
+    rank.rank = static_cast<int>(value);
+    if (ok && f[i] == "Group") {
+      ok = ParseInt(f[i + 1], value);
+      rank.group = static_cast<int>(value);
+      i += 2;
+    }
+    ok = ok && i + 5 < n && f[i] == "Pid" && ParseInt(f[i + 1], value);
+    rank.pid = static_cast<int>(value);
+    ok = ok && f[i + 2] == "on";
+    if (ok) rank.hostname = std::string(f[i + 3]);
+    ok = ok && f[i + 4] == "device" && ParseInt(f[i + 5], value);
+    rank.device = static_cast<int>(value);
+    if (!ok) {
+      sink_.Warn("device line", line_no,
+                 "a 'Rank' line not in the form '#  Rank N Group N Pid N on HOST device N [BUS] "
+                 "NAME': left out of the device list");
+      return;
+    }
+    EnsureRun(line_no);
+    const std::string_view after =
+        body.substr(static_cast<size_t>(f[i + 5].data() - body.data()) + f[i + 5].size());
+    const size_t open = after.find('[');
+    const size_t close = after.find(']');
+    if (open != std::string_view::npos && close != std::string_view::npos && open < close) {
+      rank.device_bus_id = std::string(after.substr(open + 1, close - open - 1));
+      rank.device_name = std::string(Trim(after.substr(close + 1)));
+    } else {
+      rank.device_name = std::string(Trim(after));
+    }
+    // fabricscope repeats the device lines before each test of a run.
+    for (const RankInfo& known : run_.ranks) {
+      if (known.rank == rank.rank) return;
+    }
+    run_.ranks.push_back(std::move(rank));
+  }
+
+  // "#        out-of-place        in-place": which halves the next table has.
+  bool Title(std::string_view body) {
+    std::string_view f[8];
+    const size_t n = SplitFields(body, f, 7);
+    if (n == 0 || n > 7) return false;
+    bool out = false;
+    bool in = false;
+    for (size_t i = 0; i < n; ++i) {
+      if (f[i] == "out-of-place") {
+        out = true;
+      } else if (f[i] == "in-place") {
+        in = true;
+      } else if (f[i] != "(+" && f[i] != "per-iteration)") {
+        return false;
+      }
+    }
+    title_out_ = out;
+    title_in_ = in;
+    return true;
+  }
+
+  // "#       size         count      type   redop    root     time   algbw   busbw #wrong ..."
+  void ColumnNames(std::string_view line, std::string_view body, size_t line_no) {
+    std::string_view f[kMaxFields + 1];
+    const size_t n = std::min(SplitFields(body, f, kMaxFields), kMaxFields);
+    if (n < 3 || f[1] != "count" || f[2] != "type") return;
+    TableSchema schema;
+    schema.known = true;
+    size_t i = 3;
+    schema.has_redop = i < n && f[i] == "redop";
+    if (schema.has_redop) ++i;
+    schema.has_root = i < n && f[i] == "root";
+    if (schema.has_root) ++i;
+    schema.halves = 0;
+    while (i < n) {
+      if ((f[i] == "time" || f[i] == "cputime") && i + 3 < n && f[i + 1] == "algbw" &&
+          f[i + 2] == "busbw") {
+        if (schema.halves < 2) {
+          schema.half_end[schema.halves] =
+              static_cast<size_t>(f[i].data() - line.data()) + f[i].size();
+        }
+        ++schema.halves;
+        if (f[i + 3] == "error") schema.error_column = true;
+        i += 4;
+        if (i + 3 < n && f[i] == "i_min") {
+          schema.per_iter = true;
+          i += 4;
+        }
+      } else if (f[i] == "timestamp") {
+        schema.timestamp = true;
+        ++i;
+      } else {
+        ++schema.trailing;
+        ++i;
+      }
+    }
+    if (schema.halves == 0 || schema.halves > 2) {
+      sink_.Warn("header", line_no,
+                 "a column header without 'time algbw busbw' groups: ignored; rows are read by "
+                 "their own shape");
+      return;
+    }
+    if (schema.halves == 1)
+      schema.single = title_out_ && !title_in_ ? Half::kOutOfPlace : Half::kInPlace;
+    EnsureRun(line_no);
+    schema_ = schema;
+    // A header starts a table; one printed twice without rows between is the same table.
+    if (blocks_.empty() || blocks_.back().trailer || run_.rows.size() > blocks_.back().first_row) {
+      Block block;
+      block.first_row = run_.rows.size();
+      block.collective = TakePendingCollective();
+      blocks_.push_back(std::move(block));
+    }
+    blocks_.back().header_line = line_no;
+    blocks_.back().last_row_line = line_no;
+  }
+
+  Block* TrailerBlock(size_t line_no) {
+    if (!run_open_ || blocks_.empty()) {
+      sink_.Warn("trailer", line_no, "a trailer line with no table before it: ignored");
+      return nullptr;
+    }
+    return &blocks_.back();
+  }
+
+  // "# Out of bounds values : 0 OK"
+  void OutOfBounds(std::string_view body, size_t line_no) {
+    Block* block = TrailerBlock(line_no);
+    if (block == nullptr) return;
+    std::string_view f[3];
+    const size_t n = SplitFields(AfterColon(body), f, 2);
+    int64_t value = 0;
+    if (n >= 1 && ParseInt(f[0], value)) {
+      block->printed.out_of_bounds = value;
+      block->printed.okay = !(n >= 2 && f[1] == "FAILED") && value == 0;
+    }
+  }
+
+  // "# Avg bus bandwidth    : 122.073 " (then OK or FAILED with NCCL_TESTS_MIN_BW): the
+  // table is complete.
+  void AvgBusBandwidth(std::string_view body, size_t line_no) {
+    Block* block = TrailerBlock(line_no);
+    if (block == nullptr) return;
+    std::string_view f[3];
+    const size_t n = SplitFields(AfterColon(body), f, 2);
+    double value = 0;
+    if (n >= 1 && ParseDouble(f[0], value)) {
+      block->printed.avg_busbw = value;
+      block->has_avg = true;
+      if (n >= 2 && f[1] == "FAILED") block->printed.okay = false;
+    } else {
+      sink_.Warn("trailer", line_no, "'Avg bus bandwidth' without a number: ignored");
+    }
+    block->trailer = true;
+  }
+
+  // NCCL INFO lines that say which transport NCCL chose: the network plugin and device, and
+  // the "via" of each channel connection (reduced to its kind, without channel numbers).
+  void NcclInfo(std::string_view body) {
+    if (!run_open_) return;
+    const std::string_view text = Trim(body.substr(body.find("NCCL INFO") + 9));
+    std::string entry;
+    const size_t via = text.find(" via ");
+    if (via != std::string_view::npos) {
+      // "Channel 00/0 : 0[0] -> 1[1] via NET/IB/0/GDRDMA" -> "via NET/IB/GDRDMA": one entry
+      // per kind of connection, without the channel and device numbers.
+      entry = "via ";
+      const std::string_view how = Trim(text.substr(via + 5));
+      size_t start = 0;
+      bool first = true;
+      while (start <= how.size()) {
+        const size_t slash = how.find('/', start);
+        const std::string_view part = how.substr(
+            start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+        int64_t unused = 0;
+        if (!part.empty() && !ParseInt(part, unused)) {
+          if (!first) entry += '/';
+          entry += part;
+          first = false;
+        }
+        if (slash == std::string_view::npos) break;
+        start = slash + 1;
+      }
+    } else if (StartsWith(text, "NET/") || StartsWith(text, "Using network") ||
+               Contains(text, "GPU Direct RDMA") || Contains(text, "NVLS") ||
+               Contains(text, "CollNet")) {
+      entry = std::string(text);
+    }
+    if (entry.empty() || transports_.size() >= kMaxTransportLines) return;
+    if (transports_.insert(entry).second) run_.transports.push_back(std::move(entry));
+  }
+
+  void NcclWarn(std::string_view body, size_t line_no) {
+    EnsureRun(line_no);
+    const std::string text =
+        "NCCL WARN " + std::string(Trim(body.substr(body.find("NCCL WARN") + 9)));
+    if (warns_.size() >= kMaxWarnLines) return;
+    if (warns_.insert(text).second) run_.notes.push_back(text);
+  }
+
+  const ParseOptions& options_;
+  DiagnosticSink sink_;
+  ParsedResults out_;
+  std::string tool_seen_;
+  bool last_partial_ = false;
+
+  RunResult run_;
+  bool run_open_ = false;
+  size_t run_line_ = 0;
+  bool has_config_ = false;
+  bool announced_ = false;
+  std::vector<Block> blocks_;
+  TableSchema schema_;
+  bool title_out_ = false;
+  bool title_in_ = false;
+  std::string pending_collective_;
+  std::unordered_set<std::string> transports_;
+  std::unordered_set<std::string> warns_;
+};
+
+}  // namespace
+
+std::string NcclVersionName(long code) {
+  if (code <= 0) return std::to_string(code);
+  // NCCL 2.8 and older encoded major x 1000 + minor x 100 + patch.
+  if (code < 10000)
+    return std::to_string(code / 1000) + "." + std::to_string(code % 1000 / 100) + "." +
+           std::to_string(code % 100);
+  return std::to_string(code / 10000) + "." + std::to_string(code % 10000 / 100) + "." +
+         std::to_string(code % 100);
+}
+
+std::string NoResultsMessage(std::string_view what_was_read) {
+  return "no benchmark results found in this " + std::string(what_was_read) +
+         ": expected nccl-tests or rccl-tests output (a table under '#  size  count  type  redop "
+         "...' with its rows), nccl-tests -J JSON, rccl-tests -Z json/csv, or fabricscope JSON/CSV";
+}
+
+ParsedResults ParseTextResults(std::string_view text, const std::string& source,
+                               const ParseOptions& options) {
+  TextParser parser(source, options);
+  size_t line_no = 0;
+  size_t start = 0;
+  while (start < text.size()) {
+    const void* found = std::memchr(text.data() + start, '\n', text.size() - start);
+    const size_t end = found == nullptr
+                           ? text.size()
+                           : static_cast<size_t>(static_cast<const char*>(found) - text.data());
+    ++line_no;
+    parser.Feed(text.substr(start, end - start), line_no, found == nullptr);
+    start = end + 1;
+  }
+  return parser.Finish();
+}
+
+}  // namespace fabricscope::analyze

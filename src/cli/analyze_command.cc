@@ -1,0 +1,338 @@
+#include "cli/analyze_command.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fabricscope/analyze.h"
+#include "fabricscope/compare.h"
+#include "fabricscope/error.h"
+#include "fabricscope/parse.h"
+#include "fabricscope/plot.h"
+#include "fabricscope/sizes.h"
+
+namespace fabricscope::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Flags every reading command shares.
+struct ReadFlags {
+  std::string collective;
+  std::string input_format = "auto";
+};
+
+void AddReadFlags(CLI::App& app, ReadFlags& flags) {
+  app.add_option("--collective", flags.collective,
+                 "the collective of tests whose log does not name it (no 'Collective test "
+                 "starting' line or binary name); otherwise inferred from the columns");
+  app.add_option("--input-format", flags.input_format,
+                 "auto (look at the content), text, json or csv")
+      ->capture_default_str();
+}
+
+ParseOptions ToParseOptions(const ReadFlags& flags) {
+  ParseOptions options;
+  options.collective = flags.collective;
+  if (flags.input_format == "auto") {
+    options.format = InputFormat::kAuto;
+  } else if (flags.input_format == "text") {
+    options.format = InputFormat::kText;
+  } else if (flags.input_format == "json") {
+    options.format = InputFormat::kJson;
+  } else if (flags.input_format == "csv") {
+    options.format = InputFormat::kCsv;
+  } else {
+    throw UsageError("--input-format '" + flags.input_format + "': choose auto, text, json or csv");
+  }
+  return options;
+}
+
+// Reads each input, printing its diagnostics on stderr as they come ("file:line: error: ...",
+// the form editors jump to). `errors` is set when any input had an error.
+std::vector<ParsedResults> ReadAll(const std::vector<std::string>& paths,
+                                   const ParseOptions& options, bool& errors) {
+  std::vector<ParsedResults> inputs;
+  for (const std::string& path : paths) {
+    ParsedResults parsed = ReadResultsFile(path, options);
+    for (const Diagnostic& d : parsed.diagnostics) std::cerr << d.ToString() << "\n";
+    if (parsed.HasErrors()) errors = true;
+    inputs.push_back(std::move(parsed));
+  }
+  return inputs;
+}
+
+void WriteOutput(const std::string& text, const std::string& path) {
+  if (path.empty() || path == "-") {
+    std::cout << text;
+    std::cout.flush();
+    return;
+  }
+  std::ofstream file(path, std::ios::binary);
+  file << text;
+  file.close();
+  if (!file) {
+    throw SystemError("cannot write '" + path +
+                      "': check that the directory exists and is writable");
+  }
+}
+
+// A compare side: one file, a directory (every regular file in it, each a repeat), or a
+// comma-separated list of files.
+std::vector<std::string> ExpandSide(const std::string& spec) {
+  std::vector<std::string> paths;
+  size_t start = 0;
+  while (start <= spec.size()) {
+    const size_t comma = spec.find(',', start);
+    const std::string item =
+        spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? spec.size() + 1 : comma + 1;
+    if (item.empty()) continue;
+    std::error_code error;
+    if (item != "-" && fs::is_directory(item, error)) {
+      std::vector<std::string> files;
+      for (const auto& entry : fs::directory_iterator(item, error)) {
+        const std::string name = entry.path().filename().string();
+        if (!name.empty() && name[0] != '.' && entry.is_regular_file(error)) {
+          files.push_back(entry.path().string());
+        }
+      }
+      if (files.empty()) {
+        throw UsageError("'" + item + "' is a directory with no result files in it");
+      }
+      std::sort(files.begin(), files.end());
+      paths.insert(paths.end(), files.begin(), files.end());
+    } else {
+      paths.push_back(item);
+    }
+  }
+  if (paths.empty()) throw UsageError("an empty input: give a file, a directory or a list a,b");
+  return paths;
+}
+
+std::string LabelOf(const std::string& spec) {
+  if (spec.find(',') != std::string::npos) return spec;
+  std::string trimmed = spec;
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+  const std::string name = fs::path(trimmed).filename().string();
+  return name.empty() ? spec : name;
+}
+
+bool AnyWrong(const std::vector<TestAnalysis>& tests) {
+  return std::any_of(tests.begin(), tests.end(), [](const TestAnalysis& t) {
+    return t.out_of_bounds > 0 || (t.wrong.has_value() && *t.wrong > 0);
+  });
+}
+
+// ---- analyze ----
+
+struct AnalyzeFlags {
+  std::vector<std::string> files;
+  std::string format = "text";
+  std::string output;
+  ReadFlags read;
+};
+
+int ExecuteAnalyze(const AnalyzeFlags& flags) {
+  const AnalysisFormat& format = FindAnalysisFormat(flags.format);
+  const ParseOptions options = ToParseOptions(flags.read);
+  std::vector<std::string> files = flags.files;
+  if (files.empty()) {
+    // Waiting for a log to be typed in is never what was meant.
+    if (isatty(STDIN_FILENO) != 0) {
+      throw UsageError(
+          "no input: give result files, or pipe a log in (fabricscope analyze < job.log)");
+    }
+    files.push_back("-");
+  }
+  bool errors = false;
+  const std::vector<ParsedResults> inputs = ReadAll(files, options, errors);
+  std::vector<TestAnalysis> tests;
+  std::vector<Diagnostic> diagnostics;
+  for (const ParsedResults& input : inputs) {
+    for (const RunResult& run : input.runs) {
+      for (TestAnalysis& test : Analyze(run)) tests.push_back(std::move(test));
+      for (const std::string& error : run.errors) {
+        std::cerr << run.source << ": the run reported: " << error << "\n";
+      }
+    }
+    diagnostics.insert(diagnostics.end(), input.diagnostics.begin(), input.diagnostics.end());
+  }
+  WriteOutput(format.render(tests, diagnostics), flags.output);
+  if (errors) return kExitUsage;
+  return AnyWrong(tests) ? kExitFailed : kExitOk;
+}
+
+// ---- compare ----
+
+struct CompareFlags {
+  std::string a;
+  std::string b;
+  std::string label_a;
+  std::string label_b;
+  std::string format = "text";
+  std::string output;
+  std::string placement = "both";
+  std::string min_size = "0";
+  double threshold = 0.05;
+  double alpha = 0.05;
+  ReadFlags read;
+};
+
+int ExecuteCompare(const CompareFlags& flags) {
+  const ComparisonFormat& format = FindComparisonFormat(flags.format);
+  CompareOptions options;
+  if (flags.placement == "both") {
+    options.placement = PlacementChoice::kBoth;
+  } else if (flags.placement == "out") {
+    options.placement = PlacementChoice::kOutOfPlace;
+  } else if (flags.placement == "in") {
+    options.placement = PlacementChoice::kInPlace;
+  } else {
+    throw UsageError("--placement '" + flags.placement + "': choose both, out or in");
+  }
+  options.threshold = flags.threshold;
+  options.alpha = flags.alpha;
+  options.min_size = ParseSize(flags.min_size, "--min-size");
+  const ParseOptions parse = ToParseOptions(flags.read);
+  bool errors = false;
+  std::vector<RunResult> runs[2];
+  const std::string* specs[2] = {&flags.a, &flags.b};
+  for (int side = 0; side < 2; ++side) {
+    for (ParsedResults& input : ReadAll(ExpandSide(*specs[side]), parse, errors)) {
+      for (RunResult& run : input.runs) runs[side].push_back(std::move(run));
+    }
+  }
+  const std::string label_a = flags.label_a.empty() ? LabelOf(flags.a) : flags.label_a;
+  const std::string label_b = flags.label_b.empty() ? LabelOf(flags.b) : flags.label_b;
+  for (int side = 0; side < 2; ++side) {
+    if (runs[side].empty()) {
+      throw UsageError("no results could be read from " + *specs[side] +
+                       " (see the errors above): nothing to compare");
+    }
+  }
+  const Comparison comparison = Compare(runs[0], runs[1], label_a, label_b, options);
+  WriteOutput(format.render(comparison), flags.output);
+  if (errors) return kExitUsage;
+  return comparison.Regressed() ? kExitFailed : kExitOk;
+}
+
+// ---- report ----
+
+struct ReportFlags {
+  std::vector<std::string> files;
+  std::string output = "fabricscope-report.html";
+  std::string svg_dir;
+  std::string title = "fabricscope report";
+  ReadFlags read;
+};
+
+int ExecuteReport(const ReportFlags& flags) {
+  const ParseOptions options = ToParseOptions(flags.read);
+  bool errors = false;
+  const std::vector<ParsedResults> inputs = ReadAll(flags.files, options, errors);
+  size_t runs = 0;
+  for (const ParsedResults& input : inputs) runs += input.runs.size();
+  if (runs == 0) throw UsageError("no results could be read from the inputs: nothing to report");
+  WriteOutput(RenderHtmlReport(inputs, flags.title), flags.output);
+  if (!flags.svg_dir.empty()) {
+    std::error_code error;
+    fs::create_directories(flags.svg_dir, error);
+    if (error) {
+      throw SystemError("cannot create '" + flags.svg_dir + "': " + error.message());
+    }
+    for (const TestPlots& plot : PlotResults(inputs)) {
+      WriteOutput(plot.busbw_svg,
+                  (fs::path(flags.svg_dir) / (plot.collective + "_busbw.svg")).string());
+      WriteOutput(plot.time_svg,
+                  (fs::path(flags.svg_dir) / (plot.collective + "_time.svg")).string());
+    }
+  }
+  if (flags.output != "-") std::cerr << "fabricscope: wrote " << flags.output << "\n";
+  return errors ? kExitUsage : kExitOk;
+}
+
+std::string FormatNames(bool comparison) {
+  std::string names;
+  if (comparison) {
+    for (const auto& f : ComparisonFormats())
+      names += (names.empty() ? "" : ", ") + std::string(f.name);
+  } else {
+    for (const auto& f : AnalysisFormats())
+      names += (names.empty() ? "" : ", ") + std::string(f.name);
+  }
+  return names;
+}
+
+}  // namespace
+
+CommandAction SetupAnalyzeCommand(CLI::App& app) {
+  auto flags = std::make_shared<AnalyzeFlags>();
+  app.add_option("files", flags->files,
+                 "nccl-tests / rccl-tests logs (any launcher's prefixes), nccl-tests -J JSON, "
+                 "rccl-tests -Z json/csv, fabricscope JSON/CSV; none or '-' reads stdin");
+  app.add_option("--format", flags->format, "output: " + FormatNames(false))->capture_default_str();
+  app.add_option("--output", flags->output, "write to FILE instead of stdout");
+  AddReadFlags(app, flags->read);
+  app.footer(
+      "Exit status: 0 read and summarized; 1 a test has wrong elements; 2 an input could not "
+      "be read in full (its problems are on stderr as file:line; what could be read is still "
+      "summarized) or bad usage.");
+  return [flags](const CommandContext&) { return ExecuteAnalyze(*flags); };
+}
+
+CommandAction SetupCompareCommand(CLI::App& app) {
+  auto flags = std::make_shared<CompareFlags>();
+  app.add_option("A", flags->a,
+                 "baseline: a result file, a directory of them (each a repeat), or a,b,c")
+      ->required();
+  app.add_option("B", flags->b, "candidate, the same way")->required();
+  app.add_option("--format", flags->format, "output: " + FormatNames(true))->capture_default_str();
+  app.add_option("--output", flags->output, "write to FILE instead of stdout");
+  app.add_option("--placement", flags->placement,
+                 "which busbw stands for a size: both (their mean), out, in")
+      ->capture_default_str();
+  app.add_option("--threshold", flags->threshold,
+                 "a size is slower when B/A < 1 - this, faster when > 1 + this (0.05 = 5%)")
+      ->capture_default_str();
+  app.add_option("--alpha", flags->alpha,
+                 "significance level with repeats on both sides (Welch t-test per size, "
+                 "Holm-corrected over the sizes)")
+      ->capture_default_str();
+  app.add_option(
+         "--min-size", flags->min_size,
+         "judge only sizes from this one up (K/M/G suffixes): small sizes are latency noise")
+      ->capture_default_str();
+  app.add_option("--label-a", flags->label_a, "name of A in the table (default: its file name)");
+  app.add_option("--label-b", flags->label_b, "name of B in the table");
+  AddReadFlags(app, flags->read);
+  app.footer(
+      "Exit status: 0 no size slower; 1 a size slower than the threshold (and significant when "
+      "both sides have repeats): a CI job can gate on it; 2 an input could not be read, or bad "
+      "usage.");
+  return [flags](const CommandContext&) { return ExecuteCompare(*flags); };
+}
+
+CommandAction SetupReportCommand(CLI::App& app) {
+  auto flags = std::make_shared<ReportFlags>();
+  app.add_option("files", flags->files, "result files, as analyze reads them ('-' = stdin)")
+      ->required();
+  app.add_option("-o,--output", flags->output, "the HTML file to write ('-' = stdout)")
+      ->capture_default_str();
+  app.add_option("--svg-dir", flags->svg_dir,
+                 "also write each plot as DIR/<collective>_busbw.svg and _time.svg");
+  app.add_option("--title", flags->title, "the report's title")->capture_default_str();
+  AddReadFlags(app, flags->read);
+  app.footer(
+      "Exit status: 0 written; 2 an input could not be read in full (the report is still "
+      "written from what could be read) or bad usage.");
+  return [flags](const CommandContext&) { return ExecuteReport(*flags); };
+}
+
+}  // namespace fabricscope::cli
