@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -291,6 +292,21 @@ TEST_F(CheckCli, BadInputs) {
     EXPECT_EQ(o.exit_code, 2) << c.args << "\n" << o.out << o.err;
     EXPECT_TRUE(Has(o.err, c.message)) << c.args << "\n" << o.err;
   }
+}
+
+// A row that cannot be read: the rest is still judged, the row is named, and the exit
+// status says the input was bad.
+TEST_F(CheckCli, AnUnreadableRowIsNamedAndTheRestJudged) {
+  std::string log = check_testing::TcpxLog(true);
+  const size_t row = log.find("     1048576 ");
+  ASSERT_NE(row, std::string::npos);
+  log.replace(row, log.find('\n', row) - row, "     1048576        262144     float     sum  xx");
+  const size_t line = static_cast<size_t>(std::count(log.begin(), log.begin() + row, '\n')) + 1;
+  const std::string path = Write("cut.log", log);
+  const Outcome o = Run("--platform a3-highgpu-8g " + path);
+  EXPECT_EQ(o.exit_code, 2) << o.out << o.err;
+  EXPECT_TRUE(Has(o.err, path + ":" + std::to_string(line) + ": error:")) << o.err;
+  EXPECT_TRUE(Has(o.out, "PASS  all_reduce: 16 ranks on 2 nodes")) << o.out;
 }
 
 TEST_F(CheckCli, HelpListsThePlatformsAndTheExitStatus) {
