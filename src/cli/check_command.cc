@@ -233,7 +233,8 @@ CommandAction SetupCheckCommand(CLI::App& app) {
   for (const std::string& n : Catalog::Builtin().Names()) names += (names.empty() ? "" : ", ") + n;
   app.add_option("--platform", f.platform,
                  "judge against this catalog platform (or an alias): " + names +
-                     "; default: detect this node's");
+                     "; default: detect this node's")
+      ->type_name("NAME");
   f.generic_options = {
       app.add_option("--gpus-per-node", f.generic.gpus_per_node,
                      "generic platform: GPUs (ranks) per node")
@@ -258,16 +259,19 @@ CommandAction SetupCheckCommand(CLI::App& app) {
       "node count of the results (default: their host names, else ranks / GPUs per node)");
   f.root_option = app.add_option("--root", f.root,
                                  "detect the platform from the node tree under DIR (sys/, proc/)")
+                      ->type_name("DIR")
                       ->capture_default_str();
   app.add_option("--judge-from", f.judge_from,
                  "judge busbw from this size up (K/M/G) instead of where the platform's band "
-                 "starts (1 GB for most)");
+                 "starts (1 GB for most)")
+      ->type_name("SIZE");
   std::string formats;
   for (const CheckFormat& c : CheckFormats()) {
     formats += (formats.empty() ? "" : ", ") + std::string(c.name);
   }
   app.add_option("--format", f.format, "output: " + formats)->capture_default_str();
-  app.add_option("--output", f.output, "write the verdicts to FILE instead of stdout");
+  app.add_option("--output", f.output, "write the verdicts to FILE instead of stdout")
+      ->type_name("FILE");
   app.add_option("--collective", f.collective,
                  "the collective of logs that do not name it (otherwise inferred)");
   app.add_flag("--strict", f.strict, "a WARN fails too (exit 1)");
