@@ -1,5 +1,6 @@
 // The registry of subcommands: one line per command, each defined in its own file.
 #include "cli/analyze_command.h"
+#include "cli/check_command.h"
 #include "cli/command.h"
 #include "cli/doctor_command.h"
 #include "cli/locate_command.h"
@@ -14,6 +15,8 @@ const std::vector<Command>& Commands() {
        "the collective benchmark: nccl-tests flags and output (also callable as "
        "all_reduce_perf, all_gather_perf, ...)",
        SetupRunCommand},
+      {"check", "judge results against the platform: PASS, WARN or FAIL per test, with the reason",
+       SetupCheckCommand},
       {"analyze", "summarize nccl-tests, rccl-tests and fabricscope results from any log or file",
        SetupAnalyzeCommand},
       {"compare", "busbw of two runs (or sets of repeats) size by size, with a significance test",

@@ -216,11 +216,8 @@ RunOptions ToRunOptions(const RunFlags& f) {
   return o;
 }
 
-int ExecuteRun(const RunFlags& flags, const std::vector<std::string>& args) {
-  RunOptions options = ToRunOptions(flags);
-  options.command_line = args;
-  const EnvLookup env = ProcessEnvironment();
-  const LaunchInfo launch = DetectLaunch(env, flags.launcher);
+std::unique_ptr<Backend> ResolveBackend(const RunFlags& flags, const LaunchInfo& launch,
+                                        RunOptions& options) {
   const BackendOptions libraries{flags.nccl_lib, flags.gpu_runtime_lib};
   if (options.backend.empty()) {
     std::string reason;
@@ -232,6 +229,15 @@ int ExecuteRun(const RunFlags& flags, const std::vector<std::string>& args) {
   }
   auto backend = MakeBackend(options.backend, libraries);
   CheckSupported(*backend, options);
+  return backend;
+}
+
+int ExecuteRun(const RunFlags& flags, const std::vector<std::string>& args) {
+  RunOptions options = ToRunOptions(flags);
+  options.command_line = args;
+  const EnvLookup env = ProcessEnvironment();
+  const LaunchInfo launch = DetectLaunch(env, flags.launcher);
+  auto backend = ResolveBackend(flags, launch, options);
 
   // Only the first process reports (and touches the output files): on a shared file
   // system, every process opening -J would truncate rank 0's results.

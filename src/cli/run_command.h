@@ -2,10 +2,13 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "cli/command.h"
+#include "fabricscope/backend.h"
+#include "fabricscope/launch.h"
 #include "fabricscope/options.h"
 
 namespace fabricscope::cli {
@@ -56,6 +59,11 @@ void AddRunFlags(CLI::App& app, RunFlags& flags, bool fixed_collective);
 
 // Checks the flags and converts them; throws UsageError / UnsupportedError.
 RunOptions ToRunOptions(const RunFlags& flags);
+
+// The backend the flags ask for; with no --backend, nccl where a GPU is usable, else gloo
+// (said on stderr by process 0). Sets options.backend to the name chosen.
+std::unique_ptr<Backend> ResolveBackend(const RunFlags& flags, const LaunchInfo& launch,
+                                        RunOptions& options);
 
 // Runs the benchmark and writes the report; returns the process exit code.
 int ExecuteRun(const RunFlags& flags, const std::vector<std::string>& args);

@@ -1,0 +1,134 @@
+// Verdicts: benchmark results judged against what the platform can deliver, PASS, WARN or
+// FAIL per test, each with the reason a person can act on.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fabricscope/platform.h"
+#include "fabricscope/result.h"
+
+namespace fabricscope {
+
+// The outcome of one rule, of one test, of a whole check; ordered from best to worst so that
+// the worst finding decides.
+enum class CheckStatus { kNotApplicable, kPass, kWarn, kFail };
+
+// "n/a", "PASS", "WARN", "FAIL".
+std::string_view StatusName(CheckStatus status);
+
+// One rule's judgement of one test.
+struct CheckFinding {
+  std::string rule;  // "bandwidth"
+  CheckStatus status = CheckStatus::kNotApplicable;
+  std::string reason;                     // what was seen, against what, and what to do
+  std::map<std::string, double> figures;  // the numbers behind the reason, for programs
+};
+
+// How sure a verdict from several runs is: a Student-t interval of the mean busbw.
+struct VerdictConfidence {
+  size_t samples = 0;  // runs (or -N cycles) that reached the judged sizes
+  double mean = 0;     // GB/s
+  double stddev = 0;
+  double low = 0;  // the interval, GB/s
+  double high = 0;
+  double level = 0.95;
+  // How likely the true mean is at or above the healthy minimum, and how likely it lies in
+  // the verdict's own band (healthy, warn or fail), from the same t distribution.
+  double probability_healthy = 0;
+  double probability_verdict = 0;
+  double cv_percent = 0;  // run-to-run variation
+};
+
+// What a test's busbw was judged against.
+struct ExpectedBusbw {
+  double typical = 0;     // GB/s, what a healthy run reaches
+  double healthy = 0;     // GB/s, the lowest healthy value: below it WARN
+  double fail_below = 0;  // GB/s: below it FAIL
+  size_t from_size = 0;   // the sizes judged: this one and larger
+  std::string algorithm;  // NCCL algorithm of the figure, when known
+  std::string basis;      // "published", "derived" (catalog) or "model"
+  std::string source;
+};
+
+// One test: a collective at one scale, over every run of it that was given.
+struct TestVerdict {
+  std::string collective;
+  std::vector<std::string> sources;  // "file:line" of each run; empty for a run measured here
+  int ranks = 0;
+  int nodes = 0;           // 0: unknown
+  std::string nodes_from;  // "host names", "--nodes", "ranks / GPUs per node"
+  size_t runs = 0;
+  CheckStatus status = CheckStatus::kNotApplicable;
+  std::optional<double> measured_busbw;  // mean busbw over the judged sizes (and runs)
+  std::optional<ExpectedBusbw> expected;
+  std::optional<VerdictConfidence> confidence;  // with two or more samples
+  std::vector<CheckFinding> findings;           // one per rule that applied, in the rules' order
+};
+
+// Which platform results are judged against, and why that one.
+struct PlatformChoice {
+  std::optional<Platform> platform;   // empty: none could be chosen
+  std::string origin;                 // "--platform", "command line", "detected", "none"
+  std::vector<std::string> evidence;  // what detection read and where ("DMI product name ...")
+  std::vector<std::string> notes;     // what did not fit ("6 RDMA ports at 400 Gb/s, not 8")
+  std::string unavailable;            // why there is no platform
+  bool generic() const { return origin == "command line"; }
+};
+
+// Knobs of the judgement; the defaults are the documented ones (docs/check.md).
+struct CheckOptions {
+  std::optional<int> nodes;          // overrides the node count read from the results
+  std::optional<size_t> judge_from;  // judge busbw from this size up instead of the band's
+  double warn_floor = 0.8;           // FAIL below this fraction of the healthy minimum
+  double model_healthy = 0.8;        // a model prediction's healthy minimum, as a fraction
+  double latency_warn_ratio = 2.0;   // WARN when small messages take longer than this x floor
+  double confidence_level = 0.95;
+  size_t latency_max_size = 64 * 1024;       // sizes at or below this show the latency floor
+  size_t model_min_size = 32 * 1024 * 1024;  // the model judges bandwidth from this size up
+};
+
+// Every test of a check and the overall outcome (the worst test).
+struct CheckReport {
+  PlatformChoice platform;
+  std::vector<TestVerdict> tests;
+  CheckStatus status = CheckStatus::kNotApplicable;
+  std::vector<std::string> notes;
+};
+
+// Judges every test of `runs` (runs of the same collective, rank and node count are repeats
+// of one test). Never throws for what the results hold: what cannot be judged is a WARN
+// with the reason.
+CheckReport Check(const std::vector<RunResult>& runs, const PlatformChoice& platform,
+                  const CheckOptions& options = {});
+
+// The platform of the node whose files are under `root` ("/" for this one), from the DMI
+// product name and vendor, the GPUs (model and count) and the GPU-fabric NICs (count and
+// rate). Throws UsageError when `root` is not a directory; a node that fits no platform
+// gives a choice without a platform, saying what was found.
+PlatformChoice DetectPlatform(const Catalog& catalog, const std::string& root);
+
+// A rule of the registry, for help texts and docs.
+struct CheckRuleInfo {
+  std::string_view name;
+  std::string_view description;
+};
+std::vector<CheckRuleInfo> CheckRules();
+
+// A registry entry: an output format of a check.
+struct CheckFormat {
+  std::string_view name;
+  std::string_view description;
+  std::string (*render)(const CheckReport& report);
+};
+
+// text (for people) and json (for programs).
+const std::vector<CheckFormat>& CheckFormats();
+// Throws UsageError listing the formats.
+const CheckFormat& FindCheckFormat(std::string_view name);
+
+}  // namespace fabricscope

@@ -1,0 +1,146 @@
+// Rules about large-size busbw: against the expected band, and against what the node's NICs
+// can carry at all.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "check/rules.h"
+#include "fabricscope/analyze.h"
+
+namespace fabricscope::check {
+namespace {
+
+bool Mentions(const std::vector<std::string>& lines, const std::string& word) {
+  for (const std::string& line : lines) {
+    if (line.find(word) != std::string::npos) return true;
+  }
+  return false;
+}
+
+std::string NicDescription(const Platform& p) {
+  return fmt::format("{} x {:g} Gb/s", p.nics, p.nic_rate_gbps);
+}
+
+// "; 2 runs: 95% interval 328.1-331.9 GB/s, 99% likely healthy".
+std::string ConfidenceText(const BandwidthJudgement& j) {
+  if (!j.confidence) return "";
+  const VerdictConfidence& c = *j.confidence;
+  std::string text =
+      fmt::format("; {} repeats: {:.0f}% interval {} to {} (run-to-run variation {:.2g}%)",
+                  c.samples, 100 * c.level, Gbs(c.low), Gbs(c.high), c.cv_percent);
+  const double healthy = c.probability_healthy;
+  text += healthy > 0.999   ? ", healthy with more than 99.9% probability"
+          : healthy < 0.001 ? ", healthy with less than 0.1% probability"
+                            : fmt::format(", healthy with {:.1f}% probability", 100 * healthy);
+  if (c.probability_verdict < 0.9) {
+    text += "; the runs vary too much to tell healthy from not: repeat more, or find what varies";
+  }
+  return text;
+}
+
+}  // namespace
+
+std::optional<CheckFinding> AlgorithmRule(const RuleContext& c) {
+  if (!PlatformApplies(c.test, c.choice) || c.test.nodes < 2) return std::nullopt;
+  const Platform& p = *c.choice.platform;
+  const double nic_total = p.NicTotalGBs();
+  if (c.test.peak_busbw <= nic_total) return std::nullopt;
+  CheckFinding f;
+  f.status = CheckStatus::kWarn;
+  f.figures["peak_busbw"] = c.test.peak_busbw;
+  f.figures["nic_total"] = nic_total;
+  const std::string seen = fmt::format(
+      "busbw reaches {} at {}, above the {} the node's NICs carry ({})", Gbs(c.test.peak_busbw),
+      FormatBytes(c.test.peak_size), Gbs(nic_total), NicDescription(p));
+  if (c.test.nodes > 2) {
+    f.reason = seen + fmt::format(
+                          " on {} nodes, which only in-network reduction (SHARP) or a wrong node "
+                          "count gives: check the node count (--nodes) and the results",
+                          c.test.nodes);
+    return f;
+  }
+  f.reason = seen +
+             ": NCCL used Tree, NVLS or NVLSTree, which reduce inside each node and send less "
+             "over the network, so this is not a network measurement; rerun with "
+             "NCCL_ALGO=Ring to measure the network";
+  if (Mentions(c.test.transports, "NVLS")) f.reason += " (NCCL's log mentions NVLS)";
+  if (const auto algo = c.test.Env("NCCL_ALGO"); algo && *algo == "Ring") {
+    f.reason +=
+        "; NCCL_ALGO=Ring was set, and a ring cannot exceed the NIC total: the node count or "
+        "the results are not what they seem";
+  }
+  return f;
+}
+
+std::optional<CheckFinding> BandwidthRule(const RuleContext& c) {
+  if (!PlatformApplies(c.test, c.choice)) return std::nullopt;
+  const BandwidthJudgement& j = c.bandwidth;
+  const Platform& p = *c.choice.platform;
+  CheckFinding f;
+  if (!j.expected || !j.measured) {
+    f.status = CheckStatus::kWarn;
+    f.reason = "not judged: " + j.not_judged;
+    return f;
+  }
+  const ExpectedBusbw& e = *j.expected;
+  const double m = *j.measured;
+  const double share = m / e.typical;
+  f.figures = {{"measured_busbw", m},
+               {"expected_busbw", e.typical},
+               {"healthy_busbw", e.healthy},
+               {"fail_below_busbw", e.fail_below},
+               {"percent_of_expected", 100 * share}};
+  if (j.above_nic_total && e.typical <= j.nic_total) {
+    // A ring band cannot judge a Tree/NVLS figure; the algorithm rule says what to do.
+    f.status = CheckStatus::kNotApplicable;
+    f.reason = fmt::format(
+        "not judged against the {} {} band: the run is above the NIC total (see algorithm)",
+        Gbs(e.typical), e.algorithm.empty() ? "ring" : e.algorithm);
+    return f;
+  }
+  f.status = j.status;
+  std::string text =
+      fmt::format("busbw {} is {} of the expected {}", Gbs(m), Percent(share), Gbs(e.typical));
+  text += fmt::format(" (mean over {} size{} from {}{}; healthy from {}, FAIL below {})",
+                      j.sizes_judged, j.sizes_judged == 1 ? "" : "s", FormatBytes(e.from_size),
+                      j.samples.size() > 1 ? fmt::format(", {} repeats", j.samples.size()) : "",
+                      Gbs(e.healthy), Gbs(e.fail_below));
+  if (e.basis == "model") {
+    text += "; expected from the model, as " + j.fallback + ": " + e.source;
+  } else {
+    text += "; " + e.basis + ": " + e.source;
+  }
+  if (c.test.nodes >= 2) {
+    // A ring carries its busbw through each node's NICs: busbw / NICs is each NIC's load.
+    const double per_nic = m / p.nics;
+    const double line = per_nic * 8 / p.nic_rate_gbps;
+    text += fmt::format("; per NIC {} = {:.0f} Gb/s, {} of the {:g} Gb/s line rate", Gbs(per_nic),
+                        per_nic * 8, Percent(line), p.nic_rate_gbps);
+    f.figures["per_nic_gbs"] = per_nic;
+    f.figures["line_rate_percent"] = 100 * line;
+  } else if (c.test.host_memory) {
+    text += "; one node on host memory: this measures its memory and CPUs, not the network";
+  } else {
+    text += "; one node: this measures NVLink/PCIe inside the node, not the network";
+  }
+  text += ConfidenceText(j);
+  if (!j.confidence && std::fabs(m - e.healthy) < 0.1 * e.healthy) {
+    text +=
+        "; one sample, close to the healthy minimum: repeat it (-N 5, or several result files) "
+        "for a verdict with its confidence";
+  }
+  if (f.status == CheckStatus::kFail && !c.test.host_memory) {
+    text += c.test.nodes >= 2 ? "; run fabricscope doctor on the nodes, and fabricscope locate "
+                                "to find a slow node or link"
+                              : "; run fabricscope doctor on the node";
+  }
+  if (j.confidence) {
+    f.figures["interval_low"] = j.confidence->low;
+    f.figures["interval_high"] = j.confidence->high;
+    f.figures["probability_healthy"] = j.confidence->probability_healthy;
+  }
+  f.reason = text;
+  return f;
+}
+
+}  // namespace fabricscope::check

@@ -1,0 +1,27 @@
+// The registry of check output formats.
+#include <string>
+
+#include "check/reporters.h"
+#include "fabricscope/check.h"
+#include "fabricscope/error.h"
+
+namespace fabricscope {
+
+const std::vector<CheckFormat>& CheckFormats() {
+  static const std::vector<CheckFormat> formats = {
+      {"text", "a verdict per test and a line per finding, for people", check::RenderCheckText},
+      {"json", "the same as one JSON document, for programs", check::RenderCheckJson},
+  };
+  return formats;
+}
+
+const CheckFormat& FindCheckFormat(std::string_view name) {
+  std::string names;
+  for (const CheckFormat& f : CheckFormats()) {
+    if (f.name == name) return f;
+    names += (names.empty() ? "" : ", ") + std::string(f.name);
+  }
+  throw UsageError("--format '" + std::string(name) + "': choose " + names);
+}
+
+}  // namespace fabricscope

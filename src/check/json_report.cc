@@ -1,0 +1,100 @@
+// The JSON report: the same facts as the text, every figure a number, for programs and CI.
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "check/reporters.h"
+#include "fabricscope/check.h"
+
+namespace fabricscope {
+namespace check {
+namespace {
+
+using nlohmann::json;
+
+json PlatformJson(const PlatformChoice& choice) {
+  json j = {{"origin", choice.origin},
+            {"evidence", choice.evidence},
+            {"notes", choice.notes},
+            {"name", nullptr}};
+  if (!choice.unavailable.empty()) j["unavailable"] = choice.unavailable;
+  if (!choice.platform) return j;
+  const Platform& p = *choice.platform;
+  j["name"] = p.name;
+  j["description"] = p.description;
+  j["gpu_model"] = p.gpu_model;
+  j["gpus_per_node"] = p.gpus_per_node;
+  j["nics"] = p.nics;
+  j["nic_rate_gbps"] = p.nic_rate_gbps;
+  j["transport"] = p.transport;
+  j["nic_total_gbs"] = p.NicTotalGBs();
+  j["latency_floor_us"] = p.latency_floor_us ? json(*p.latency_floor_us) : json(nullptr);
+  return j;
+}
+
+json TestJson(const TestVerdict& t) {
+  json j = {{"collective", t.collective},
+            {"sources", t.sources},
+            {"ranks", t.ranks},
+            {"nodes", t.nodes},
+            {"nodes_from", t.nodes_from},
+            {"runs", t.runs},
+            {"verdict", StatusName(t.status)},
+            {"measured_busbw", t.measured_busbw ? json(*t.measured_busbw) : json(nullptr)},
+            {"expected", nullptr},
+            {"confidence", nullptr}};
+  if (t.expected) {
+    const ExpectedBusbw& e = *t.expected;
+    j["expected"] = {{"typical_busbw", e.typical},
+                     {"healthy_busbw", e.healthy},
+                     {"fail_below_busbw", e.fail_below},
+                     {"from_size", e.from_size},
+                     {"algorithm", e.algorithm},
+                     {"basis", e.basis},
+                     {"source", e.source}};
+  }
+  if (t.confidence) {
+    const VerdictConfidence& c = *t.confidence;
+    j["confidence"] = {{"method", "Student t interval of the mean"},
+                       {"samples", c.samples},
+                       {"mean", c.mean},
+                       {"stddev", c.stddev},
+                       {"level", c.level},
+                       {"low", c.low},
+                       {"high", c.high},
+                       {"probability_healthy", c.probability_healthy},
+                       {"probability_verdict", c.probability_verdict},
+                       {"cv_percent", c.cv_percent}};
+  }
+  json findings = json::array();
+  for (const CheckFinding& f : t.findings) {
+    findings.push_back({{"rule", f.rule},
+                        {"verdict", StatusName(f.status)},
+                        {"reason", f.reason},
+                        {"figures", f.figures}});
+  }
+  j["findings"] = findings;
+  return j;
+}
+
+}  // namespace
+
+std::string RenderCheckJson(const CheckReport& report) {
+  json tests = json::array();
+  json counts = {{"PASS", 0}, {"WARN", 0}, {"FAIL", 0}};
+  for (const TestVerdict& t : report.tests) {
+    tests.push_back(TestJson(t));
+    if (t.status != CheckStatus::kNotApplicable) {
+      counts[std::string(StatusName(t.status))] =
+          counts[std::string(StatusName(t.status))].get<int>() + 1;
+    }
+  }
+  const json doc = {{"verdict", StatusName(report.status)},
+                    {"platform", PlatformJson(report.platform)},
+                    {"tests", tests},
+                    {"counts", counts},
+                    {"notes", report.notes}};
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace check
+}  // namespace fabricscope

@@ -1,0 +1,52 @@
+// Private: the verdict rules as a registry. Each rule looks at one test and, when it applies,
+// gives PASS, WARN or FAIL with its reason; the worst finding is the test's verdict.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "check/bandwidth.h"
+#include "check/evidence.h"
+#include "fabricscope/check.h"
+
+namespace fabricscope::check {
+
+// What a rule sees.
+struct RuleContext {
+  const TestEvidence& test;
+  const PlatformChoice& choice;
+  const CheckOptions& options;
+  const BandwidthJudgement& bandwidth;
+  std::string known_platforms;  // "gcp-a3-highgpu-8g, ...", for messages without a platform
+};
+
+// One named rule. `evaluate` returns nothing when the rule does not apply to the test.
+struct Rule {
+  std::string_view name;
+  std::string_view description;
+  std::optional<CheckFinding> (*evaluate)(const RuleContext& context);
+};
+
+// Every rule, in the order findings are listed.
+const std::vector<Rule>& Rules();
+
+// The rules, one function each, grouped by concern in run_rules.cc, bandwidth_rules.cc,
+// transport_rule.cc and latency_rule.cc.
+std::optional<CheckFinding> CorrectnessRule(const RuleContext& context);
+std::optional<CheckFinding> PlatformRule(const RuleContext& context);
+std::optional<CheckFinding> GpuModelRule(const RuleContext& context);
+std::optional<CheckFinding> RanksPerNodeRule(const RuleContext& context);
+std::optional<CheckFinding> AlgorithmRule(const RuleContext& context);
+std::optional<CheckFinding> BandwidthRule(const RuleContext& context);
+std::optional<CheckFinding> GpuDirectRule(const RuleContext& context);
+std::optional<CheckFinding> LatencyRule(const RuleContext& context);
+
+// Number formats the reasons share: "330.0 GB/s" with one decimal, "101%".
+std::string Gbs(double value);
+std::string Percent(double fraction);
+// "us" times: "28.1 us", or "1.20 ms" from a millisecond up.
+std::string Micros(double us);
+
+}  // namespace fabricscope::check

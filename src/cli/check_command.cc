@@ -1,0 +1,288 @@
+#include "cli/check_command.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/run_command.h"
+#include "fabricscope/backend.h"
+#include "fabricscope/check.h"
+#include "fabricscope/error.h"
+#include "fabricscope/launch.h"
+#include "fabricscope/parse.h"
+#include "fabricscope/platform.h"
+#include "fabricscope/report.h"
+#include "fabricscope/sizes.h"
+
+namespace fabricscope::cli {
+namespace {
+
+// The flags as typed. Options are kept to tell "given" from "left at the default".
+struct CheckFlags {
+  std::vector<std::string> inputs;  // result files, and after "--" the run's flags
+  std::string platform;
+  GenericPlatformOptions generic;
+  double latency_floor = 0;
+  int nodes = 0;
+  std::string root = "/";
+  std::string judge_from;
+  std::string format = "text";
+  std::string output;
+  std::string collective;
+  bool strict = false;
+  std::vector<CLI::Option*> generic_options;
+  CLI::Option* nodes_option = nullptr;
+  CLI::Option* latency_option = nullptr;
+  CLI::Option* root_option = nullptr;
+};
+
+bool AnyGiven(const std::vector<CLI::Option*>& options) {
+  return std::any_of(options.begin(), options.end(),
+                     [](const CLI::Option* o) { return o->count() > 0; });
+}
+
+PlatformChoice ChoosePlatform(const CheckFlags& flags) {
+  const bool generic = AnyGiven(flags.generic_options);
+  if (generic && !flags.platform.empty()) {
+    throw UsageError(
+        "--platform and a generic description (--gpus-per-node, --intra-node-busbw, --nics, "
+        "--nic-rate, --transport) exclude each other: give one");
+  }
+  const Catalog catalog = Catalog::Builtin();
+  PlatformChoice choice;
+  if (!flags.platform.empty()) {
+    choice.platform = catalog.Get(flags.platform);
+    choice.origin = "--platform";
+    return choice;
+  }
+  if (generic) {
+    static const std::vector<std::string> kTransports = {"IB",    "RoCE", "TCPX",
+                                                         "TCPXO", "EFA",  "TCP"};
+    if (std::find(kTransports.begin(), kTransports.end(), flags.generic.transport) ==
+        kTransports.end()) {
+      throw UsageError("--transport '" + flags.generic.transport +
+                       "': choose IB, RoCE, TCPX, TCPXO, EFA or TCP");
+    }
+    GenericPlatformOptions options = flags.generic;
+    if (flags.latency_option->count() > 0) {
+      if (!(flags.latency_floor > 0)) {
+        throw UsageError("--latency-floor must be a positive number of microseconds");
+      }
+      options.latency_floor_us = flags.latency_floor;
+    }
+    choice.platform = GenericPlatform(options);
+    choice.origin = "command line";
+    return choice;
+  }
+  return DetectPlatform(catalog, flags.root);
+}
+
+// The benchmark through the run command's path. Its table goes to stderr (or the run's own
+// --output), so that stdout carries the verdict alone. Empty on processes other than the
+// first of a multi-process job: they measure, the first one judges.
+std::optional<RunResult> RunBenchmark(const std::vector<std::string>& args,
+                                      const CommandContext& ctx) {
+  CLI::App app{"the flags of fabricscope run", ctx.prog + " check --"};
+  RunFlags flags;
+  AddRunFlags(app, flags, false);
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    throw UsageError("the flags after -- are those of '" + ctx.prog + " run --help'");
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(std::string("after --: ") + e.what() + " (the flags after -- are those of '" +
+                     ctx.prog + " run --help')");
+  }
+  if (flags.run_cycles == 0) {
+    throw UsageError("-N 0 runs forever, and check judges a run that ended: give -N 1 or more");
+  }
+  RunOptions options = ToRunOptions(flags);
+  options.command_line = {ctx.prog, "run"};
+  options.command_line.insert(options.command_line.end(), args.begin(), args.end());
+  const EnvLookup env = ProcessEnvironment();
+  const LaunchInfo launch = DetectLaunch(env, flags.launcher);
+  auto backend = ResolveBackend(flags, launch, options);
+  MultiReporter sink;
+  std::ofstream file;
+  if (launch.process_rank == 0) {
+    std::ostream* out = &std::cerr;
+    if (!flags.output.empty()) {
+      file.open(flags.output);
+      if (!file) {
+        throw SystemError("cannot write the run's report to '" + flags.output +
+                          "': check that the directory exists and is writable");
+      }
+      out = &file;
+    }
+    sink.Add(MakeReporter(flags.format, *out));
+    if (!flags.json_file.empty()) sink.Add(MakeJsonFileReporter(flags.json_file));
+  }
+  RunResult result = RunJob(options, *backend, &sink, launch, env);
+  if (launch.process_rank != 0) return std::nullopt;
+  return result;
+}
+
+// Reads every input, printing the readers' diagnostics on stderr; `errors` is set when an
+// input had an error.
+std::vector<RunResult> ReadRuns(std::vector<std::string> paths, const CheckFlags& flags,
+                                bool& errors) {
+  if (paths.empty()) {
+    if (isatty(STDIN_FILENO) != 0) {
+      throw UsageError(
+          "nothing to check: give result files, pipe a log in (fabricscope check < job.log), "
+          "or run the benchmark: fabricscope check [--platform NAME] -- -b 1M -e 1G -f 2");
+    }
+    paths.push_back("-");
+  }
+  ParseOptions options;
+  options.collective = flags.collective;
+  std::vector<RunResult> runs;
+  for (const std::string& path : paths) {
+    ParsedResults parsed = ReadResultsFile(path, options);
+    for (const Diagnostic& d : parsed.diagnostics) std::cerr << d.ToString() << "\n";
+    if (parsed.HasErrors()) errors = true;
+    for (RunResult& run : parsed.runs) runs.push_back(std::move(run));
+  }
+  if (runs.empty()) {
+    throw UsageError(
+        "no results could be read from the inputs (see the errors above): "
+        "nothing to check");
+  }
+  return runs;
+}
+
+void WriteReport(const std::string& text, const std::string& path) {
+  if (path.empty() || path == "-") {
+    std::cout << text;
+    std::cout.flush();
+    return;
+  }
+  std::ofstream file(path, std::ios::binary);
+  file << text;
+  file.close();
+  if (!file) {
+    throw SystemError("cannot write '" + path +
+                      "': check that the directory exists and is "
+                      "writable");
+  }
+}
+
+int ExecuteCheck(const CheckFlags& flags, const CommandContext& ctx) {
+  const CheckFormat& format = FindCheckFormat(flags.format);
+  // CLI11 hands everything after "--" to the positional list: those are the run's flags.
+  const auto dashes = std::find(ctx.command_line.begin(), ctx.command_line.end(), "--");
+  const bool run_mode = dashes != ctx.command_line.end();
+  const std::vector<std::string> run_args =
+      run_mode ? std::vector<std::string>(dashes + 1, ctx.command_line.end())
+               : std::vector<std::string>{};
+  const std::vector<std::string> files(
+      flags.inputs.begin(), flags.inputs.end() - static_cast<std::ptrdiff_t>(std::min(
+                                                     run_args.size(), flags.inputs.size())));
+  if (run_mode && !files.empty()) {
+    throw UsageError("give result files or '-- RUN FLAGS' to run the benchmark, not both (" +
+                     files.front() + " came before --)");
+  }
+
+  CheckOptions options;
+  if (flags.nodes_option->count() > 0) {
+    if (flags.nodes < 1) throw UsageError("--nodes must be 1 or more");
+    options.nodes = flags.nodes;
+  }
+  if (!flags.judge_from.empty()) options.judge_from = ParseSize(flags.judge_from, "--judge-from");
+  if (flags.root_option->count() > 0 &&
+      (!flags.platform.empty() || AnyGiven(flags.generic_options))) {
+    throw UsageError(
+        "--root is where detection reads the node; with --platform or a generic "
+        "description nothing is detected: drop --root or the platform");
+  }
+  const PlatformChoice choice = ChoosePlatform(flags);
+
+  bool errors = false;
+  std::vector<RunResult> runs;
+  if (run_mode) {
+    std::optional<RunResult> run = RunBenchmark(run_args, ctx);
+    if (!run) return kExitOk;
+    runs.push_back(std::move(*run));
+  } else {
+    runs = ReadRuns(files, flags, errors);
+  }
+  const CheckReport report = Check(runs, choice, options);
+  WriteReport(format.render(report), flags.output);
+  if (errors) return kExitUsage;
+  if (report.status == CheckStatus::kFail) return kExitFailed;
+  if (report.status == CheckStatus::kWarn && flags.strict) return kExitFailed;
+  return kExitOk;
+}
+
+}  // namespace
+
+CommandAction SetupCheckCommand(CLI::App& app) {
+  auto flags = std::make_shared<CheckFlags>();
+  CheckFlags& f = *flags;
+  app.add_option("results", f.inputs,
+                 "result files (anything analyze reads; - for stdin); or, after --, the flags of "
+                 "fabricscope run to measure here and judge");
+  std::string names;
+  for (const std::string& n : Catalog::Builtin().Names()) names += (names.empty() ? "" : ", ") + n;
+  app.add_option("--platform", f.platform,
+                 "judge against this catalog platform (or an alias): " + names +
+                     "; default: detect this node's")
+      ->type_name("NAME");
+  f.generic_options = {
+      app.add_option("--gpus-per-node", f.generic.gpus_per_node,
+                     "generic platform: GPUs (ranks) per node")
+          ->capture_default_str(),
+      app.add_option("--intra-node-busbw", f.generic.intra_node_busbw,
+                     "generic platform: GB/s a healthy single-node ring reaches"),
+      app.add_option("--nics", f.generic.nics, "generic platform: GPU-fabric NICs per node"),
+      app.add_option("--nic-rate", f.generic.nic_rate_gbps,
+                     "generic platform: line rate of one NIC, Gb/s"),
+      app.add_option("--transport", f.generic.transport,
+                     "generic platform: IB, RoCE, TCPX, TCPXO, EFA or TCP")
+          ->capture_default_str(),
+      app.add_option("--ring-efficiency", f.generic.ring_efficiency,
+                     "generic platform: fraction of line rate a healthy ring reaches")
+          ->capture_default_str(),
+  };
+  f.latency_option = app.add_option("--latency-floor", f.latency_floor,
+                                    "generic platform: 2-node small-message time, us");
+  f.generic_options.push_back(f.latency_option);
+  f.nodes_option = app.add_option(
+      "--nodes", f.nodes,
+      "node count of the results (default: their host names, else ranks / GPUs per node)");
+  f.root_option = app.add_option("--root", f.root,
+                                 "detect the platform from the node tree under DIR (sys/, proc/)")
+                      ->type_name("DIR")
+                      ->capture_default_str();
+  app.add_option("--judge-from", f.judge_from,
+                 "judge busbw from this size up (K/M/G) instead of where the platform's band "
+                 "starts (1 GB for most)")
+      ->type_name("SIZE");
+  std::string formats;
+  for (const CheckFormat& c : CheckFormats()) {
+    formats += (formats.empty() ? "" : ", ") + std::string(c.name);
+  }
+  app.add_option("--format", f.format, "output: " + formats)->capture_default_str();
+  app.add_option("--output", f.output, "write the verdicts to FILE instead of stdout")
+      ->type_name("FILE");
+  app.add_option("--collective", f.collective,
+                 "the collective of logs that do not name it (otherwise inferred)");
+  app.add_flag("--strict", f.strict, "a WARN fails too (exit 1)");
+  app.footer(
+      "Exit status: 0 PASS (and WARN unless --strict), 1 FAIL, 2 bad usage or unreadable "
+      "input, 3 a failure while running.\nExamples:\n"
+      "  fabricscope check --platform a3-ultragpu-8g all_gather.log\n"
+      "  fabricscope check --gpus-per-node 8 --intra-node-busbw 370 --nics 8 --nic-rate 400 "
+      "job.log\n"
+      "  fabricscope check -- --collective all_gather -b 1M -e 8G -f 2");
+  return [flags](const CommandContext& ctx) { return ExecuteCheck(*flags, ctx); };
+}
+
+}  // namespace fabricscope::cli

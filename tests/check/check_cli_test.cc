@@ -1,0 +1,320 @@
+// `fabricscope check` as users run it: the real binary on real files, stdin, node trees for
+// detection, the benchmark run through `--`, and every bad input.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "check/fixtures.h"
+#include "doctor/fixture.h"
+
+namespace fabricscope {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string Slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string Data(const std::string& name) {
+  return std::string(FABRICSCOPE_SOURCE_DIR) + "/tests/analyze/data/" + name;
+}
+
+bool Has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+class CheckCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("fabricscope-check-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  Outcome Run(const std::string& args, const std::string& stdin_path = "/dev/null") {
+    const fs::path out = dir_ / "stdout";
+    const fs::path err = dir_ / "stderr";
+    const std::string cmd = std::string(FABRICSCOPE_BINARY) + " check " + args + " >" +
+                            out.string() + " 2>" + err.string() + " <" + stdin_path;
+    const int status = std::system(cmd.c_str());
+    Outcome o;
+    o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    o.out = Slurp(out);
+    o.err = Slurp(err);
+    return o;
+  }
+
+  std::string Write(const std::string& name, const std::string& text) {
+    const fs::path path = dir_ / name;
+    std::ofstream(path, std::ios::binary) << text;
+    return path.string();
+  }
+
+  // The findings of the first test of a JSON report, by rule.
+  static json FindingOf(const json& report, const std::string& rule) {
+    for (const json& f : report["tests"][0]["findings"]) {
+      if (f["rule"] == rule) return f;
+    }
+    return json();
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(CheckCli, PublishedRunsPassAsA3Ultra) {
+  const Outcome o = Run("--platform a3-ultragpu-8g " + Data("skypilot_h200_all_gather.log") + " " +
+                        Data("gke_h200_all_gather.log"));
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  EXPECT_TRUE(Has(o.out, "fabricscope check: gcp-a3-ultragpu-8g (--platform): 8 x NVIDIA H200"))
+      << o.out;
+  EXPECT_TRUE(Has(o.out, "PASS  all_gather: 16 ranks on 2 nodes (host names), 2 runs")) << o.out;
+  EXPECT_TRUE(Has(o.out, "PASS  bandwidth      busbw 330.2 GB/s is 101% of the expected 325.7"))
+      << o.out;
+  EXPECT_TRUE(Has(o.out, "\nPASS: 1 test, 1 PASS\n")) << o.out;
+  // The reader's note that the collective was inferred reaches stderr, not the verdicts.
+  EXPECT_TRUE(Has(o.err, "read as all_gather")) << o.err;
+}
+
+TEST_F(CheckCli, PublishedRunAsJson) {
+  const Outcome o = Run("--format json --collective all_gather --platform a3-ultragpu-8g " +
+                        Data("gke_h200_all_gather.log"));
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(o.err, "");
+  const json report = json::parse(o.out);
+  EXPECT_EQ(report["verdict"], "PASS");
+  EXPECT_EQ(report["platform"]["name"], "gcp-a3-ultragpu-8g");
+  EXPECT_EQ(report["platform"]["nic_total_gbs"], 400.0);
+  EXPECT_EQ(report["counts"]["PASS"], 1);
+  const json& test = report["tests"][0];
+  EXPECT_EQ(test["collective"], "all_gather");
+  EXPECT_EQ(test["nodes"], 2);
+  EXPECT_EQ(test["expected"]["basis"], "published");
+  EXPECT_EQ(test["expected"]["typical_busbw"], 325.7);
+  EXPECT_TRUE(test["confidence"].is_null()) << "one run";
+  const json bandwidth = FindingOf(report, "bandwidth");
+  EXPECT_EQ(bandwidth["verdict"], "PASS");
+  EXPECT_NEAR(bandwidth["figures"]["line_rate_percent"].get<double>(), 82.4, 0.2);
+}
+
+TEST_F(CheckCli, TcpxTableWithAndWithoutGpuDirect) {
+  const std::string with = Write("with_tcpx.log", check_testing::TcpxLog(true));
+  const std::string without = Write("without_tcpx.log", check_testing::TcpxLog(false));
+  const Outcome pass = Run("--platform a3-highgpu-8g " + with);
+  EXPECT_EQ(pass.exit_code, 0) << pass.out << pass.err;
+  EXPECT_TRUE(Has(pass.out, "PASS  all_reduce: 16 ranks on 2 nodes")) << pass.out;
+
+  const Outcome fail = Run("--format json --platform a3-highgpu-8g " + without);
+  EXPECT_EQ(fail.exit_code, 1) << fail.out << fail.err;
+  const json report = json::parse(fail.out);
+  EXPECT_EQ(report["verdict"], "FAIL");
+  const json gpudirect = FindingOf(report, "gpudirect");
+  EXPECT_EQ(gpudirect["verdict"], "FAIL");
+  EXPECT_TRUE(Has(gpudirect["reason"], "GPUDirect is most likely not in use"))
+      << gpudirect["reason"];
+  EXPECT_EQ(gpudirect["figures"]["without_gpudirect_busbw"], 20.0);
+}
+
+TEST_F(CheckCli, SyntheticDegradedRuns) {
+  // 20% low: WARN, which passes unless --strict.
+  const std::string low = Write("low.log", check_testing::UltraLog(0.8));
+  const Outcome warn = Run("--platform a3-ultragpu-8g " + low);
+  EXPECT_EQ(warn.exit_code, 0) << warn.out;
+  EXPECT_TRUE(Has(warn.out, "WARN  bandwidth      busbw 264.2 GB/s is 81% of the expected"))
+      << warn.out;
+  EXPECT_EQ(Run("--strict --platform a3-ultragpu-8g " + low).exit_code, 1);
+
+  // TCP fallback: Socket in NCCL's lines.
+  const std::string tcp =
+      Write("tcp.log", check_testing::UltraLog(0.06, {"NET/Socket : Using [0]eth1:10.0.0.2<0>",
+                                                      "Channel 00/0 : 0[0] -> 8[0] [send] via "
+                                                      "NET/Socket/0"}));
+  const Outcome fallback = Run("--platform a3-ultragpu-8g " + tcp);
+  EXPECT_EQ(fallback.exit_code, 1) << fallback.out;
+  EXPECT_TRUE(Has(fallback.out,
+                  "FAIL  gpudirect      GPUDirect/RDMA is not in use: NCCL's log "
+                  "shows 'via NET/Socket'"))
+      << fallback.out;
+
+  // 2-node NVLS above the NIC total.
+  check_testing::LogSpec nvls;
+  nvls.rows = check_testing::CurveRows("all_reduce", 16, 480, 40, size_t{8} << 30);
+  const Outcome algo = Run("--platform dgx-h100 " + Write("nvls.log", NcclTestsLog(nvls)));
+  EXPECT_EQ(algo.exit_code, 0) << algo.out;
+  EXPECT_TRUE(Has(algo.out, "WARN  algorithm")) << algo.out;
+  EXPECT_TRUE(Has(algo.out, "not a network measurement")) << algo.out;
+}
+
+TEST_F(CheckCli, GenericPlatformFromFlags) {
+  const std::string log = Write("ultra.log", check_testing::UltraLog(1.0));
+  const Outcome o =
+      Run("--gpus-per-node 8 --intra-node-busbw 370 --nics 8 --nic-rate 400 "
+          "--transport RoCE " +
+          log);
+  EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
+  EXPECT_TRUE(Has(o.out, "generic (command line): 8 GPUs (ranks) a node, 8 x 400 Gb/s RoCE"))
+      << o.out;
+  EXPECT_TRUE(Has(o.out, "of the expected 360.0 GB/s")) << o.out;
+  // Half the NICs: the derived band halves, the same run is then above it.
+  const Outcome fewer =
+      Run("--format json --gpus-per-node 8 --intra-node-busbw 370 --nics 4 "
+          "--nic-rate 400 " +
+          log);
+  const json report = json::parse(fewer.out);
+  EXPECT_EQ(report["tests"][0]["expected"]["typical_busbw"], 180.0);
+}
+
+TEST_F(CheckCli, DetectsThePlatformFromANodeTree) {
+  const doctor::testing::NodeTree tree(dir_ / "node", doctor::testing::NodeSpec{});
+  tree.Write("/sys/class/dmi/id/product_name", "DGX H100\n");
+  check_testing::LogSpec spec;
+  spec.rows = check_testing::CurveRows("all_reduce", 16, 370, 40, size_t{4} << 30);
+  const std::string log = Write("dgx.log", NcclTestsLog(spec));
+  const Outcome o = Run("--root " + tree.root().string() + " " + log);
+  EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
+  EXPECT_TRUE(Has(o.out, "fabricscope check: dgx-h100 (detected)")) << o.out;
+  EXPECT_TRUE(Has(o.out, "from: DMI product name 'DGX H100'")) << o.out;
+  // No driver file and no pci.ids on the tree: the model is unknown, the count still fits.
+  EXPECT_TRUE(Has(o.out, "note: the GPU model is unknown")) << o.out;
+}
+
+TEST_F(CheckCli, NothingToDetectIsAWarnThatSaysWhatToGive) {
+  fs::create_directories(dir_ / "bare");
+  const std::string log = Write("ultra.log", check_testing::UltraLog(1.0));
+  const Outcome o = Run("--root " + (dir_ / "bare").string() + " " + log);
+  EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
+  EXPECT_TRUE(Has(o.out, "no platform: could not detect the platform: this node has no GPU"))
+      << o.out;
+  EXPECT_TRUE(Has(o.out, "Give --platform NAME (gcp-a3-highgpu-8g")) << o.out;
+  EXPECT_EQ(Run("--strict --root " + (dir_ / "bare").string() + " " + log).exit_code, 1);
+}
+
+TEST_F(CheckCli, RunsTheBenchmarkOnThisMachine) {
+  // Host memory through Gloo: no GPU platform can judge it, and the verdict says what to give.
+  const Outcome o = Run("-- -b 1K -e 64K -t 2");
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  EXPECT_TRUE(Has(o.err, "# Collective test starting: all_reduce_perf")) << o.err;
+  EXPECT_TRUE(Has(o.out, "WARN  all_reduce: 2 ranks on 1 node")) << o.out;
+  EXPECT_TRUE(Has(o.out, "PASS  correctness    every result validated")) << o.out;
+  EXPECT_TRUE(Has(o.out, "not judged")) << o.out;
+  EXPECT_TRUE(Has(o.out, "--gpus-per-node N --intra-node-busbw GB/s")) << o.out;
+
+  // A catalog platform does not apply to host memory either.
+  const Outcome gpu = Run("--platform dgx-h100 -- -b 1K -e 64K -t 2");
+  EXPECT_EQ(gpu.exit_code, 0);
+  EXPECT_TRUE(Has(gpu.out, "measured on host memory (backend gloo)")) << gpu.out;
+
+  // Described on the command line, it is judged: from 16 KB, as asked. The run's rows are
+  // noisy on a busy machine, so the test holds to the form of the verdict.
+  const Outcome generic = Run(
+      "--format json --gpus-per-node 2 --intra-node-busbw 1000 --nics 1 --nic-rate 10 --transport "
+      "TCP --judge-from 16K -- -b 1K -e 64K -f 2 -t 2 -N 2");
+  EXPECT_EQ(generic.exit_code, 1) << generic.out << generic.err;
+  const json report = json::parse(generic.out);
+  EXPECT_EQ(report["tests"][0]["expected"]["from_size"], 16384);
+  EXPECT_EQ(report["tests"][0]["confidence"]["samples"], 2);
+  EXPECT_EQ(FindingOf(report, "bandwidth")["verdict"], "FAIL")
+      << "1000 GB/s is out of reach of host memory";
+}
+
+TEST_F(CheckCli, ReadsStdin) {
+  const Outcome o = Run("--platform a3-ultragpu-8g --collective all_gather",
+                        Data("skypilot_h200_all_gather.log"));
+  EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
+  EXPECT_TRUE(Has(o.out, "1 run: <stdin>:5")) << o.out;
+}
+
+TEST_F(CheckCli, WritesTheReportToAFile) {
+  const fs::path out = dir_ / "verdict.json";
+  const Outcome o = Run("--format json --output " + out.string() + " --platform a3-ultragpu-8g " +
+                        Data("gke_h200_all_gather.log"));
+  EXPECT_EQ(o.exit_code, 0);
+  EXPECT_EQ(o.out, "");
+  EXPECT_EQ(json::parse(Slurp(out))["verdict"], "PASS");
+}
+
+// Every bad input: a clear message and exit 2, never a crash.
+TEST_F(CheckCli, BadInputs) {
+  const std::string log = Write("ultra.log", check_testing::UltraLog(1.0));
+  const std::string empty = Write("empty.log", "");
+  const std::string text = Write("notes.txt", "just some words\nno table here\n");
+  struct Case {
+    std::string args;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"--platform a3-nonsense " + log,
+       "unknown platform 'a3-nonsense'; known platforms: gcp-a3-highgpu-8g, gcp-a3-edgegpu-8g"},
+      {"--platform a3-ultragpu-8g /nonexistent/results.log", "/nonexistent/results.log"},
+      {"--platform a3-ultragpu-8g " + empty, "no results could be read from the inputs"},
+      {"--platform a3-ultragpu-8g " + text, "notes.txt"},
+      {"--format xml --platform a3-ultragpu-8g " + log, "--format 'xml': choose text, json"},
+      {"--nodes 0 --platform a3-ultragpu-8g " + log, "--nodes must be 1 or more"},
+      {"--judge-from lots --platform a3-ultragpu-8g " + log, "--judge-from"},
+      {"--nics 8 " + log, "a generic platform needs --intra-node-busbw"},
+      {"--gpus-per-node 8 --intra-node-busbw 370 --nics 8 --nic-rate 0 " + log,
+       "a generic platform needs --nic-rate"},
+      {"--gpus-per-node 8 --intra-node-busbw 370 --nics 8 --nic-rate 400 --transport PIGEON " + log,
+       "--transport 'PIGEON': choose IB, RoCE, TCPX, TCPXO, EFA or TCP"},
+      {"--gpus-per-node 8 --intra-node-busbw 370 --nics 8 --nic-rate 400 --latency-floor -3 " + log,
+       "--latency-floor must be a positive number"},
+      {"--platform dgx-h100 --nics 8 " + log, "--platform and a generic description"},
+      {"--root /nonexistent/node " + log, "--root '/nonexistent/node' is not a directory"},
+      {"--root / --platform dgx-h100 " + log, "--root is where detection reads the node"},
+      // CLI11 itself refuses flags after -- once files came before it.
+      {log + " -- -b 1K", "not expected"},
+      {"-- --bogus", "after --: "},
+      {"-- -t 0", "-t/--nthreads 0 is out of range"},
+      {"-- -N 0", "-N 0 runs forever"},
+      {"--nodes two " + log, "--nodes"},
+  };
+  for (const Case& c : cases) {
+    const Outcome o = Run(c.args);
+    EXPECT_EQ(o.exit_code, 2) << c.args << "\n" << o.out << o.err;
+    EXPECT_TRUE(Has(o.err, c.message)) << c.args << "\n" << o.err;
+  }
+}
+
+// A row that cannot be read: the rest is still judged, the row is named, and the exit
+// status says the input was bad.
+TEST_F(CheckCli, AnUnreadableRowIsNamedAndTheRestJudged) {
+  std::string log = check_testing::TcpxLog(true);
+  const size_t row = log.find("     1048576 ");
+  ASSERT_NE(row, std::string::npos);
+  log.replace(row, log.find('\n', row) - row, "     1048576        262144     float     sum  xx");
+  const size_t line = static_cast<size_t>(std::count(log.begin(), log.begin() + row, '\n')) + 1;
+  const std::string path = Write("cut.log", log);
+  const Outcome o = Run("--platform a3-highgpu-8g " + path);
+  EXPECT_EQ(o.exit_code, 2) << o.out << o.err;
+  EXPECT_TRUE(Has(o.err, path + ":" + std::to_string(line) + ": error:")) << o.err;
+  EXPECT_TRUE(Has(o.out, "PASS  all_reduce: 16 ranks on 2 nodes")) << o.out;
+}
+
+TEST_F(CheckCli, HelpListsThePlatformsAndTheExitStatus) {
+  const Outcome o = Run("--help");
+  EXPECT_EQ(o.exit_code, 0);
+  EXPECT_TRUE(Has(o.out, "gcp-a3-ultragpu-8g")) << o.out;
+  EXPECT_TRUE(Has(o.out, "Exit status: 0 PASS (and WARN unless --strict), 1 FAIL")) << o.out;
+}
+
+}  // namespace
+}  // namespace fabricscope
