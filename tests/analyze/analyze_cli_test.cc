@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/binary_test.h"
 #include "fabricscope/parse.h"
 #include "fabricscope/report.h"
 
@@ -21,54 +22,15 @@ namespace fabricscope {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Outcome {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string Slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::Outcome;
+using test::Slurp;
 
 std::string Data(const std::string& name) {
   return std::string(FABRICSCOPE_SOURCE_DIR) + "/tests/analyze/data/" + name;
 }
 
-class AnalyzeCli : public ::testing::Test {
+class AnalyzeCli : public test::BinaryTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("fabricscope-analyze-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  Outcome Run(const std::string& args, const std::string& stdin_path = "/dev/null") {
-    const fs::path out = dir_ / "stdout";
-    const fs::path err = dir_ / "stderr";
-    const std::string cmd = std::string(FABRICSCOPE_BINARY) + " " + args + " >" + out.string() +
-                            " 2>" + err.string() + " <" + stdin_path;
-    const int status = std::system(cmd.c_str());
-    Outcome o;
-    o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    o.out = Slurp(out);
-    o.err = Slurp(err);
-    return o;
-  }
-
-  fs::path Write(const std::string& name, const std::string& text) {
-    const fs::path path = dir_ / name;
-    std::ofstream(path, std::ios::binary) << text;
-    return path;
-  }
-
-  fs::path dir_;
 };
 
 TEST_F(AnalyzeCli, SummarizesThePublishedRunsAsJson) {
@@ -315,7 +277,7 @@ TEST_F(AnalyzeCli, ReportWritesHtmlAndSvgs) {
   EXPECT_NE(page.find("skypilot_h200_all_gather.log"), std::string::npos);
   EXPECT_TRUE(fs::exists(dir_ / "svg" / "all_gather_busbw.svg"));
   EXPECT_TRUE(fs::exists(dir_ / "svg" / "all_gather_time.svg"));
-  o = Run("report " + Write("x.txt", "nothing\n").string() + " -o " + html.string());
+  o = Run("report " + Write("x.txt", "nothing\n") + " -o " + html.string());
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("nothing to report"), std::string::npos);
   o = Run("report " + Data("gke_h200_all_gather.log") + " -o " + (dir_ / "no" / "r.html").string());

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "check/fixtures.h"
+#include "common/binary_test.h"
 #include "doctor/fixture.h"
 
 namespace fabricscope {
@@ -19,19 +20,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-struct Outcome {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string Slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::Outcome;
+using test::Slurp;
 
 std::string Data(const std::string& name) {
   return std::string(FABRICSCOPE_SOURCE_DIR) + "/tests/analyze/data/" + name;
@@ -41,34 +31,9 @@ bool Has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-class CheckCli : public ::testing::Test {
+class CheckCli : public test::BinaryTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("fabricscope-check-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  Outcome Run(const std::string& args, const std::string& stdin_path = "/dev/null") {
-    const fs::path out = dir_ / "stdout";
-    const fs::path err = dir_ / "stderr";
-    const std::string cmd = std::string(FABRICSCOPE_BINARY) + " check " + args + " >" +
-                            out.string() + " 2>" + err.string() + " <" + stdin_path;
-    const int status = std::system(cmd.c_str());
-    Outcome o;
-    o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    o.out = Slurp(out);
-    o.err = Slurp(err);
-    return o;
-  }
-
-  std::string Write(const std::string& name, const std::string& text) {
-    const fs::path path = dir_ / name;
-    std::ofstream(path, std::ios::binary) << text;
-    return path.string();
-  }
+  CheckCli() : BinaryTest("check") {}
 
   // The findings of the first test of a JSON report, by rule.
   static json FindingOf(const json& report, const std::string& rule) {
@@ -77,8 +42,6 @@ class CheckCli : public ::testing::Test {
     }
     return json();
   }
-
-  fs::path dir_;
 };
 
 TEST_F(CheckCli, PublishedRunsPassAsA3Ultra) {

@@ -11,22 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "common/binary_test.h"
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Outcome {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string Slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using fabricscope::test::Outcome;
+using fabricscope::test::Slurp;
 
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> lines;
@@ -35,44 +25,11 @@ std::vector<std::string> Lines(const std::string& text) {
   return lines;
 }
 
-class CliTest : public ::testing::Test {
+class CliTest : public fabricscope::test::BinaryTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("fabricscope-cli-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  // Runs `program args` through sh with stdout and stderr captured to files.
-  Outcome Run(const std::string& args, const std::string& program = FABRICSCOPE_BINARY,
-              const std::string& env = "") {
-    const fs::path out = dir_ / "stdout";
-    const fs::path err = dir_ / "stderr";
-    const std::string cmd = env + " " + program + " " + args + " >" + out.string() + " 2>" +
-                            err.string() + " </dev/null";
-    const int status = std::system(cmd.c_str());
-    Outcome o;
-    o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    o.out = Slurp(out);
-    o.err = Slurp(err);
-    return o;
-  }
-
   std::string PerfBinary(const std::string& name) const {
     return (fs::path(FABRICSCOPE_BINARY).parent_path() / name).string();
   }
-
-  // A bad input: the given exit code, a message that contains `needle`, nothing on stdout.
-  void ExpectRefused(const std::string& args, int code, const std::string& needle) {
-    const Outcome o = Run(args);
-    EXPECT_EQ(o.exit_code, code) << args << "\n" << o.err;
-    EXPECT_NE(o.err.find(needle), std::string::npos) << args << "\nstderr: " << o.err;
-    EXPECT_NE(o.err.find("error"), std::string::npos) << o.err;
-  }
-
-  fs::path dir_;
 };
 
 TEST_F(CliTest, HelpDocumentsEveryFlag) {
@@ -163,13 +120,13 @@ TEST_F(CliTest, NcclTestsNamesDispatchOnArgv0) {
   for (const char* name :
        {"all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "broadcast_perf",
         "reduce_perf", "alltoall_perf", "sendrecv_perf", "gather_perf", "scatter_perf"}) {
-    const Outcome o = Run("-t 2 -b 1K -e 1K -n 2", PerfBinary(name));
+    const Outcome o = RunProgram(PerfBinary(name), "-t 2 -b 1K -e 1K -n 2");
     EXPECT_EQ(o.exit_code, 0) << name << ": " << o.err;
     EXPECT_NE(o.out.find(std::string("# Collective test starting: ") + name), std::string::npos)
         << o.out;
     EXPECT_NE(o.out.find("# Out of bounds values : 0 OK"), std::string::npos) << o.out;
   }
-  const Outcome help = Run("--help", PerfBinary("broadcast_perf"));
+  const Outcome help = RunProgram(PerfBinary("broadcast_perf"), "--help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_EQ(help.out.find("--collective"), std::string::npos);  // fixed by the name
   EXPECT_NE(help.out.find("--minbytes"), std::string::npos);
@@ -241,7 +198,8 @@ TEST_F(CliTest, CsvHasOneLinePerSizeAndPlacement) {
 }
 
 TEST_F(CliTest, MinimumBandwidthFromTheEnvironmentFailsTheRun) {
-  const Outcome o = Run("run -t 2 -b 1K -e 1K -n 2", FABRICSCOPE_BINARY, "NCCL_TESTS_MIN_BW=1e9");
+  const Outcome o =
+      RunProgram(FABRICSCOPE_BINARY, "run -t 2 -b 1K -e 1K -n 2", "NCCL_TESTS_MIN_BW=1e9");
   EXPECT_EQ(o.exit_code, 1);
   EXPECT_TRUE(std::regex_search(o.out, std::regex(R"(# Avg bus bandwidth    : \S+ FAILED)")))
       << o.out;

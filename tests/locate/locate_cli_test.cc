@@ -10,61 +10,22 @@
 #include <sstream>
 #include <string>
 
+#include "common/binary_test.h"
 #include "fabricscope/store.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+using fabricscope::test::Outcome;
+using fabricscope::test::Slurp;
 
-struct Outcome {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string Slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class LocateCliTest : public ::testing::Test {
+class LocateCliTest : public fabricscope::test::BinaryTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("fabricscope-locate-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  Outcome Run(const std::string& args) {
-    return Shell(std::string(FABRICSCOPE_BINARY) + " " + args);
-  }
-
-  // A command line through sh, stdout and stderr captured.
-  Outcome Shell(const std::string& command) {
-    const fs::path out = dir_ / "stdout";
-    const fs::path err = dir_ / "stderr";
-    const std::string cmd = command + " >" + out.string() + " 2>" + err.string() + " </dev/null";
-    const int status = std::system(cmd.c_str());
-    Outcome o;
-    o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    o.out = Slurp(out);
-    o.err = Slurp(err);
-    return o;
-  }
-
+  // Refused, and nothing on stdout.
   void ExpectRefused(const std::string& args, int code, const std::string& needle) {
-    const Outcome o = Run(args);
-    EXPECT_EQ(o.exit_code, code) << args << "\n" << o.err;
-    EXPECT_NE(o.err.find(needle), std::string::npos) << args << "\nstderr: " << o.err;
-    EXPECT_NE(o.err.find("error"), std::string::npos) << o.err;
-    EXPECT_TRUE(o.out.empty()) << args << "\nstdout: " << o.out;
+    BinaryTest::ExpectRefused(args, code, needle);
+    EXPECT_TRUE(Run(args).out.empty()) << args;
   }
-
-  fs::path dir_;
 };
 
 TEST_F(LocateCliTest, HelpListsTheFlagsAndExitCodes) {

@@ -14,64 +14,24 @@
 #include <string>
 #include <vector>
 
+#include "common/binary_test.h"
 #include "published_runs.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+using fabricscope::test::Outcome;
+using fabricscope::test::Slurp;
 
-struct Outcome {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string Slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class ModelCliTest : public ::testing::Test {
+class ModelCliTest : public fabricscope::test::BinaryTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("fabricscope-model-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  ModelCliTest() : BinaryTest("model") {}
 
-  // Writes `text` to a file of the test's directory and returns its path.
-  std::string Write(const std::string& name, const std::string& text) {
-    const fs::path path = dir_ / name;
-    std::ofstream(path) << text;
-    return path.string();
-  }
-
-  Outcome Run(const std::string& args) {
-    const fs::path out = dir_ / "stdout";
-    const fs::path err = dir_ / "stderr";
-    const std::string cmd = std::string(FABRICSCOPE_BINARY) + " model " + args + " >" +
-                            out.string() + " 2>" + err.string() + " </dev/null";
-    const int status = std::system(cmd.c_str());
-    Outcome o;
-    o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    o.out = Slurp(out);
-    o.err = Slurp(err);
-    return o;
-  }
-
+  // Refused, and nothing on stdout.
   void ExpectRefused(const std::string& args, int code, const std::string& needle) {
-    const Outcome o = Run(args);
-    EXPECT_EQ(o.exit_code, code) << args << "\n" << o.err;
-    EXPECT_NE(o.err.find(needle), std::string::npos) << args << "\nstderr: " << o.err;
-    EXPECT_NE(o.err.find("error"), std::string::npos) << o.err;
-    EXPECT_TRUE(o.out.empty()) << o.out;
+    BinaryTest::ExpectRefused(args, code, needle);
+    EXPECT_TRUE(Run(args).out.empty()) << args;
   }
-
-  fs::path dir_;
 };
 
 std::string Printf(const char* format, ...) __attribute__((format(printf, 1, 2)));
