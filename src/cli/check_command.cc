@@ -112,17 +112,7 @@ std::optional<RunResult> RunBenchmark(const std::vector<std::string>& args,
   MultiReporter sink;
   std::ofstream file;
   if (launch.process_rank == 0) {
-    std::ostream* out = &std::cerr;
-    if (!flags.output.empty()) {
-      file.open(flags.output);
-      if (!file) {
-        throw SystemError("cannot write the run's report to '" + flags.output +
-                          "': check that the directory exists and is writable");
-      }
-      out = &file;
-    }
-    sink.Add(MakeReporter(flags.format, *out));
-    if (!flags.json_file.empty()) sink.Add(MakeJsonFileReporter(flags.json_file));
+    AddRunReporters(flags, std::cerr, file, sink);  // stdout carries the verdicts
   }
   RunResult result = RunJob(options, *backend, &sink, launch, env);
   if (launch.process_rank != 0) return std::nullopt;

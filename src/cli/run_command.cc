@@ -232,6 +232,21 @@ std::unique_ptr<Backend> ResolveBackend(const RunFlags& flags, const LaunchInfo&
   return backend;
 }
 
+void AddRunReporters(const RunFlags& flags, std::ostream& table, std::ofstream& file,
+                     MultiReporter& sink) {
+  std::ostream* out = &table;
+  if (!flags.output.empty()) {
+    file.open(flags.output);
+    if (!file) {
+      throw SystemError("cannot write the report to '" + flags.output +
+                        "': check that the directory exists and is writable");
+    }
+    out = &file;
+  }
+  sink.Add(MakeReporter(flags.format, *out));
+  if (!flags.json_file.empty()) sink.Add(MakeJsonFileReporter(flags.json_file));
+}
+
 int ExecuteRun(const RunFlags& flags, const std::vector<std::string>& args) {
   RunOptions options = ToRunOptions(flags);
   options.command_line = args;
@@ -244,17 +259,7 @@ int ExecuteRun(const RunFlags& flags, const std::vector<std::string>& args) {
   MultiReporter sink;
   std::ofstream file;
   if (launch.process_rank == 0) {
-    std::ostream* out = &std::cout;
-    if (!flags.output.empty()) {
-      file.open(flags.output);
-      if (!file) {
-        throw SystemError("cannot write the report to '" + flags.output +
-                          "': check that the directory exists and is writable");
-      }
-      out = &file;
-    }
-    sink.Add(MakeReporter(flags.format, *out));
-    if (!flags.json_file.empty()) sink.Add(MakeJsonFileReporter(flags.json_file));
+    AddRunReporters(flags, std::cout, file, sink);
     // Progress only when someone watches stderr and the table is not already scrolling by
     // on the same terminal.
     const bool table_on_terminal = flags.output.empty() && isatty(STDOUT_FILENO) != 0;

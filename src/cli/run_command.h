@@ -2,6 +2,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "fabricscope/backend.h"
 #include "fabricscope/launch.h"
 #include "fabricscope/options.h"
+#include "fabricscope/report.h"
 
 namespace fabricscope::cli {
 
@@ -64,6 +66,12 @@ RunOptions ToRunOptions(const RunFlags& flags);
 // (said on stderr by process 0). Sets options.backend to the name chosen.
 std::unique_ptr<Backend> ResolveBackend(const RunFlags& flags, const LaunchInfo& launch,
                                         RunOptions& options);
+
+// The reporters of -o/--format/--output and -J: the table goes to `table` unless --output
+// names a file (opened into `file`, which must outlive the sink). Throws SystemError when
+// the file cannot be written.
+void AddRunReporters(const RunFlags& flags, std::ostream& table, std::ofstream& file,
+                     MultiReporter& sink);
 
 // Runs the benchmark and writes the report; returns the process exit code.
 int ExecuteRun(const RunFlags& flags, const std::vector<std::string>& args);
