@@ -28,6 +28,7 @@
 #include "backends/nccl/gpu_abi.h"
 #include "backends/nccl/gpu_libraries.h"
 #include "backends/nccl/nccl_debug_log.h"
+#include "common/result_checks.h"
 #include "fabricscope/backend.h"
 #include "fabricscope/error.h"
 #include "fabricscope/launch.h"
@@ -273,20 +274,7 @@ RunOptions SmallSweep(std::vector<Collective> collectives, int threads, int gpus
   return o;
 }
 
-void ExpectAllValid(const RunResult& result) {
-  ASSERT_FALSE(result.rows.empty());
-  for (const ResultRow& row : result.rows) {
-    for (const auto* half : {&row.out_of_place, &row.in_place}) {
-      ASSERT_TRUE(half->has_value());
-      ASSERT_TRUE((*half)->wrong.has_value());
-      EXPECT_EQ(*(*half)->wrong, 0)
-          << row.collective << " " << row.type << " " << row.redop << " root " << row.root
-          << " size " << row.size << (half == &row.in_place ? " in-place" : " out-of-place");
-      EXPECT_GT((*half)->time_us, 0);
-      EXPECT_EQ((*half)->ranks.per_rank_us.size(), static_cast<size_t>(result.nranks));
-    }
-  }
-}
+using test::ExpectAllValid;
 
 // An in-process run on the fake libraries, with the fake's call trace.
 class FakeGpuTest : public ::testing::Test {
