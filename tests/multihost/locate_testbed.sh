@@ -21,7 +21,6 @@
 # the next run removes it first: `netns.sh up` starts from nothing).
 set -euo pipefail
 
-readonly SKIP=77
 readonly HOSTS=6
 readonly NAMESPACES=12  # the rails scenario's second rail: namespaces 7-12
 readonly PREFIX=fsloc  # not the other tests' prefixes: they may share the machine
@@ -35,78 +34,9 @@ bin=$1
 shift
 scenarios=("$@")
 [ ${#scenarios[@]} -gt 0 ] || scenarios=(none node link rails)
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-netns="$root/scripts/testbed/netns.sh"
-
-skip() {
-  echo "locate-testbed: SKIP: $*"
-  exit "$SKIP"
-}
-[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces)"
-command -v ip >/dev/null || skip "needs ip (iproute2)"
-command -v tc >/dev/null || skip "needs tc (iproute2)"
-command -v unshare >/dev/null || skip "needs unshare (util-linux)"
-command -v jq >/dev/null || skip "needs jq"
-[ -x "$bin" ] || {
-  echo "locate-testbed: no binary at $bin" >&2
-  exit 1
-}
-bin=$(realpath "$bin")
-ip netns del "$PREFIX-probe" 2>/dev/null || true  # left by a run that was killed -9
-if ! ip netns add "$PREFIX-probe" 2>/dev/null; then
-  skip "cannot create network namespaces here"
-fi
-ip netns del "$PREFIX-probe"
-
-tmp=$(mktemp -d /tmp/fabricscope-locate.XXXXXX)
-failures=0
-
-cleanup() {
-  local rc=$? pid jobs_left
-  mapfile -t jobs_left < <(jobs -p)
-  for pid in "${jobs_left[@]}"; do
-    kill "$pid" 2>/dev/null || true
-  done
-  wait 2>/dev/null || true
-  "$netns" down "$PREFIX" >/dev/null 2>&1 || true
-  if [ "$failures" -ne 0 ] || [ "$rc" -ne 0 ]; then
-    echo "locate-testbed: outputs:"
-    for f in "$tmp"/*; do
-      [ -f "$f" ] || continue
-      echo "===== ${f##*/}"
-      tail -n 40 "$f"
-    done
-  fi
-  rm -rf "$tmp"
-  if ip netns list | grep -qE "^$PREFIX"; then
-    echo "locate-testbed: FAIL: namespaces left behind: $(ip netns list | grep -E "^$PREFIX" | tr '\n' ' ')" >&2
-    rc=1
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
-log() { echo "locate-testbed: $*"; }
-check() { # check DESCRIPTION COMMAND...: records a failure, goes on
-  local what=$1
-  shift
-  if "$@"; then
-    log "ok   $what"
-  else
-    log "FAIL $what"
-    failures=$((failures + 1))
-  fi
-}
-equal() { [ "$1" = "$2" ] || {
-  echo "  expected '$2', got '$1'" >&2
-  return 1
-}; }
-contains() { grep -qF -- "$2" "$1" || {
-  echo "  '$2' not in $1" >&2
-  return 1
-}; }
+# shellcheck source=SCRIPTDIR/testbed_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/testbed_lib.sh"
+testbed_begin locate-testbed "$PREFIX" "$bin" tc jq
 
 "$netns" up "$NAMESPACES" "$PREFIX" >/dev/null
 for ((i = 1; i <= NAMESPACES; i++)); do "$netns" slow "$PREFIX$i" "$BASE_RATE" >/dev/null; done

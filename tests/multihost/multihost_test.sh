@@ -16,7 +16,6 @@
 # from nothing).
 set -euo pipefail
 
-readonly SKIP=77
 [ $# -ge 2 ] || {
   echo "usage: $0 FABRICSCOPE sweep|kill [MPIRUN]" >&2
   exit 2
@@ -24,10 +23,6 @@ readonly SKIP=77
 bin=$1
 mode=$2
 mpirun=${3:-mpirun}
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-netns="$root/scripts/testbed/netns.sh"
-agent="$root/scripts/testbed/netns-rsh"
 case "$mode" in
   sweep) prefix=fs-t ;;  # not the default fs-h: a developer's own testbed is left alone
   kill) prefix=fs-k ;;
@@ -37,75 +32,10 @@ case "$mode" in
     ;;
 esac
 
-skip() {
-  echo "multihost: SKIP: $*"
-  exit "$SKIP"
-}
-[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces)"
-command -v ip >/dev/null || skip "needs ip (iproute2)"
-command -v unshare >/dev/null || skip "needs unshare (util-linux)"
-[ -x "$bin" ] || {
-  echo "multihost: no binary at $bin" >&2
-  exit 1
-}
-bin=$(realpath "$bin")
-ip netns del "$prefix-probe" 2>/dev/null || true  # left by a run that was killed -9
-if ! ip netns add "$prefix-probe" 2>/dev/null; then
-  skip "cannot create network namespaces here"
-fi
-ip netns del "$prefix-probe"
-
-tmp=$(mktemp -d /tmp/fabricscope-multihost.XXXXXX)
-failures=0
-started_pids=()
-
-cleanup() {
-  local rc=$? pid jobs_left
-  for pid in "${started_pids[@]}"; do
-    kill -9 "$pid" 2>/dev/null || true
-  done
-  # Interrupted (ctest's timeout, ^C): what is still running goes too (timeout(1) passes
-  # the signal on to the command it runs).
-  mapfile -t jobs_left < <(jobs -p)
-  for pid in "${jobs_left[@]}"; do
-    kill "$pid" 2>/dev/null || true
-  done
-  wait 2>/dev/null || true
-  "$netns" down "$prefix" >/dev/null 2>&1 || true
-  if [ "$failures" -ne 0 ] || [ "$rc" -ne 0 ]; then
-    echo "multihost: outputs:"
-    for f in "$tmp"/*; do
-      [ -f "$f" ] || continue
-      echo "===== ${f##*/}"
-      tail -n 40 "$f"
-    done
-  fi
-  rm -rf "$tmp"
-  if ip netns list | grep -qE "^$prefix"; then
-    echo "multihost: FAIL: namespaces left behind: $(ip netns list | grep -E "^$prefix" | tr '\n' ' ')" >&2
-    rc=1
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
-log() { echo "multihost: $*"; }
-check() {  # check DESCRIPTION COMMAND...: records a failure, goes on
-  local what=$1
-  shift
-  if "$@"; then
-    log "ok   $what"
-  else
-    log "FAIL $what"
-    failures=$((failures + 1))
-  fi
-}
-equal() { [ "$1" = "$2" ] || { echo "  expected '$2', got '$1'" >&2; return 1; }; }
-at_least() { [ "$1" -ge "$2" ] || { echo "  expected at least $2, got $1" >&2; return 1; }; }
-at_most() { [ "$1" -le "$2" ] || { echo "  expected at most $2, got $1" >&2; return 1; }; }
-parses() { jq -e . "$1" >/dev/null; }
-contains() { grep -qF -- "$2" "$1" || { echo "  '$2' not in $1" >&2; return 1; }; }
+# shellcheck source=SCRIPTDIR/testbed_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/testbed_lib.sh"
+agent="$testbed_root/scripts/testbed/netns-rsh"
+testbed_begin multihost "$prefix" "$bin"
 
 "$netns" up 3 "$prefix" >/dev/null
 hosts=("${prefix}1" "${prefix}2" "${prefix}3")
