@@ -394,9 +394,12 @@ RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
         if (sink != nullptr) sink->Begin(result);
       }
       auto join = [&, rank](const ConnectOptions& group) {
-        auto joined = backend.Connect(group);
-        if (watchdog) joined = watchdog->Watch(std::move(joined), rank);
-        return joined;
+        auto connect_group = [&] { return backend.Connect(group); };
+        if (!watchdog) return connect_group();
+        return watchdog->Connect(rank,
+                                 "joining the " + std::string(backend.name()) +
+                                     " communicator of " + std::to_string(group.size) + " ranks",
+                                 connect_group);
       };
       auto comm = join(connect);
       if (body) {

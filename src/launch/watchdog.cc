@@ -62,13 +62,7 @@ class Watchdog::WatchedCommunicator : public Communicator {
   std::string Transport(int device) const override { return inner_->Transport(device); }
 
  private:
-  void Enter(std::string what) {
-    {
-      const std::lock_guard lock(slot_.what_mutex);
-      slot_.what = std::move(what);
-    }
-    slot_.started_ns.store(NowNs(), std::memory_order_release);
-  }
+  void Enter(std::string what) { Watchdog::Enter(slot_, std::move(what)); }
   std::unique_ptr<Communicator> inner_;
   Slot& slot_;
   std::string last_call_;
@@ -89,12 +83,33 @@ Watchdog::~Watchdog() {
   thread_.join();
 }
 
-std::unique_ptr<Communicator> Watchdog::Watch(std::unique_ptr<Communicator> comm, int rank) {
-  const std::lock_guard lock(mutex_);
-  slots_.push_back(std::make_unique<Slot>());
-  Slot& slot = *slots_.back();
-  slot.rank = rank;
-  return std::make_unique<WatchedCommunicator>(std::move(comm), slot);
+void Watchdog::Enter(Slot& slot, std::string what) {
+  {
+    const std::lock_guard lock(slot.what_mutex);
+    slot.what = std::move(what);
+  }
+  slot.started_ns.store(NowNs(), std::memory_order_release);
+}
+
+std::unique_ptr<Communicator> Watchdog::Connect(
+    int rank, std::string what, const std::function<std::unique_ptr<Communicator>()>& connect) {
+  Slot* slot = nullptr;
+  {
+    const std::lock_guard lock(mutex_);
+    slots_.push_back(std::make_unique<Slot>());
+    slot = slots_.back().get();
+    slot->rank = rank;
+  }
+  Enter(*slot, std::move(what));
+  std::unique_ptr<Communicator> comm;
+  try {
+    comm = connect();
+  } catch (...) {
+    slot->started_ns = 0;
+    throw;
+  }
+  slot->started_ns = 0;
+  return std::make_unique<WatchedCommunicator>(std::move(comm), *slot);
 }
 
 void Watchdog::Loop() {

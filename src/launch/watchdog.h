@@ -1,7 +1,7 @@
 // Private: the -T watchdog. Backends time out their own waits where they can (Gloo, the
-// store); MPI cannot, so every rank's calls are watched and a call that outlives the
-// timeout ends the process with an error that names the rank, its host and the call,
-// rather than hanging the job.
+// store); MPI cannot, nor can NCCL's init, so every rank's connect and calls are watched
+// and one that outlives the timeout ends the process with an error that names the rank,
+// its host and the call, rather than hanging the job.
 #pragma once
 
 #include <atomic>
@@ -29,8 +29,11 @@ class Watchdog {
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
-  // Wraps the communicator of job rank `rank` so its calls are watched.
-  std::unique_ptr<Communicator> Watch(std::unique_ptr<Communicator> comm, int rank);
+  // Runs `connect` for job rank `rank` under watch (`what` names it in the message: a
+  // library's init waits for every peer, NCCL's and MPI's without a timeout), then wraps the
+  // communicator it returns so its calls are watched.
+  std::unique_ptr<Communicator> Connect(
+      int rank, std::string what, const std::function<std::unique_ptr<Communicator>()>& connect);
 
  private:
   struct Slot {
@@ -40,6 +43,9 @@ class Watchdog {
     int rank = 0;
   };
   class WatchedCommunicator;
+
+  // Marks a call as in flight in `slot` from now.
+  static void Enter(Slot& slot, std::string what);
 
   void Loop();
 

@@ -768,6 +768,27 @@ TEST_F(FakeBinaryTest, AHungCollectiveIsAbortedAndReportedWithRankAndPhase) {
   EXPECT_NE(trace.find("ncclCommAbort rank=0"), std::string::npos) << trace;
 }
 
+// A rank whose init never completes (stopped after the rendezvous): NCCL's init has no
+// timeout, so the -T watchdog ends the job, naming a rank and the communicator it waited to
+// join, and the results file says why it has no rows.
+TEST_F(FakeBinaryTest, AnInitThatNeverCompletesEndsTheJobWithinTheTimeout) {
+  const Outcome o =
+      Run("--backend nccl -t 2 -b 1K -e 1K -n 2 -T 1 -J " + (dir_ / "r.json").string(),
+          "FAKE_NCCL_HANG_INIT=1 FAKE_NCCL_INIT_TIMEOUT_S=600");
+  EXPECT_EQ(o.exit_code, 3) << o.err;
+  EXPECT_TRUE(std::regex_search(
+      o.err, std::regex(R"(fabricscope: error: rank [01] on \S+: joining the nccl communicator )"
+                        R"(of 2 ranks did not complete within 2\.0 s \(the -T timeout and its )"
+                        R"(grace\); a peer is stuck or dead)")))
+      << o.err;
+  EXPECT_NE(Slurp(dir_ / "trace").find("stuck rank=1 ncclCommInitRank"), std::string::npos);
+  const auto json = Json("r.json");
+  EXPECT_TRUE(json["results"].empty());
+  ASSERT_EQ(json["errors"].size(), 1u) << json.dump();
+  EXPECT_NE(json["errors"][0].get<std::string>().find("joining the nccl communicator"),
+            std::string::npos);
+}
+
 TEST_F(FakeBinaryTest, AnAsynchronousErrorAbortsAndNamesRankAndCall) {
   const Outcome o = Run("--backend nccl -t 2 -b 1K -e 1K -n 3", "FAKE_NCCL_ASYNC_ERROR=0:3");
   EXPECT_EQ(o.exit_code, 3) << o.err;

@@ -17,8 +17,9 @@
 //
 // Faults on demand: FAKE_NCCL_HANG=rank:op makes that rank's op-th operation never finish
 // (until ncclCommAbort), FAKE_NCCL_ASYNC_ERROR=rank:op makes it fail the way a dead peer
-// does (ncclCommGetAsyncError reports ncclRemoteError). NCCL_DEBUG=INFO writes NCCL-style
-// connection lines to NCCL_DEBUG_FILE or stdout. FAKE_GPU_TRACE gets one line per call.
+// does (ncclCommGetAsyncError reports ncclRemoteError), FAKE_NCCL_HANG_INIT=rank makes that
+// rank's ncclCommInitRank never finish. NCCL_DEBUG=INFO writes NCCL-style connection lines
+// to NCCL_DEBUG_FILE or stdout. FAKE_GPU_TRACE gets one line per call.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -460,8 +461,14 @@ void LogConnections(const CommImpl& c) {
   if (fd != STDOUT_FILENO) ::close(fd);
 }
 
-// First half of ncclCommInitRank: take this rank's place in the segment.
+// First half of ncclCommInitRank: take this rank's place in the segment. The rank named by
+// FAKE_NCCL_HANG_INIT never does: it stays here, as a process stopped after the rendezvous
+// would, and its peers wait for it.
 int Join(CommImpl& c) {
+  if (const char* v = std::getenv("FAKE_NCCL_HANG_INIT"); v != nullptr && std::atoi(v) == c.rank) {
+    fake_gpu::Trace("stuck rank=" + std::to_string(c.rank) + " ncclCommInitRank");
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
   std::string error;
   c.clique = AttachClique(c.id, c.nranks, &error);
   if (!c.clique) return Fail(kSystemError, error);
