@@ -311,8 +311,11 @@ RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
   std::optional<Watchdog> watchdog;
   if (options.timeout_s > 0) {
     // Before the process ends, the first process records the error in the report (the
-    // JSON file keeps the rows so far and says why they stop).
-    watchdog.emplace(timeout + std::max(std::chrono::milliseconds(1000), timeout / 2), host,
+    // JSON file keeps the rows so far and says why they stop). The others wait one grace
+    // longer: their peers are stuck in the same call, and one of them ending first makes
+    // the launcher (mpirun) kill the first process before it could record anything.
+    const auto grace = std::max(std::chrono::milliseconds(1000), timeout / 2);
+    watchdog.emplace(timeout + (process == 0 ? grace : 2 * grace), host,
                      [&](const std::string& message) {
                        if (process != 0 || sink == nullptr) return;
                        result.errors.push_back(message);
