@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analyze/table.h"
+#include "core/joined.h"
 #include "fabricscope/analyze.h"
 #include "fabricscope/compare.h"
 #include "fabricscope/error.h"
@@ -171,12 +172,10 @@ const std::vector<ComparisonFormat> kFormats = {
 const std::vector<ComparisonFormat>& ComparisonFormats() { return kFormats; }
 
 const ComparisonFormat& FindComparisonFormat(std::string_view name) {
-  std::string names;
   for (const ComparisonFormat& format : kFormats) {
     if (format.name == name) return format;
-    names += (names.empty() ? "" : ", ") + std::string(format.name);
   }
-  throw UsageError("unknown format '" + std::string(name) + "': choose " + names);
+  throw UsageError("unknown format '" + std::string(name) + "': choose " + NamesOf(kFormats));
 }
 
 }  // namespace fabricscope

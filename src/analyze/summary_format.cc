@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analyze/table.h"
+#include "core/joined.h"
 #include "fabricscope/analyze.h"
 #include "fabricscope/error.h"
 
@@ -168,12 +169,10 @@ const std::vector<AnalysisFormat> kFormats = {
 const std::vector<AnalysisFormat>& AnalysisFormats() { return kFormats; }
 
 const AnalysisFormat& FindAnalysisFormat(std::string_view name) {
-  std::string names;
   for (const AnalysisFormat& format : kFormats) {
     if (format.name == name) return format;
-    names += (names.empty() ? "" : ", ") + std::string(format.name);
   }
-  throw UsageError("unknown format '" + std::string(name) + "': choose " + names);
+  throw UsageError("unknown format '" + std::string(name) + "': choose " + NamesOf(kFormats));
 }
 
 }  // namespace fabricscope

@@ -10,6 +10,7 @@
 #include "backends/gloo/gloo_backend.h"
 #include "backends/mpi/mpi_backend.h"
 #include "backends/nccl/nccl_backend.h"
+#include "core/joined.h"
 #include "fabricscope/backend.h"
 #include "fabricscope/collective.h"
 #include "fabricscope/dtype.h"
@@ -19,16 +20,6 @@
 namespace fabricscope {
 namespace {
 
-template <typename T, typename NameFn>
-std::string JoinNames(const std::vector<T>& items, NameFn name_of) {
-  std::string out;
-  for (const T& item : items) {
-    if (!out.empty()) out += ", ";
-    out += name_of(item);
-  }
-  return out;
-}
-
 // Throws when `wanted` holds something `supported` lacks; `what` is "collective", "type", "op".
 template <typename T, typename NameFn>
 void CheckAll(const Backend& backend, std::string_view what, const std::vector<T>& wanted,
@@ -37,7 +28,7 @@ void CheckAll(const Backend& backend, std::string_view what, const std::vector<T
     if (std::find(supported.begin(), supported.end(), item) == supported.end()) {
       throw UnsupportedError(fmt::format("backend {} does not support {} '{}'; it supports {}",
                                          backend.name(), what, name_of(item),
-                                         JoinNames(supported, name_of)));
+                                         Joined(supported, name_of)));
     }
   }
 }
@@ -71,9 +62,8 @@ std::unique_ptr<Backend> MakeBackend(std::string_view name, const BackendOptions
   for (const BackendEntry& entry : Backends()) {
     if (entry.name == name) return entry.make(options);
   }
-  throw UsageError(fmt::format(
-      "unknown backend '{}': available backends are {}", name,
-      JoinNames(Backends(), [](const BackendEntry& e) { return std::string(e.name); })));
+  throw UsageError(
+      fmt::format("unknown backend '{}': available backends are {}", name, NamesOf(Backends())));
 }
 
 std::string DefaultBackend(const BackendOptions& options, std::string* reason) {

@@ -7,6 +7,7 @@
 #include "check/bandwidth.h"
 #include "check/evidence.h"
 #include "check/rules.h"
+#include "core/joined.h"
 
 namespace fabricscope {
 
@@ -34,12 +35,7 @@ CheckReport Check(const std::vector<RunResult>& runs, const PlatformChoice& plat
                   const CheckOptions& options) {
   CheckReport report;
   report.platform = platform;
-  std::string known;
-  if (!platform.platform) {
-    for (const std::string& name : Catalog::Builtin().Names()) {
-      known += (known.empty() ? "" : ", ") + name;
-    }
-  }
+  const std::string known = platform.platform ? "" : Joined(Catalog::Builtin().Names());
   const check::ScaleHints hints{options.nodes,
                                 platform.platform ? platform.platform->gpus_per_node : 0};
   for (const check::TestEvidence& test : check::GatherTests(runs, hints)) {

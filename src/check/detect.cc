@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/joined.h"
 #include "doctor/ib.h"
 #include "doctor/pci.h"
 #include "doctor/root.h"
@@ -269,8 +270,7 @@ PlatformChoice DetectPlatform(const Catalog& catalog, const std::string& root_di
   const bool same = std::all_of(tied.begin(), tied.end(),
                                 [&](const Platform* p) { return SameFigures(*p, *best.platform); });
   if (!same) {
-    std::string names;
-    for (const Platform* p : tied) names += (names.empty() ? "" : ", ") + p->name;
+    const std::string names = Joined(tied, [](const Platform* t) { return t->name; });
     choice.origin = "none";
     choice.unavailable = "could not detect the platform: " + Describe(facts) +
                          " fits several platforms with different figures (" + names +

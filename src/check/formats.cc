@@ -2,6 +2,7 @@
 #include <string>
 
 #include "check/reporters.h"
+#include "core/joined.h"
 #include "fabricscope/check.h"
 #include "fabricscope/error.h"
 
@@ -16,12 +17,10 @@ const std::vector<CheckFormat>& CheckFormats() {
 }
 
 const CheckFormat& FindCheckFormat(std::string_view name) {
-  std::string names;
   for (const CheckFormat& f : CheckFormats()) {
     if (f.name == name) return f;
-    names += (names.empty() ? "" : ", ") + std::string(f.name);
   }
-  throw UsageError("--format '" + std::string(name) + "': choose " + names);
+  throw UsageError("--format '" + std::string(name) + "': choose " + NamesOf(CheckFormats()));
 }
 
 }  // namespace fabricscope

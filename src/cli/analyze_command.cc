@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/joined.h"
 #include "fabricscope/analyze.h"
 #include "fabricscope/compare.h"
 #include "fabricscope/error.h"
@@ -259,15 +260,7 @@ int ExecuteReport(const ReportFlags& flags) {
 }
 
 std::string FormatNames(bool comparison) {
-  std::string names;
-  if (comparison) {
-    for (const auto& f : ComparisonFormats())
-      names += (names.empty() ? "" : ", ") + std::string(f.name);
-  } else {
-    for (const auto& f : AnalysisFormats())
-      names += (names.empty() ? "" : ", ") + std::string(f.name);
-  }
-  return names;
+  return comparison ? NamesOf(ComparisonFormats()) : NamesOf(AnalysisFormats());
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/run_command.h"
+#include "core/joined.h"
 #include "fabricscope/backend.h"
 #include "fabricscope/check.h"
 #include "fabricscope/error.h"
@@ -219,8 +220,7 @@ CommandAction SetupCheckCommand(CLI::App& app) {
   app.add_option("results", f.inputs,
                  "result files (anything analyze reads; - for stdin); or, after --, the flags of "
                  "fabricscope run to measure here and judge");
-  std::string names;
-  for (const std::string& n : Catalog::Builtin().Names()) names += (names.empty() ? "" : ", ") + n;
+  const std::string names = Joined(Catalog::Builtin().Names());
   app.add_option("--platform", f.platform,
                  "judge against this catalog platform (or an alias): " + names +
                      "; default: detect this node's")
@@ -255,11 +255,7 @@ CommandAction SetupCheckCommand(CLI::App& app) {
                  "judge busbw from this size up (K/M/G) instead of where the platform's band "
                  "starts (1 GB for most)")
       ->type_name("SIZE");
-  std::string formats;
-  for (const CheckFormat& c : CheckFormats()) {
-    formats += (formats.empty() ? "" : ", ") + std::string(c.name);
-  }
-  app.add_option("--format", f.format, "output: " + formats)->capture_default_str();
+  app.add_option("--format", f.format, "output: " + NamesOf(CheckFormats()))->capture_default_str();
   app.add_option("--output", f.output, "write the verdicts to FILE instead of stdout")
       ->type_name("FILE");
   app.add_option("--collective", f.collective,

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/joined.h"
 #include "fabricscope/backend.h"
 #include "fabricscope/error.h"
 #include "fabricscope/launch.h"
@@ -51,9 +52,7 @@ struct LocateFlags {
 };
 
 void AddFlags(CLI::App& app, LocateFlags& f) {
-  std::string backends;
-  for (const auto& b : Backends()) backends += (backends.empty() ? "" : ", ") + std::string(b.name);
-  app.add_option("--backend", f.backend, "communication library: " + backends)
+  app.add_option("--backend", f.backend, "communication library: " + NamesOf(Backends()))
       ->capture_default_str();
   app.add_option("--launcher", f.launcher,
                  "how processes find each other: auto, single, mpi, env (as for run)")

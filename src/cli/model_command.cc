@@ -11,6 +11,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "core/joined.h"
 #include "fabricscope/error.h"
 #include "fabricscope/fabric_sim.h"
 #include "fabricscope/model.h"
@@ -67,9 +68,7 @@ Platform ResolvePlatform(const ModelFlags& f) {
     return Catalog::Builtin().Get(f.platform);
   }
   if (!GenericGiven(f)) {
-    std::string names;
-    for (const auto& n : Catalog::Builtin().Names()) names += (names.empty() ? "" : ", ") + n;
-    throw UsageError("give --platform NAME (one of " + names +
+    throw UsageError("give --platform NAME (one of " + Joined(Catalog::Builtin().Names()) +
                      ") or describe the node with --gpus-per-node, --intra-node-busbw, --nics "
                      "and --nic-rate");
   }
@@ -311,9 +310,7 @@ int Simulate(const ModelFlags& f, const Platform& platform, ModelOptions options
          << " links; NICs at " << fmt::format("{:.1f}", fo.nic_gbs) << " GB/s, NVLink ring at "
          << fmt::format("{:.0f}", fo.nvlink_gbs) << " GB/s per GPU\n";
     if (!skipped.empty()) {
-      std::string list;
-      for (const auto& s : skipped) list += (list.empty() ? "" : ", ") + s;
-      text << "# skipped " << list << ": the simulator does not break them into flows\n";
+      text << "# skipped " << Joined(skipped) << ": the simulator does not break them into flows\n";
     }
   }
   for (size_t ci = 0; ci < collectives.size(); ++ci) {
@@ -429,12 +426,6 @@ struct MeasuredRun {
   int nodes = 0;
   std::vector<Collective> collectives;  // in order of first appearance
 };
-
-std::string Join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
 
 const CollectiveSpec* SpecNamed(const std::string& name) {
   for (const auto& spec : Collectives()) {
@@ -555,15 +546,15 @@ MeasuredRun ReadMeasured(const std::string& flag, const std::string& path, const
   if (kept.empty() && !uncovered.empty() && unwanted.empty()) {
     std::vector<std::string> names;
     for (const auto& spec : Collectives()) names.emplace_back(spec.name);
-    throw UsageError(where + ": its rows are of " + Join(uncovered) +
-                     ", which the model does not cover (it models " + Join(names) + ")");
+    throw UsageError(where + ": its rows are of " + Joined(uncovered) +
+                     ", which the model does not cover (it models " + Joined(names) + ")");
   }
   if (kept.empty()) {
     throw UsageError(where + ": it has no rows of --collective " + f.collective + " (it has " +
-                     Join(unwanted) + (uncovered.empty() ? "" : ", " + Join(uncovered)) + ")");
+                     Joined(unwanted) + (uncovered.empty() ? "" : ", " + Joined(uncovered)) + ")");
   }
   if (!uncovered.empty()) {
-    std::cerr << path << ": warning: the rows of " << Join(uncovered)
+    std::cerr << path << ": warning: the rows of " << Joined(uncovered)
               << " are left out: the model does not cover them\n";
   }
   m.run.rows = std::move(kept);
@@ -664,7 +655,7 @@ std::pair<Calibration, CalibrationReport> CalibrateOn(const ModelFlags& f, const
                          TermValue(cal.params, term), TermValue(prior, term));
   }
   report.text = fmt::format("# calibrated on {}: {} x {}, {} rows ({})\n# fitted {}\n# fit {}\n",
-                            m.path, cal.nodes, platform.name, cal.error.points, Join(placements),
+                            m.path, cal.nodes, platform.name, cal.error.points, Joined(placements),
                             terms, ErrorText(cal.error));
   for (const std::string& note : cal.notes) report.text += "# note: " + note + "\n";
   return {std::move(cal), std::move(report)};

@@ -8,6 +8,7 @@
 #include <memory>
 #include <thread>
 
+#include "core/joined.h"
 #include "fabricscope/backend.h"
 #include "fabricscope/engine.h"
 #include "fabricscope/error.h"
@@ -101,10 +102,8 @@ void AddRunFlags(CLI::App& app, RunFlags& f, bool fixed_collective) {
       ->capture_default_str();
 
   // fabricscope's own flags.
-  std::string backends;
-  for (const auto& b : Backends()) backends += (backends.empty() ? "" : ", ") + std::string(b.name);
   app.add_option("--backend", f.backend,
-                 "communication library: " + backends +
+                 "communication library: " + NamesOf(Backends()) +
                      "; default: nccl where a CUDA device is present, else gloo");
   app.add_option("--nccl-lib", f.nccl_lib,
                  "the NCCL (RCCL) library to load, e.g. a build to compare; default: search "
@@ -113,19 +112,16 @@ void AddRunFlags(CLI::App& app, RunFlags& f, bool fixed_collective) {
                  "the CUDA (HIP) runtime library to load; default: libcudart.so.13, .12, .11 "
                  "(libamdhip64.so)");
   if (!fixed_collective) {
-    std::string names;
-    for (const auto& c : Collectives()) names += (names.empty() ? "" : ", ") + std::string(c.name);
     app.add_option("--collective", f.collective,
-                   "one of " + names + "; a comma-separated list; or all")
+                   "one of " + NamesOf(Collectives()) + "; a comma-separated list; or all")
         ->capture_default_str();
   }
   app.add_option("--launcher", f.launcher,
                  "how processes find each other: auto (detect mpirun/srun, then RANK/WORLD_SIZE/"
                  "MASTER_ADDR/MASTER_PORT, else one process), single, mpi, env")
       ->capture_default_str();
-  std::string formats;
-  for (const auto& r : Reporters()) formats += (formats.empty() ? "" : ", ") + std::string(r.name);
-  app.add_option("--format", f.format, "report format on stdout or --output: " + formats)
+  app.add_option("--format", f.format,
+                 "report format on stdout or --output: " + NamesOf(Reporters()))
       ->capture_default_str();
   app.add_option("--output", f.output, "write the report to FILE instead of stdout");
   app.add_option("--memory-limit", f.memory_limit,

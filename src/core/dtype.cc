@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "core/dtype_impl.h"
+#include "core/joined.h"
 #include "fabricscope/error.h"
 
 namespace fabricscope {
@@ -124,16 +125,6 @@ constexpr OpName kOpNames[] = {
     {ReduceOp::kMin, "min"}, {ReduceOp::kAvg, "avg"},
 };
 
-template <typename Table>
-std::string JoinNames(const Table& table) {
-  std::string out;
-  for (const auto& entry : table) {
-    if (!out.empty()) out += ", ";
-    out += entry.name;
-  }
-  return out;
-}
-
 }  // namespace
 
 float ToFloat(Half h) { return HalfBitsToFloat(h.bits); }
@@ -199,10 +190,10 @@ DataType ParseDataType(std::string_view name) {
   if (name == "f8e4m3" || name == "f8e5m2" || name == "fp8_e4m3" || name == "fp8_e5m2") {
     throw UnsupportedError("data type '" + std::string(name) +
                            "' (FP8) exists only on GPUs; the host backends support " +
-                           JoinNames(kTypeNames));
+                           NamesOf(kTypeNames));
   }
   throw UsageError("unknown data type '" + std::string(name) + "' for -d/--datatype: choose " +
-                   JoinNames(kTypeNames) + ", or all");
+                   NamesOf(kTypeNames) + ", or all");
 }
 
 ReduceOp ParseReduceOp(std::string_view name) {
@@ -212,10 +203,10 @@ ReduceOp ParseReduceOp(std::string_view name) {
   if (name == "mulsum") {
     throw UnsupportedError(
         "op 'mulsum' (NCCL's premultiplied sum) is not available on the host backends; choose " +
-        JoinNames(kOpNames));
+        NamesOf(kOpNames));
   }
   throw UsageError("unknown op '" + std::string(name) + "' for -o/--op: choose " +
-                   JoinNames(kOpNames) + ", or all");
+                   NamesOf(kOpNames) + ", or all");
 }
 
 std::vector<DataType> ParseDataTypes(std::string_view value) {

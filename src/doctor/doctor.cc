@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "core/joined.h"
 #include "doctor/check.h"
 #include "doctor/topo_file.h"
 #include "fabricscope/error.h"
@@ -37,9 +38,7 @@ std::vector<const CheckEntry*> Select(const std::vector<std::string>& wanted) {
       if (all[i].name.starts_with(w)) chosen[i] = any = true;
     }
     if (!any) {
-      std::string names;
-      for (const auto& e : all) names += (names.empty() ? "" : ", ") + std::string(e.name);
-      throw UsageError("unknown check '" + w + "' in --check: the checks are " + names +
+      throw UsageError("unknown check '" + w + "' in --check: the checks are " + NamesOf(all) +
                        " (a prefix selects several; --list describes them)");
     }
   }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/joined.h"
 #include "doctor/check.h"
 
 namespace fabricscope::doctor {
@@ -16,9 +17,7 @@ std::string PortDir(const IbPort& p) {
 std::string NetdevsOf(const IbScan& ib, const std::string& device) {
   for (const IbDevice& d : ib.devices) {
     if (d.name != device || d.netdevs.empty()) continue;
-    std::string out;
-    for (const auto& n : d.netdevs) out += (out.empty() ? "" : ", ") + n;
-    return out;
+    return Joined(d.netdevs);
   }
   return "the netdev of " + device;
 }

@@ -5,6 +5,8 @@
 #include <set>
 #include <sstream>
 
+#include "core/joined.h"
+
 namespace fabricscope::doctor {
 namespace {
 
@@ -72,9 +74,7 @@ struct DeviceList {
 };
 
 std::string JoinList(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
-  return out.empty() ? "none" : out;
+  return items.empty() ? "none" : Joined(items);
 }
 
 void GdrLevel(const std::string& name, const EnvSetting& s, const LintContext&,

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "core/joined.h"
 #include "doctor/check.h"
 #include "doctor/hwloc_layout.h"
 
@@ -90,8 +91,7 @@ void AnalyzeAffinity(const PciTopology& t, const std::string& evidence_prefix, b
   }
   if (facts) out.Fact("affinity.worst", std::string(PathName(worst)));
   for (const auto& [path, gpus] : gpus_at) {
-    std::string who;
-    for (const auto& g : gpus) who += (who.empty() ? "" : ", ") + g;
+    const std::string who = Joined(gpus);
     const std::vector<std::string>& evidence = evidence_at[path];
     const std::string name(PathName(path));
     switch (path) {
@@ -262,8 +262,7 @@ class NumaCheck : public Check {
             fmt::format("{} NUMA node(s){}", nodes, layout_text.empty() ? "" : "; " + layout_text),
             evidence);
     if (!unknown.empty() && nodes > 1) {
-      std::string names;
-      for (const auto& u : unknown) names += (names.empty() ? "" : ", ") + u;
+      const std::string names = Joined(unknown);
       out.Add(Severity::kWarn,
               "the firmware reports no NUMA node for " + names +
                   " (numa_node = -1): NCCL cannot tell which socket they are on",

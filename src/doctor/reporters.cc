@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/joined.h"
 #include "doctor/report_json.h"
 #include "fabricscope/error.h"
 #include "fabricscope/version.h"
@@ -149,12 +150,11 @@ const std::vector<DoctorReporterEntry>& DoctorReporters() {
 
 std::unique_ptr<DoctorReporter> MakeDoctorReporter(std::string_view format, std::ostream& out,
                                                    const ReportStyle& style) {
-  std::string names;
   for (const auto& e : DoctorReporters()) {
     if (e.name == format) return e.make(out, style);
-    names += (names.empty() ? "" : ", ") + std::string(e.name);
   }
-  throw UsageError("unknown --format '" + std::string(format) + "': choose one of " + names);
+  throw UsageError("unknown --format '" + std::string(format) + "': choose one of " +
+                   NamesOf(DoctorReporters()));
 }
 
 }  // namespace fabricscope::doctor

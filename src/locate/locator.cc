@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/joined.h"
 #include "fabricscope/error.h"
 #include "fabricscope/locate.h"
 #include "locate/classifier.h"
@@ -56,8 +57,7 @@ LocateReport Locate(const LocateOptions& options, const ClusterLayout& layout,
   // With three nodes a slow node is in two of the three pairs: its bandwidth is the
   // majority, and nothing tells it from one unusually fast pair.
   if (nodes < 4) {
-    std::string found;
-    for (const auto& n : layout.names) found += (found.empty() ? "" : ", ") + n;
+    const std::string found = Joined(layout.names);
     throw UsageError(
         "locate needs at least 4 nodes to tell a slow node from a slow link; the "
         "job has " +

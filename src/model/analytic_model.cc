@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 
+#include "core/joined.h"
 #include "fabricscope/error.h"
 #include "fabricscope/model.h"
 #include "model/nccl_tuning.h"
@@ -32,13 +33,11 @@ std::string Lower(std::string_view s) {
 template <typename Enum, size_t N>
 Enum ParseName(std::string_view name, const std::array<std::string_view, N>& names,
                const char* what) {
-  std::string known;
   for (size_t i = 0; i < N; ++i) {
     if (Lower(names[i]) == Lower(name)) return static_cast<Enum>(i);
-    known += (known.empty() ? "" : ", ") + std::string(names[i]);
   }
   throw UsageError("unknown " + std::string(what) + " '" + std::string(name) + "': use one of " +
-                   known);
+                   Joined(names));
 }
 
 int Log2i(double x) { return x >= 1 ? static_cast<int>(std::floor(std::log2(x))) : -1; }

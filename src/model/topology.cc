@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/joined.h"
 #include "fabricscope/error.h"
 #include "fabricscope/fabric_sim.h"
 
@@ -19,13 +20,11 @@ constexpr std::array<std::string_view, 7> kTierNames = {
 template <typename Enum, size_t N>
 Enum ParseName(std::string_view name, const std::array<std::string_view, N>& names,
                const char* flag) {
-  std::string known;
   for (size_t i = 0; i < N; ++i) {
     if (names[i] == name) return static_cast<Enum>(i);
-    known += (known.empty() ? "" : ", ") + std::string(names[i]);
   }
   throw UsageError(std::string(flag) + " '" + std::string(name) + "' is unknown: use one of " +
-                   known);
+                   Joined(names));
 }
 
 int CeilDiv(int a, int b) { return (a + b - 1) / b; }

@@ -2,6 +2,7 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
+#include "core/joined.h"
 #include "fabricscope/error.h"
 #include "fabricscope/platform.h"
 #include "platform/embedded_data.h"
@@ -217,9 +218,7 @@ const Platform* Catalog::Find(const std::string& name) const {
 
 const Platform& Catalog::Get(const std::string& name) const {
   if (const Platform* p = Find(name)) return *p;
-  std::string known;
-  for (const std::string& n : Names()) known += (known.empty() ? "" : ", ") + n;
-  throw UsageError("unknown platform '" + name + "'; known platforms: " + known +
+  throw UsageError("unknown platform '" + name + "'; known platforms: " + Joined(Names()) +
                    " (or describe one with --gpus-per-node, --intra-node-busbw, --nics, "
                    "--nic-rate)");
 }

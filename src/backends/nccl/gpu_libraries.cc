@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/joined.h"
 #include "fabricscope/error.h"
 
 namespace fabricscope::gpu {
@@ -55,8 +56,7 @@ std::unique_ptr<LoadedLibrary> Open(const std::string& path,
     throw UnsupportedError(
         fmt::format("cannot load the {} given by {}: {}; check the path", what, flag, first_error));
   }
-  std::string names;
-  for (const std::string& name : tried) names += (names.empty() ? "" : ", ") + name;
+  const std::string names = Joined(tried);
   throw UnsupportedError(fmt::format(
       "cannot load the {}: tried {} through the dynamic loader's search ({}); install it, add "
       "its directory to LD_LIBRARY_PATH, or give {} PATH",
@@ -87,8 +87,7 @@ class Resolver {
   // Throws when a required symbol is missing: the library is too old or not what it says.
   void Check(const std::string& what) const {
     if (missing_.empty()) return;
-    std::string names;
-    for (const std::string& name : missing_) names += (names.empty() ? "" : ", ") + name;
+    const std::string names = Joined(missing_);
     throw UnsupportedError(
         fmt::format("{} {} lacks {}: it is too old or not a {} library; give another with the flag",
                     what, library_.path(), names, what));

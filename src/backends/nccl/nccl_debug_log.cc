@@ -11,6 +11,8 @@
 #include <regex>
 #include <string>
 
+#include "core/joined.h"
+
 namespace fabricscope::gpu {
 namespace {
 
@@ -70,9 +72,7 @@ std::string SummarizeTransports(const std::vector<ConnectionLine>& lines, int ra
       seen.push_back(c.transport);
     }
   }
-  std::string out;
-  for (const std::string& t : seen) out += (out.empty() ? "" : ", ") + t;
-  return out;
+  return Joined(seen);
 }
 
 std::unique_ptr<NcclDebugLog> NcclDebugLog::Start() {
