@@ -940,43 +940,33 @@ CommandAction SetupModelCommand(CLI::App& app) {
   CLI::Option* simulate = sim->add_flag(
       "--simulate", f->simulate, "simulate the fabric flow by flow instead of the analytic model");
   sim->add_option("--tiers", f->tiers, "2 (leaf-spine) or 3 (leaf-aggregation-core in pods)")
-      ->capture_default_str()
-      ->needs(simulate);
+      ->capture_default_str();
   sim->add_option("--design", f->design, "classic (top-of-rack), rail-optimized or rail-only")
-      ->capture_default_str()
-      ->needs(simulate);
+      ->capture_default_str();
   sim->add_option("--leaf-ports", f->leaf_ports, "NIC-facing ports per leaf")
-      ->capture_default_str()
-      ->needs(simulate);
+      ->capture_default_str();
   sim->add_option("--oversubscription", f->oversubscription, "leaf down:up ratio (2 = 2:1)")
-      ->capture_default_str()
-      ->needs(simulate);
+      ->capture_default_str();
   sim->add_option("--leaves-per-pod", f->leaves_per_pod, "3 tiers: leaves per pod")
-      ->capture_default_str()
-      ->needs(simulate);
+      ->capture_default_str();
   sim->add_option("--pod-oversubscription", f->pod_oversubscription,
                   "3 tiers: aggregation down:up ratio")
-      ->capture_default_str()
-      ->needs(simulate);
+      ->capture_default_str();
   sim->add_option("--routing", f->routing, "ecmp (seeded hash) or balanced (adaptive)")
-      ->capture_default_str()
-      ->needs(simulate);
-  sim->add_option("--seed", f->seed, "ECMP hash seed")->capture_default_str()->needs(simulate);
+      ->capture_default_str();
+  sim->add_option("--seed", f->seed, "ECMP hash seed")->capture_default_str();
   sim->add_option("--qps", f->qps, "queue pairs per connection, each hashed on its own")
-      ->capture_default_str()
-      ->needs(simulate);
+      ->capture_default_str();
   sim->add_option("--peer-shift", f->peer_shift, "sendrecv: node i sends to node i + shift")
-      ->capture_default_str()
-      ->needs(simulate);
-  sim->add_option("--fail-link", f->fail_links, "fail a link: 'a-b' (both ways) or 'a->b'")
-      ->needs(simulate);
-  sim->add_option("--degrade-link", f->degrade_links, "LINK=FACTOR: capacity left, 0 to 1")
-      ->needs(simulate);
-  sim->add_option("--slow-node", f->slow_nodes, "NODE=FACTOR: the node's NICs at FACTOR")
-      ->needs(simulate);
-  sim->add_option("--top-links", f->top_links, "busiest links to list")
-      ->capture_default_str()
-      ->needs(simulate);
+      ->capture_default_str();
+  sim->add_option("--fail-link", f->fail_links, "fail a link: 'a-b' (both ways) or 'a->b'");
+  sim->add_option("--degrade-link", f->degrade_links, "LINK=FACTOR: capacity left, 0 to 1");
+  sim->add_option("--slow-node", f->slow_nodes, "NODE=FACTOR: the node's NICs at FACTOR");
+  sim->add_option("--top-links", f->top_links, "busiest links to list")->capture_default_str();
+  // Every simulator option but --simulate itself needs it.
+  for (CLI::Option* option : sim->get_options()) {
+    if (option != simulate) option->needs(simulate);
+  }
   return [f, nodes, collective](const CommandContext&) {
     f->nodes_given = nodes->count() > 0;
     f->collective_given = collective->count() > 0;
