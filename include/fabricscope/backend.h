@@ -103,6 +103,9 @@ struct BackendCapabilities {
   bool graphs = false;         // -G: Communicator::Capture works
   int registration = 0;        // the highest -R mode: 1 ncclCommRegister, 2 symmetric windows
   int max_devices = 1;         // -g: devices one thread may drive
+  // Ranks are MPI processes: MPI must number them (mpirun, srun --mpi=pmix), one rank per
+  // process; the launch layer starts MPI for it.
+  bool mpi_processes = false;
 };
 
 // A device a rank computes on, for the "Using devices" lines.

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,8 +19,10 @@ namespace fabricscope {
 // How the processes of a job find each other.
 enum class LaunchKind {
   kSingle,  // one process: ranks are its threads
-  kMpi,     // mpirun / srun / MPICH: MPI numbers the processes and carries the rendezvous
-  kEnv,     // RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (torchrun, Kubernetes)
+  kMpi,     // mpirun, MPICH's Hydra, srun --mpi=pmix: MPI numbers the processes and carries
+            // the rendezvous
+  kEnv,     // a TCP store at master_addr:master_port: RANK, WORLD_SIZE, MASTER_ADDR,
+            // MASTER_PORT (torchrun, Kubernetes), or plain srun's SLURM_* without PMIx
 };
 
 // This process's place in the job.
@@ -31,6 +34,7 @@ struct LaunchInfo {
   std::string master_addr;
   uint16_t master_port = 0;
   std::string detected_from;  // the variables that decided, for messages
+  std::string reason;         // why this path and not another, for the stderr line
 };
 
 // Reads a variable; the real environment in production, a map in tests.
@@ -38,8 +42,27 @@ using EnvLookup = std::function<std::optional<std::string>(std::string_view)>;
 EnvLookup ProcessEnvironment();
 
 // `requested` is --launcher: "auto", "single", "mpi" or "env". Throws UsageError for a bad
-// value or an incomplete environment (naming the missing variables).
+// value or an incomplete environment (naming the missing variables). Under auto: Open MPI's
+// mpirun, PMIx (srun --mpi=pmix, prterun) and MPICH's Hydra are MPI; srun without PMIx
+// bootstraps from SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID and SLURM_STEP_NODELIST with a
+// TCP store on the step's first node (port from SLURM_JOB_ID and SLURM_STEP_ID, or
+// MASTER_ADDR / MASTER_PORT); then RANK / WORLD_SIZE; else one process.
 LaunchInfo DetectLaunch(const EnvLookup& env, std::string_view requested = "auto");
+
+// One line for stderr: which launch path was chosen and why ("launcher: env (srun without
+// PMIx: ...)"). Empty for one process, which needs no explaining.
+std::string DescribeLaunch(const LaunchInfo& launch);
+// Writes DescribeLaunch as a "# fabricscope: " line on `out` (the CLI's stderr), from the
+// first process only, so a job of N processes says it once.
+void AnnounceLaunch(const LaunchInfo& launch, std::ostream& out);
+
+// The first host of a Slurm host list ("gpu[07-09,12],login1" -> "gpu07"). Throws UsageError
+// for an empty or malformed list.
+std::string FirstSlurmHost(std::string_view nodelist);
+
+// The store port of a Slurm job step without an override: 20000 + (job x 31 + step) mod
+// 12000, below Linux's ephemeral ports (32768-60999), and different for each step of a job.
+uint16_t SlurmStorePort(uint64_t job_id, uint64_t step_id);
 
 // The NCCL_TESTS_SPLIT / NCCL_TESTS_SPLIT_MASK colour of a rank: ranks of one colour form
 // one communicator. "AND 0x7" / "&0x7", "OR n" / "|n", "MOD n" / "%n", "DIV n" / "/n";

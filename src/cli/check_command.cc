@@ -109,6 +109,7 @@ std::optional<RunResult> RunBenchmark(const std::vector<std::string>& args,
   options.command_line.insert(options.command_line.end(), args.begin(), args.end());
   const EnvLookup env = ProcessEnvironment();
   const LaunchInfo launch = DetectLaunch(env, flags.launcher);
+  AnnounceLaunch(launch, std::cerr);
   auto backend = ResolveBackend(flags, launch, options);
   MultiReporter sink;
   std::ofstream file;

@@ -63,6 +63,7 @@ int ExecuteDoctor(const DoctorFlags& flags) {
                      std::to_string(flags.timeout) + ")");
   }
   const LaunchInfo launch = DetectLaunch(ProcessEnvironment(), flags.launcher);
+  AnnounceLaunch(launch, std::cerr);
   // Refuse a bad --format before any work, and on every process alike.
   std::ostringstream sink;
   doctor::MakeDoctorReporter(flags.format, sink, {});

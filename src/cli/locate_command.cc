@@ -267,6 +267,7 @@ int Execute(const LocateFlags& f, const std::vector<std::string>& args) {
   auto backend = MakeBackend(m.backend);
   const EnvLookup env = ProcessEnvironment();
   const LaunchInfo launch = DetectLaunch(env, f.launcher);
+  AnnounceLaunch(launch, std::cerr);
   // Only the first process reports and touches the output files.
   std::unique_ptr<Outputs> outputs;
   if (launch.process_rank == 0) {

@@ -248,6 +248,7 @@ int ExecuteRun(const RunFlags& flags, const std::vector<std::string>& args) {
   options.command_line = args;
   const EnvLookup env = ProcessEnvironment();
   const LaunchInfo launch = DetectLaunch(env, flags.launcher);
+  AnnounceLaunch(launch, std::cerr);
   auto backend = ResolveBackend(flags, launch, options);
 
   // Only the first process reports (and touches the output files): on a shared file

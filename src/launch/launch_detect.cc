@@ -1,6 +1,10 @@
 // Which launcher started this process, from the variables each one sets.
 #include <cctype>
+#include <cerrno>
+#include <climits>
 #include <cstdlib>
+#include <initializer_list>
+#include <ostream>
 #include <string>
 
 #include "fabricscope/error.h"
@@ -8,18 +12,6 @@
 
 namespace fabricscope {
 namespace {
-
-// The variables an MPI launcher sets: rank, size, local rank.
-struct MpiVariables {
-  const char* rank;
-  const char* size;
-  const char* local_rank;
-};
-constexpr MpiVariables kMpiLaunchers[] = {
-    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},  // OpenMPI
-    {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},                                     // MPICH
-    {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},                               // srun
-};
 
 int ParseInt(const std::string& name, const std::string& value, int lo) {
   char* end = nullptr;
@@ -32,21 +24,134 @@ int ParseInt(const std::string& name, const std::string& value, int lo) {
   return static_cast<int>(v);
 }
 
+// The first of `names` that is set, parsed; nullopt when none is.
+std::optional<int> FirstInt(const EnvLookup& env, std::initializer_list<const char*> names,
+                            int lo) {
+  for (const char* name : names) {
+    if (const auto value = env(name)) return ParseInt(name, *value, lo);
+  }
+  return std::nullopt;
+}
+
+// Where a process sits among those of its host, from whichever launcher set it: torchrun's
+// LOCAL_RANK, srun's SLURM_LOCALID, Open MPI's, MPICH's.
+constexpr std::initializer_list<const char*> kLocalRankVariables = {
+    "LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"};
+
+// An MPI launcher: the variables that say it started this process and what they tell.
+struct MpiLauncher {
+  const char* name;
+  const char* rank;                               // set by it for every process
+  std::initializer_list<const char*> size;        // the first one set is the size
+  std::initializer_list<const char*> local_rank;  // the first one set is the local rank
+  const char* unless;                             // not this launcher when this is set
+  const char* why;                                // for the stderr line
+};
+// In order: mpirun inside a Slurm allocation also sees SLURM_*, srun --mpi=pmix sets both
+// PMIX_RANK and SLURM_*, and srun --mpi=pmi2 sets PMI_RANK, which Open MPI cannot use.
+const MpiLauncher kMpiLaunchers[] = {
+    {"Open MPI's mpirun",
+     "OMPI_COMM_WORLD_RANK",
+     {"OMPI_COMM_WORLD_SIZE"},
+     {"OMPI_COMM_WORLD_LOCAL_RANK"},
+     nullptr,
+     "MPI numbers the processes"},
+    {"PMIx",
+     "PMIX_RANK",
+     {"SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE"},
+     {"SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"},
+     nullptr,
+     "a PMIx server is there (srun --mpi=pmix or prterun), so MPI can start"},
+    {"MPICH's Hydra",
+     "PMI_RANK",
+     {"PMI_SIZE"},
+     {"MPI_LOCALRANKID"},
+     "SLURM_PROCID",
+     "MPI numbers the processes"},
+};
+
 std::optional<LaunchInfo> FromMpi(const EnvLookup& env) {
-  for (const MpiVariables& vars : kMpiLaunchers) {
-    const auto rank = env(vars.rank);
-    const auto size = env(vars.size);
-    if (!rank || !size) continue;
+  for (const MpiLauncher& launcher : kMpiLaunchers) {
+    const auto rank = env(launcher.rank);
+    if (!rank || (launcher.unless != nullptr && env(launcher.unless))) continue;
+    const std::optional<int> size = FirstInt(env, launcher.size, 1);
+    if (!size && launcher.size.size() == 1) continue;  // a stray rank variable alone
     LaunchInfo info;
     info.kind = LaunchKind::kMpi;
-    info.process_rank = ParseInt(vars.rank, *rank, 0);
-    info.process_count = ParseInt(vars.size, *size, 1);
-    if (const auto local = env(vars.local_rank))
-      info.local_rank = ParseInt(vars.local_rank, *local, 0);
-    info.detected_from = std::string(vars.rank) + "/" + vars.size;
+    info.process_rank = ParseInt(launcher.rank, *rank, 0);
+    info.process_count = size.value_or(1);  // MPI_Comm_size tells the truth later
+    info.local_rank = FirstInt(env, launcher.local_rank, 0).value_or(0);
+    info.detected_from = launcher.rank;
+    info.reason = std::string(launcher.name) + ": " + launcher.why;
     return info;
   }
   return std::nullopt;
+}
+
+uint64_t ParseId(const std::string& name, const std::string& value) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(value.c_str(), &end, 10);
+  if (errno != 0 || end == value.c_str() || *end != '\0') {
+    throw UsageError("environment variable " + name + "='" + value +
+                     "' is not a Slurm id (a number)");
+  }
+  return v;
+}
+
+uint16_t ParsePort(const std::string& name, const std::string& value) {
+  const int p = ParseInt(name, value, 1);
+  if (p > 65535) throw UsageError(name + "=" + value + " is not a TCP port (1..65535)");
+  return static_cast<uint16_t>(p);
+}
+
+// srun without PMIx: Slurm numbers the tasks, and the step's first node, where srun puts
+// task 0, serves the store. MASTER_ADDR and MASTER_PORT override the derived address.
+std::optional<LaunchInfo> FromSlurm(const EnvLookup& env) {
+  const auto rank = env("SLURM_PROCID");
+  const auto size = env("SLURM_NTASKS");
+  // A batch script or salloc's shell sees SLURM_PROCID too, but no step: one process.
+  const auto step = env("SLURM_STEP_ID");
+  if (!rank || !size || !step) return std::nullopt;
+  LaunchInfo info;
+  info.kind = LaunchKind::kEnv;
+  info.process_rank = ParseInt("SLURM_PROCID", *rank, 0);
+  info.process_count = ParseInt("SLURM_NTASKS", *size, 1);
+  if (info.process_count == 1) return std::nullopt;  // one task of an allocation: one process
+  info.local_rank = FirstInt(env, {"SLURM_LOCALID"}, 0).value_or(0);
+  info.detected_from = "SLURM_PROCID/SLURM_NTASKS";
+  const auto nodelist =
+      env("SLURM_STEP_NODELIST") ? env("SLURM_STEP_NODELIST") : env("SLURM_JOB_NODELIST");
+  const auto job = env("SLURM_JOB_ID");
+  const auto addr = env("MASTER_ADDR");
+  const auto port = env("MASTER_PORT");
+  if ((!nodelist && !addr) || (!job && !port)) {
+    throw UsageError(
+        "srun set SLURM_PROCID and SLURM_NTASKS but not " +
+        std::string(!nodelist && !addr ? "SLURM_STEP_NODELIST " : "") +
+        (!job && !port ? "SLURM_JOB_ID " : "") +
+        ": start the tasks with srun, set MASTER_ADDR and MASTER_PORT to where task 0 may "
+        "serve the store, or use srun --mpi=pmix with the mpi launcher");
+  }
+  info.master_addr = addr ? *addr : FirstSlurmHost(*nodelist);
+  info.master_port =
+      port ? ParsePort("MASTER_PORT", *port)
+           : SlurmStorePort(ParseId("SLURM_JOB_ID", *job), ParseId("SLURM_STEP_ID", *step));
+  if (const auto node = env("SLURM_NODEID");
+      node && info.process_rank == 0 && *node != "0" && !addr) {
+    throw UsageError("task 0 runs on node " + *node + " of the step, not on its first node " +
+                     info.master_addr +
+                     " where the others look for the store: use srun's "
+                     "default (block) or cyclic distribution, or set MASTER_ADDR to task 0's host");
+  }
+  info.reason =
+      std::string("srun without PMIx (") +
+      (env("PMI_RANK") ? "only PMI-2, which this Open MPI does not speak" : "no PMIX_RANK") +
+      "): tasks from SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID, store on " + info.master_addr + ":" +
+      std::to_string(info.master_port) +
+      (port ? " (MASTER_PORT)" : " (port from SLURM_JOB_ID and SLURM_STEP_ID)") +
+      "; srun --mpi=pmix gives MPI instead";
+  return info;
 }
 
 std::optional<LaunchInfo> FromTorchrunEnv(const EnvLookup& env, bool required) {
@@ -67,7 +172,7 @@ std::optional<LaunchInfo> FromTorchrunEnv(const EnvLookup& env, bool required) {
     throw UsageError("RANK=" + *rank + " is not below WORLD_SIZE=" + *size +
                      "; ranks are numbered 0..WORLD_SIZE-1");
   }
-  if (const auto local = env("LOCAL_RANK")) info.local_rank = ParseInt("LOCAL_RANK", *local, 0);
+  info.local_rank = FirstInt(env, kLocalRankVariables, 0).value_or(0);
   info.detected_from = "RANK/WORLD_SIZE";
   const auto addr = env("MASTER_ADDR");
   const auto port = env("MASTER_PORT");
@@ -77,11 +182,9 @@ std::optional<LaunchInfo> FromTorchrunEnv(const EnvLookup& env, bool required) {
                      "is not: set MASTER_ADDR to rank 0's host and MASTER_PORT to a free port");
   }
   if (addr) info.master_addr = *addr;
-  if (port) {
-    const int p = ParseInt("MASTER_PORT", *port, 1);
-    if (p > 65535) throw UsageError("MASTER_PORT=" + *port + " is not a TCP port (1..65535)");
-    info.master_port = static_cast<uint16_t>(p);
-  }
+  if (port) info.master_port = ParsePort("MASTER_PORT", *port);
+  info.reason = "the torchrun convention: store on " + info.master_addr + ":" +
+                std::to_string(info.master_port) + " (MASTER_ADDR, MASTER_PORT)";
   return info;
 }
 
@@ -113,19 +216,77 @@ LaunchInfo DetectLaunch(const EnvLookup& env, std::string_view requested) {
     LaunchInfo info = FromMpi(env).value_or(LaunchInfo{});
     info.kind = LaunchKind::kMpi;  // MPI itself will tell rank and size
     if (info.detected_from.empty()) info.detected_from = "--launcher mpi";
+    info.reason = "--launcher mpi";
+    info.local_rank = FirstInt(env, kLocalRankVariables, 0).value_or(info.local_rank);
     return info;
   }
-  if (requested == "env") return *FromTorchrunEnv(env, true);
+  if (requested == "env") {
+    if (!env("RANK") && !env("WORLD_SIZE")) {
+      if (auto slurm = FromSlurm(env)) return *slurm;
+    }
+    return *FromTorchrunEnv(env, true);
+  }
   if (requested != "auto") {
     throw UsageError("unknown --launcher '" + std::string(requested) +
                      "': choose auto, single, mpi or env");
   }
-  if (auto mpi = FromMpi(env)) {
-    // srun inside an allocation sets SLURM_* for a single task too; that is one process.
-    if (mpi->process_count > 1 || mpi->detected_from.rfind("SLURM", 0) != 0) return *mpi;
-  }
+  if (auto mpi = FromMpi(env)) return *mpi;
+  if (auto slurm = FromSlurm(env)) return *slurm;
   if (auto torchrun = FromTorchrunEnv(env, false)) return *torchrun;
   return LaunchInfo{};
+}
+
+std::string DescribeLaunch(const LaunchInfo& launch) {
+  switch (launch.kind) {
+    case LaunchKind::kSingle:
+      return "";
+    case LaunchKind::kMpi:
+      return "launcher: mpi (" + launch.reason + ")";
+    case LaunchKind::kEnv:
+      return "launcher: env (" + launch.reason + ")";
+  }
+  return "";
+}
+
+void AnnounceLaunch(const LaunchInfo& launch, std::ostream& out) {
+  const std::string line = DescribeLaunch(launch);
+  if (launch.process_rank == 0 && !line.empty()) out << "# fabricscope: " << line << "\n";
+}
+
+std::string FirstSlurmHost(std::string_view nodelist) {
+  auto malformed = [&](const std::string& why) {
+    return UsageError("Slurm host list '" + std::string(nodelist) + "': " + why +
+                      "; expected e.g. 'node1', 'gpu[07-09,12]' or 'a1,b[2-3]'");
+  };
+  // The first entry: up to a comma outside brackets.
+  const size_t open = nodelist.find('[');
+  const size_t comma = nodelist.find(',');
+  if (open == std::string_view::npos || (comma != std::string_view::npos && comma < open)) {
+    const std::string_view first = nodelist.substr(0, comma);
+    if (first.empty()) throw malformed("empty first host");
+    return std::string(first);
+  }
+  const size_t close = nodelist.find(']', open);
+  if (close == std::string_view::npos) throw malformed("'[' without ']'");
+  const std::string_view range = nodelist.substr(open + 1, close - open - 1);
+  const size_t stop = range.find_first_of(",-");
+  const std::string_view first_number = range.substr(0, stop);
+  if (first_number.empty() ||
+      first_number.find_first_not_of("0123456789") != std::string_view::npos) {
+    throw malformed("the range does not start with a number");
+  }
+  // The suffix after ']' up to the next comma belongs to every host of the range.
+  const size_t end = nodelist.find(',', close);
+  const std::string_view suffix = nodelist.substr(
+      close + 1, end == std::string_view::npos ? std::string_view::npos : end - close - 1);
+  if (suffix.find('[') != std::string_view::npos) {
+    throw malformed("several ranges in one host name are not supported");
+  }
+  return std::string(nodelist.substr(0, open)) + std::string(first_number) + std::string(suffix);
+}
+
+uint16_t SlurmStorePort(uint64_t job_id, uint64_t step_id) {
+  return static_cast<uint16_t>(20000 + (job_id * 31 + step_id) % 12000);
 }
 
 int SplitColor(const EnvLookup& env, int rank) {

@@ -206,6 +206,363 @@ class Rendezvous {
   uint16_t port_ = 0;
 };
 
+// One job in this process: its plan, its rendezvous, its rank threads, and the record the
+// first rank reports. Each step of RunJob is one member, in the order Run calls them.
+class JobRunner {
+ public:
+  JobRunner(const RunOptions& options, Backend& backend, Reporter* sink, const LaunchInfo& launch,
+            const EnvLookup& env, const RankBody& body)
+      : options_(options),
+        backend_(backend),
+        sink_(sink),
+        launch_(launch),
+        env_(env),
+        body_(body),
+        timeout_(Timeout(options)),
+        gpus_(std::max(1, options.ngpus)) {}
+
+  RunResult Run() {
+    StartProcess();
+    PlanJob();
+    StartWatchdog();
+    ListDevices();
+    RunRankThreads();
+    AwaitProcesses();
+    return Finish();
+  }
+
+ private:
+  // MPI when the launcher or the backend needs it; then what this process is in the job.
+  void StartProcess() {
+    CheckSupported(backend_, options_);
+    if (options_.nthreads < 1) {
+      throw UsageError("-t/--nthreads must be at least 1 (got " +
+                       std::to_string(options_.nthreads) + ")");
+    }
+    const bool mpi_processes = backend_.capabilities().mpi_processes;
+    if (mpi_processes && launch_.kind != LaunchKind::kMpi && launch_.process_count > 1) {
+      throw UsageError("the " + std::string(backend_.name()) +
+                       " backend needs MPI to number the processes, but this job was started " +
+                       "without it (" + launch_.detected_from +
+                       "): under Slurm run srun --mpi=pmix, or start it with mpirun");
+    }
+    if (launch_.kind == LaunchKind::kMpi || mpi_processes) mpi_.emplace();
+    process_ = mpi_ ? mpi_->rank() : launch_.process_rank;
+    processes_ = mpi_ ? mpi_->size() : launch_.process_count;
+    if (mpi_processes && options_.nthreads > 1) {
+      throw UnsupportedError("the " + std::string(backend_.name()) +
+                             " backend runs one rank per process: launch N processes with "
+                             "mpirun -np N instead of -t " +
+                             std::to_string(options_.nthreads));
+    }
+    if (mpi_ && !mpi_->multithreaded() && options_.nthreads > 1) {
+      throw UnsupportedError("this MPI library does not support MPI_THREAD_MULTIPLE; use -t 1");
+    }
+  }
+
+  // The sweep, the rendezvous, the header and the split colours of every rank.
+  void PlanJob() {
+    ranks_per_process_ = options_.nthreads * gpus_;
+    plan_ = PlanSweep(options_, ranks_per_process_);
+    nranks_ = processes_ * ranks_per_process_;
+    rendezvous_.emplace(launch_, process_, processes_, mpi_ ? &*mpi_ : nullptr, timeout_);
+    if (const auto ifname = env_("GLOO_SOCKET_IFNAME")) gloo_interface_ = *ifname;
+    result_ = MakeHeader(options_, backend_);
+    result_.config.max_bytes = plan_.max_bytes;
+    result_.notes = plan_.notes;
+    result_.nranks = nranks_;
+    host_ = Hostname();
+    device_name_ = HostDeviceName();
+    ComputeColors();
+    CheckRoot();
+  }
+
+  // Every rank's colour is a function of its rank, so each process knows every group.
+  void ComputeColors() {
+    colors_.resize(static_cast<size_t>(nranks_));
+    for (int r = 0; r < nranks_; ++r) {
+      colors_[static_cast<size_t>(r)] = SplitColor(env_, r);
+      if (r % gpus_ != 0 && Color(r) != Color(r - 1)) {
+        throw UsageError("NCCL_TESTS_SPLIT puts ranks " + std::to_string(r - 1) + " and " +
+                         std::to_string(r) + ", which one thread drives (-g " +
+                         std::to_string(gpus_) +
+                         "), in different communicators: run one rank per thread (-t) or per "
+                         "process instead of -g");
+      }
+    }
+  }
+
+  int Color(int rank) const { return colors_[static_cast<size_t>(rank)]; }
+
+  // -r names a rank of every communicator: checked before any rank connects, so a bad root
+  // is one usage error, not a race between it and a peer's lost connection.
+  void CheckRoot() const {
+    if (options_.root < 0) return;
+    std::map<int, int> group_sizes;
+    for (int color : colors_) ++group_sizes[color];
+    int smallest = nranks_;
+    for (const auto& [color, size] : group_sizes) smallest = std::min(smallest, size);
+    if (options_.root >= smallest) {
+      throw UsageError("root " + std::to_string(options_.root) + " (-r) is out of range for " +
+                       std::to_string(smallest) + " ranks: give 0.." +
+                       std::to_string(smallest - 1) + ", or -1 for every root");
+    }
+  }
+
+  // With -T, a call stuck where the backend cannot time out (MPI) ends the process after
+  // the timeout plus a grace that lets backends with their own timeouts report first.
+  void StartWatchdog() {
+    if (options_.timeout_s <= 0) return;
+    // Before the process ends, the first process records the error in the report (the
+    // JSON file keeps the rows so far and says why they stop). The others wait one grace
+    // longer: their peers are stuck in the same call, and one of them ending first makes
+    // the launcher (mpirun) kill the first process before it could record anything.
+    const auto grace = std::max(std::chrono::milliseconds(1000), timeout_ / 2);
+    watchdog_.emplace(timeout_ + (process_ == 0 ? grace : 2 * grace), host_,
+                      [this](const std::string& message) {
+                        if (process_ != 0 || sink_ == nullptr) return;
+                        result_.errors.push_back(message);
+                        result_.end_time = LocalTime(kIsoTime);
+                        sink_->End(result_);
+                      });
+  }
+
+  // What ConnectOptions says about the devices of a thread; the same in its rank thread.
+  ConnectOptions DeviceOptions(int thread) const {
+    ConnectOptions c;
+    c.world_rank = FirstRank(thread);
+    c.devices = gpus_;
+    // nccl-tests' choice: the local rank's block of threads x GPUs, then this thread's.
+    c.first_device = (launch_.local_rank * options_.nthreads + thread) * gpus_;
+    c.registration = options_.registration;
+    c.stream_null = options_.stream_null;
+    return c;
+  }
+
+  // The job rank of a thread's first device.
+  int FirstRank(int thread) const { return (process_ * options_.nthreads + thread) * gpus_; }
+
+  // Every thread's devices, before any thread starts: a device this host lacks is a usage
+  // error now, rather than a rank that never arrives at the rendezvous.
+  void ListDevices() {
+    for (int t = 0; t < options_.nthreads; ++t) {
+      thread_devices_.push_back(backend_.Devices(DeviceOptions(t)));
+    }
+  }
+
+  // How a thread's rank joins the communicator of its colour through `store`.
+  ConnectOptions GroupOptions(int thread, Store& store, const TcpStoreClient* client) const {
+    const int rank = FirstRank(thread);
+    ConnectOptions connect = DeviceOptions(thread);
+    connect.rank = 0;
+    connect.size = 0;
+    for (int r = 0; r < nranks_; ++r) {
+      if (Color(r) != Color(rank)) continue;
+      if (r < rank) ++connect.rank;
+      ++connect.size;
+    }
+    connect.color = Color(rank);
+    connect.store = &store;
+    connect.prefix = "fs/c" + std::to_string(connect.color);
+    connect.timeout = timeout_;
+    connect.hostname = ListenAddress(client, rendezvous_->master_addr());
+    connect.network_interface = gloo_interface_;
+    return connect;
+  }
+
+  // Puts the thread's ranks' lines of the header in the store; returns its first one.
+  RankInfo PublishRanks(int thread, Store& store, const ConnectOptions& connect) const {
+    const std::vector<DeviceDescription>& devices = thread_devices_[static_cast<size_t>(thread)];
+    RankInfo self;
+    for (int d = 0; d < gpus_; ++d) {
+      RankInfo me;
+      me.rank = connect.world_rank + d;
+      me.pid = static_cast<int>(getpid());
+      me.hostname = host_;
+      me.device = connect.first_device + d;
+      me.device_name = device_name_;
+      if (static_cast<size_t>(d) < devices.size()) {
+        me.device = devices[static_cast<size_t>(d)].index;
+        me.device_bus_id = devices[static_cast<size_t>(d)].bus_id;
+        me.device_name = devices[static_cast<size_t>(d)].name;
+      }
+      store.Set("rank/" + std::to_string(me.rank), EncodeRank(me));
+      if (d == 0) self = me;
+    }
+    return self;
+  }
+
+  // The first rank: every rank's header line, then the report begins.
+  void GatherHeader(Store& store) {
+    for (int r = 0; r < nranks_; ++r) {
+      try {
+        result_.ranks.push_back(DecodeRank(r, store.Get("rank/" + std::to_string(r), timeout_)));
+      } catch (const TimeoutError&) {
+        throw TimeoutError("rendezvous: rank " + std::to_string(r) + " of " +
+                           std::to_string(nranks_) + " (process " +
+                           std::to_string(r / ranks_per_process_) + ") did not arrive within " +
+                           std::to_string(timeout_.count() / 1000) +
+                           " s: it was not started, died, or cannot reach the store at " +
+                           rendezvous_->master_addr());
+      }
+    }
+    if (sink_ != nullptr) sink_->Begin(result_);
+  }
+
+  // Connects through the backend, watched by the -T watchdog when -T is set.
+  std::unique_ptr<Communicator> Join(int rank, const ConnectOptions& group) {
+    auto connect_group = [&] { return backend_.Connect(group); };
+    if (!watchdog_) return connect_group();
+    return watchdog_->Connect(rank,
+                              "joining the " + std::string(backend_.name()) + " communicator of " +
+                                  std::to_string(group.size) + " ranks",
+                              connect_group);
+  }
+
+  // What NCCL said it uses to reach the peers (NCCL_DEBUG=INFO), known only after the sweep:
+  // NCCL connects on first use.
+  void CollectTransports(Store& store, const Communicator& comm, int rank) {
+    if (!backend_.capabilities().device_memory) return;
+    for (int d = 0; d < gpus_; ++d) {
+      const std::string transport = comm.Transport(d);
+      store.Set("transport/" + std::to_string(rank + d), {transport.begin(), transport.end()});
+    }
+    if (rank != 0) return;
+    for (RankInfo& r : result_.ranks) {
+      const std::vector<char> t = store.Get("transport/" + std::to_string(r.rank), timeout_);
+      r.transport.assign(t.begin(), t.end());
+    }
+  }
+
+  // One rank thread: rendezvous, header, connect, then the sweep or the body.
+  void RankMain(int thread) {
+    const int rank = FirstRank(thread);
+    std::unique_ptr<TcpStoreClient> client;
+    Store& store = rendezvous_->ForThread(client);
+    const ConnectOptions connect = GroupOptions(thread, store, client.get());
+    RankInfo self = PublishRanks(thread, store, connect);
+    const bool reporter = rank == 0;
+    if (reporter) GatherHeader(store);
+    auto comm = Join(rank, connect);
+    if (body_) {
+      RankContext context{self, nranks_, comm.get(), connect,
+                          [this, rank](const ConnectOptions& group) { return Join(rank, group); }};
+      body_(context);
+      return;
+    }
+    RunResult scratch;  // ranks other than 0 do not keep rows
+    RunBenchmark(options_, plan_, *comm, reporter ? result_ : scratch, reporter ? sink_ : nullptr);
+    CollectTransports(store, *comm, rank);
+  }
+
+  void RunRankThreads() {
+    auto guarded = [this](int thread) {
+      try {
+        RankMain(thread);
+      } catch (const std::exception& e) {
+        const std::lock_guard lock(error_mutex_);
+        if (!first_error_) {
+          first_error_ = std::current_exception();
+          first_message_ =
+              "rank " + std::to_string(FirstRank(thread)) + " on " + host_ + ": " + e.what();
+        }
+      }
+    };
+    std::vector<std::thread> workers;
+    workers.reserve(static_cast<size_t>(options_.nthreads));
+    for (int t = 1; t < options_.nthreads; ++t) workers.emplace_back(guarded, t);
+    guarded(0);
+    for (auto& w : workers) w.join();
+  }
+
+  // "process 2 (ranks 4-5 on node2)": for the message naming who never finished.
+  std::string ProcessName(int process) const {
+    const size_t first_rank = static_cast<size_t>(process * ranks_per_process_);
+    return "process " + std::to_string(process) + " (ranks " + std::to_string(first_rank) + "-" +
+           std::to_string(first_rank + static_cast<size_t>(ranks_per_process_) - 1) +
+           (first_rank < result_.ranks.size() ? " on " + result_.ranks[first_rank].hostname
+                                              : std::string()) +
+           ")";
+  }
+
+  // Process 0 serves the store: it waits until every process is done with it (or the
+  // timeout) before tearing it down. A process that never says so died or hangs: when the
+  // job failed, that names the culprit, which a peer's "connection closed" does not.
+  void AwaitProcesses() {
+    if (processes_ <= 1) return;
+    std::string missing;
+    try {
+      std::unique_ptr<TcpStoreClient> client;
+      Store& store = rendezvous_->ForThread(client);
+      store.Set("done/" + std::to_string(process_), {first_error_ ? 'E' : 'K'});
+      if (process_ == 0) missing = MissingProcesses(store);
+    } catch (const std::exception&) {
+      // The store itself is gone (process 0 died): the error already says what failed.
+    }
+    if (first_error_ && !missing.empty()) {
+      first_message_ += "; never finished: " + missing + ", which died or hangs";
+    }
+  }
+
+  // The processes that did not say they are done before the timeout, named.
+  std::string MissingProcesses(Store& store) const {
+    std::string missing;
+    const auto deadline = std::chrono::steady_clock::now() + timeout_;
+    for (int p = 1; p < processes_; ++p) {
+      try {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        store.Get("done/" + std::to_string(p), std::max(left, std::chrono::milliseconds(1)));
+      } catch (const TimeoutError&) {
+        missing += (missing.empty() ? "" : ", ") + ProcessName(p);
+      }
+    }
+    return missing;
+  }
+
+  RunResult Finish() {
+    result_.end_time = LocalTime(kIsoTime);
+    if (first_error_) result_.errors.push_back(first_message_);
+    if (process_ == 0 && sink_ != nullptr) sink_->End(result_);
+    if (!first_error_) return result_;
+    try {
+      std::rethrow_exception(first_error_);
+    } catch (const Error& e) {
+      // A usage error is the same on every rank; anything else says which rank and host.
+      if (e.code() == ErrorCode::kUsage || e.code() == ErrorCode::kUnsupported) throw;
+      throw Error(e.code(), first_message_);
+    }
+  }
+
+  const RunOptions& options_;
+  Backend& backend_;
+  Reporter* const sink_;
+  const LaunchInfo& launch_;
+  const EnvLookup& env_;
+  const RankBody& body_;
+  const std::chrono::milliseconds timeout_;
+  const int gpus_;  // -g: each thread drives this many ranks, numbered as nccl-tests does
+
+  std::optional<MpiSession> mpi_;
+  int process_ = 0;
+  int processes_ = 1;
+  int ranks_per_process_ = 1;
+  int nranks_ = 1;
+  SweepPlan plan_;
+  std::optional<Rendezvous> rendezvous_;
+  std::string gloo_interface_;
+  std::string host_;
+  std::string device_name_;
+  std::vector<int> colors_;
+  std::vector<std::vector<DeviceDescription>> thread_devices_;
+  std::optional<Watchdog> watchdog_;
+
+  RunResult result_;
+  std::mutex error_mutex_;
+  std::exception_ptr first_error_;
+  std::string first_message_;
+};
+
 }  // namespace
 
 RunResult MakeHeader(const RunOptions& options, const Backend& backend) {
@@ -243,252 +600,7 @@ RunResult MakeHeader(const RunOptions& options, const Backend& backend) {
 
 RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
                  const LaunchInfo& launch, const EnvLookup& env, const RankBody& body) {
-  CheckSupported(backend, options);
-  const int threads = options.nthreads;
-  if (threads < 1) {
-    throw UsageError("-t/--nthreads must be at least 1 (got " + std::to_string(threads) + ")");
-  }
-  const bool mpi_backend = backend.name() == "mpi";
-  std::optional<MpiSession> mpi;
-  if (launch.kind == LaunchKind::kMpi || mpi_backend) mpi.emplace();
-  const int process = mpi ? mpi->rank() : launch.process_rank;
-  const int processes = mpi ? mpi->size() : launch.process_count;
-  if (mpi_backend && threads > 1) {
-    throw UnsupportedError(
-        "the mpi backend runs one rank per process: launch N processes with mpirun -np N "
-        "instead of -t " +
-        std::to_string(threads));
-  }
-  if (mpi && !mpi->multithreaded() && threads > 1) {
-    throw UnsupportedError("this MPI library does not support MPI_THREAD_MULTIPLE; use -t 1");
-  }
-  const auto timeout = Timeout(options);
-  // -g: each thread drives `gpus` ranks, numbered as nccl-tests numbers them.
-  const int gpus = std::max(1, options.ngpus);
-  const int ranks_per_process = threads * gpus;
-  const SweepPlan plan = PlanSweep(options, ranks_per_process);
-  const int nranks = processes * ranks_per_process;
-
-  const Rendezvous rv(launch, process, processes, mpi ? &*mpi : nullptr, timeout);
-  std::string gloo_interface;
-  if (const auto ifname = env("GLOO_SOCKET_IFNAME")) gloo_interface = *ifname;
-
-  RunResult result = MakeHeader(options, backend);
-  result.config.max_bytes = plan.max_bytes;
-  result.notes = plan.notes;
-  result.nranks = nranks;
-  const std::string host = Hostname();
-  const std::string device = HostDeviceName();
-
-  // Every rank's colour is a function of its rank, so each process knows every group.
-  std::vector<int> colors(static_cast<size_t>(nranks));
-  for (int r = 0; r < nranks; ++r) {
-    colors[static_cast<size_t>(r)] = SplitColor(env, r);
-    if (r % gpus != 0 && colors[static_cast<size_t>(r)] != colors[static_cast<size_t>(r - 1)]) {
-      throw UsageError("NCCL_TESTS_SPLIT puts ranks " + std::to_string(r - 1) + " and " +
-                       std::to_string(r) + ", which one thread drives (-g " + std::to_string(gpus) +
-                       "), in different communicators: run one rank per thread (-t) or per "
-                       "process instead of -g");
-    }
-  }
-  const bool on_devices = backend.capabilities().device_memory;
-  // -r names a rank of every communicator: checked before any rank connects, so a bad root
-  // is one usage error, not a race between it and a peer's lost connection.
-  if (options.root >= 0) {
-    std::map<int, int> group_sizes;
-    for (int color : colors) ++group_sizes[color];
-    int smallest = nranks;
-    for (const auto& [color, size] : group_sizes) smallest = std::min(smallest, size);
-    if (options.root >= smallest) {
-      throw UsageError("root " + std::to_string(options.root) + " (-r) is out of range for " +
-                       std::to_string(smallest) + " ranks: give 0.." +
-                       std::to_string(smallest - 1) + ", or -1 for every root");
-    }
-  }
-
-  // With -T, a call stuck where the backend cannot time out (MPI) ends the process after
-  // the timeout plus a grace that lets backends with their own timeouts report first.
-  std::optional<Watchdog> watchdog;
-  if (options.timeout_s > 0) {
-    // Before the process ends, the first process records the error in the report (the
-    // JSON file keeps the rows so far and says why they stop). The others wait one grace
-    // longer: their peers are stuck in the same call, and one of them ending first makes
-    // the launcher (mpirun) kill the first process before it could record anything.
-    const auto grace = std::max(std::chrono::milliseconds(1000), timeout / 2);
-    watchdog.emplace(timeout + (process == 0 ? grace : 2 * grace), host,
-                     [&](const std::string& message) {
-                       if (process != 0 || sink == nullptr) return;
-                       result.errors.push_back(message);
-                       result.end_time = LocalTime(kIsoTime);
-                       sink->End(result);
-                     });
-  }
-
-  // What ConnectOptions says about the devices of a thread; the same in its rank thread.
-  auto device_options = [&](int thread) {
-    ConnectOptions c;
-    c.world_rank = (process * threads + thread) * gpus;
-    c.devices = gpus;
-    // nccl-tests' choice: the local rank's block of threads x GPUs, then this thread's.
-    c.first_device = (launch.local_rank * threads + thread) * gpus;
-    c.registration = options.registration;
-    c.stream_null = options.stream_null;
-    return c;
-  };
-  // Every thread's devices, before any thread starts: a device this host lacks is a usage
-  // error now, rather than a rank that never arrives at the rendezvous.
-  std::vector<std::vector<DeviceDescription>> thread_devices;
-  for (int t = 0; t < threads; ++t) thread_devices.push_back(backend.Devices(device_options(t)));
-
-  std::mutex error_mutex;
-  std::exception_ptr first_error;
-  std::string first_message;
-  auto rank_main = [&](int thread) {
-    const int rank = (process * threads + thread) * gpus;  // of this thread's first device
-    try {
-      std::unique_ptr<TcpStoreClient> client;
-      Store& store = rv.ForThread(client);
-      const int color = colors[static_cast<size_t>(rank)];
-      ConnectOptions connect = device_options(thread);
-      connect.rank = 0;
-      connect.size = 0;
-      for (int r = 0; r < nranks; ++r) {
-        if (colors[static_cast<size_t>(r)] != color) continue;
-        if (r < rank) ++connect.rank;
-        ++connect.size;
-      }
-      connect.color = color;
-      connect.store = &store;
-      connect.prefix = "fs/c" + std::to_string(color);
-      connect.timeout = timeout;
-      connect.hostname = ListenAddress(client.get(), rv.master_addr());
-      connect.network_interface = gloo_interface;
-
-      const std::vector<DeviceDescription>& devices = thread_devices[static_cast<size_t>(thread)];
-      RankInfo self;  // this thread's first device, for a RankBody
-      for (int d = 0; d < gpus; ++d) {
-        RankInfo me;
-        me.rank = rank + d;
-        me.pid = static_cast<int>(getpid());
-        me.hostname = host;
-        me.device = connect.first_device + d;
-        me.device_name = device;
-        if (static_cast<size_t>(d) < devices.size()) {
-          me.device = devices[static_cast<size_t>(d)].index;
-          me.device_bus_id = devices[static_cast<size_t>(d)].bus_id;
-          me.device_name = devices[static_cast<size_t>(d)].name;
-        }
-        store.Set("rank/" + std::to_string(rank + d), EncodeRank(me));
-        if (d == 0) self = me;
-      }
-      const bool reporter = rank == 0;
-      if (reporter) {
-        for (int r = 0; r < nranks; ++r) {
-          try {
-            result.ranks.push_back(DecodeRank(r, store.Get("rank/" + std::to_string(r), timeout)));
-          } catch (const TimeoutError&) {
-            throw TimeoutError(
-                "rendezvous: rank " + std::to_string(r) + " of " + std::to_string(nranks) +
-                " (process " + std::to_string(r / ranks_per_process) + ") did not arrive within " +
-                std::to_string(timeout.count() / 1000) +
-                " s: it was not started, died, or cannot reach the store at " + rv.master_addr());
-          }
-        }
-        if (sink != nullptr) sink->Begin(result);
-      }
-      auto join = [&, rank](const ConnectOptions& group) {
-        auto connect_group = [&] { return backend.Connect(group); };
-        if (!watchdog) return connect_group();
-        return watchdog->Connect(rank,
-                                 "joining the " + std::string(backend.name()) +
-                                     " communicator of " + std::to_string(group.size) + " ranks",
-                                 connect_group);
-      };
-      auto comm = join(connect);
-      if (body) {
-        RankContext context{self, nranks, comm.get(), connect, join};
-        body(context);
-        return;
-      }
-      RunResult scratch;  // ranks other than 0 do not keep rows
-      RunBenchmark(options, plan, *comm, reporter ? result : scratch, reporter ? sink : nullptr);
-      // What NCCL said it uses to reach the peers (NCCL_DEBUG=INFO), known only now: NCCL
-      // connects on first use.
-      if (on_devices) {
-        for (int d = 0; d < gpus; ++d) {
-          const std::string transport = comm->Transport(d);
-          store.Set("transport/" + std::to_string(rank + d), {transport.begin(), transport.end()});
-        }
-        if (reporter) {
-          for (RankInfo& r : result.ranks) {
-            const std::vector<char> t = store.Get("transport/" + std::to_string(r.rank), timeout);
-            r.transport.assign(t.begin(), t.end());
-          }
-        }
-      }
-    } catch (const std::exception& e) {
-      const std::lock_guard lock(error_mutex);
-      if (!first_error) {
-        first_error = std::current_exception();
-        first_message = "rank " + std::to_string(rank) + " on " + host + ": " + e.what();
-      }
-    }
-  };
-  std::vector<std::thread> workers;
-  workers.reserve(static_cast<size_t>(threads));
-  for (int t = 1; t < threads; ++t) workers.emplace_back(rank_main, t);
-  rank_main(0);
-  for (auto& w : workers) w.join();
-
-  // Process 0 serves the store: it waits until every process is done with it (or the
-  // timeout) before tearing it down. A process that never says so died or hangs: when the
-  // job failed, that names the culprit, which a peer's "connection closed" does not.
-  if (processes > 1) {
-    std::string missing;
-    try {
-      std::unique_ptr<TcpStoreClient> client;
-      Store& store = rv.ForThread(client);
-      store.Set("done/" + std::to_string(process), {first_error ? 'E' : 'K'});
-      if (process == 0) {
-        const auto deadline = std::chrono::steady_clock::now() + timeout;
-        for (int p = 1; p < processes; ++p) {
-          try {
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                deadline - std::chrono::steady_clock::now());
-            store.Get("done/" + std::to_string(p), std::max(left, std::chrono::milliseconds(1)));
-          } catch (const TimeoutError&) {
-            const size_t first_rank = static_cast<size_t>(p * ranks_per_process);
-            missing +=
-                (missing.empty() ? "" : ", ") + std::string("process ") + std::to_string(p) +
-                " (ranks " + std::to_string(first_rank) + "-" +
-                std::to_string(first_rank + static_cast<size_t>(ranks_per_process) - 1) +
-                (first_rank < result.ranks.size() ? " on " + result.ranks[first_rank].hostname
-                                                  : std::string()) +
-                ")";
-          }
-        }
-      }
-    } catch (const std::exception&) {
-      // The store itself is gone (process 0 died): the error already says what failed.
-    }
-    if (first_error && !missing.empty()) {
-      first_message += "; never finished: " + missing + ", which died or hangs";
-    }
-  }
-
-  result.end_time = LocalTime(kIsoTime);
-  if (first_error) result.errors.push_back(first_message);
-  if (process == 0 && sink != nullptr) sink->End(result);
-  if (first_error) {
-    try {
-      std::rethrow_exception(first_error);
-    } catch (const Error& e) {
-      // A usage error is the same on every rank; anything else says which rank and host.
-      if (e.code() == ErrorCode::kUsage || e.code() == ErrorCode::kUnsupported) throw;
-      throw Error(e.code(), first_message);
-    }
-  }
-  return result;
+  return JobRunner(options, backend, sink, launch, env, body).Run();
 }
 
 RunResult RunThreads(const RunOptions& options, Backend& backend, Reporter* sink) {

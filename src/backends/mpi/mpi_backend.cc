@@ -438,7 +438,7 @@ class MpiCommunicator final : public Communicator {
 
 class MpiBackend final : public Backend {
  public:
-  MpiBackend() : capabilities_(AllCapabilities()) {}
+  MpiBackend() : capabilities_(Capabilities()) {}
 
   std::string_view name() const override { return "mpi"; }
 
@@ -492,6 +492,12 @@ class MpiBackend final : public Backend {
   }
 
  private:
+  static BackendCapabilities Capabilities() {
+    BackendCapabilities c = AllCapabilities();
+    c.mpi_processes = true;
+    return c;
+  }
+
   static void Check(int rc, const std::string& where, std::string_view call) {
     if (rc != MPI_SUCCESS) throw BackendError(fmt::format("{}{}: {}", where, call, ErrorText(rc)));
   }
