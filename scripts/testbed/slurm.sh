@@ -127,6 +127,8 @@ make_network() {
 start_munge() {
   # munged runs as munge and must reach its files: DIR is traversable, munge/ its own.
   chmod 711 "$dir"
+  runuser -u munge -- test -x "$dir" ||
+    die "the munge user cannot reach $dir: make its parent directories traversable (chmod o+x)"
   dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
   chown -R munge:munge "$dir/munge"
   chmod 700 "$dir/munge"

@@ -37,6 +37,7 @@ struct CheckFlags {
   std::string output;
   std::string collective;
   bool strict = false;
+  bool dry_run = false;
   std::vector<CLI::Option*> generic_options;
   CLI::Option* nodes_option = nullptr;
   CLI::Option* latency_option = nullptr;
@@ -105,6 +106,11 @@ std::optional<RunResult> RunBenchmark(const std::vector<std::string>& args,
     throw UsageError("-N 0 runs forever, and check judges a run that ended: give -N 1 or more");
   }
   RunOptions options = ToRunOptions(flags);
+  if (flags.dry_run) {
+    const LaunchInfo launch = DetectLaunch(ProcessEnvironment(), flags.launcher);
+    if (launch.process_rank == 0) PrintRunPlan(flags, options, launch, std::cout);
+    return std::nullopt;
+  }
   options.command_line = {ctx.prog, "run"};
   options.command_line.insert(options.command_line.end(), args.begin(), args.end());
   const EnvLookup env = ProcessEnvironment();
@@ -166,6 +172,22 @@ void WriteReport(const std::string& text, const std::string& path) {
   }
 }
 
+// --dry-run: the platform the verdicts would be judged against and, with -- RUN FLAGS, the
+// run's plan; exits 0 without measuring or reading anything.
+int PrintCheckPlan(const PlatformChoice& choice, std::vector<std::string> run_args,
+                   const CommandContext& ctx) {
+  std::cout << "# fabricscope check: dry run, nothing is judged\n"
+            << "platform: "
+            << (choice.platform ? choice.platform->name + " (" + choice.origin + ")"
+                                : "none (" + choice.unavailable + ")")
+            << "\n";
+  if (!run_args.empty()) {
+    run_args.emplace_back("--dry-run");
+    RunBenchmark(run_args, ctx);
+  }
+  return kExitOk;
+}
+
 int ExecuteCheck(const CheckFlags& flags, const CommandContext& ctx) {
   const CheckFormat& format = FindCheckFormat(flags.format);
   // CLI11 hands everything after "--" to the positional list: those are the run's flags.
@@ -195,6 +217,7 @@ int ExecuteCheck(const CheckFlags& flags, const CommandContext& ctx) {
         "description nothing is detected: drop --root or the platform");
   }
   const PlatformChoice choice = ChoosePlatform(flags);
+  if (flags.dry_run) return PrintCheckPlan(choice, run_args, ctx);
 
   bool errors = false;
   std::vector<RunResult> runs;
@@ -262,6 +285,9 @@ CommandAction SetupCheckCommand(CLI::App& app) {
   app.add_option("--collective", f.collective,
                  "the collective of logs that do not name it (otherwise inferred)");
   app.add_flag("--strict", f.strict, "a WARN fails too (exit 1)");
+  app.add_flag("--dry-run", f.dry_run,
+               "print the platform and, with -- RUN FLAGS, the run's plan; exit 0 without "
+               "running or judging");
   app.footer(
       "Exit status: 0 PASS (and WARN unless --strict), 1 FAIL, 2 bad usage or unreadable "
       "input, 3 a failure while running.\nExamples:\n"

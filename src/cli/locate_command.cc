@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -49,6 +50,7 @@ struct LocateFlags {
   double transients = 0;
   std::vector<std::string> inject;
   std::vector<int> late_ranks;
+  bool dry_run = false;  // print the plan, measure nothing
 };
 
 void AddFlags(CLI::App& app, LocateFlags& f) {
@@ -99,6 +101,8 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
   app.add_option("--svg", f.svg_file,
                  "write the node x node heatmap to FILE (rail r > 0 to FILE with .railR before "
                  ".svg)");
+  app.add_flag("--dry-run", f.dry_run,
+               "print the plan (launcher, backend, mode, size) and exit 0 without measuring");
   app.add_option("--simulate", f.simulate,
                  "no job: a simulated cluster of N nodes answers the same rounds");
   app.add_option("--rails", f.rails, "simulated: ranks (NICs) per node")->capture_default_str();
@@ -219,6 +223,23 @@ void EndProgress(const LocateOptions& options) {
   if (options.progress) std::cerr << "\n";
 }
 
+// --dry-run: what the job would measure, once every flag has been checked.
+int PrintPlan(const LocateFlags& f, const LaunchInfo& launch) {
+  const auto& backends = Backends();
+  Require(std::any_of(backends.begin(), backends.end(),
+                      [&](const BackendEntry& b) { return b.name == f.backend; }),
+          "unknown --backend '" + f.backend + "': choose " + NamesOf(backends));
+  if (launch.process_rank != 0) return kExitOk;
+  const std::string launcher = DescribeLaunch(launch);
+  std::cout << "# fabricscope locate: dry run, nothing is measured\n"
+            << "launcher: " << (launcher.empty() ? "single (one process)" : launcher) << "\n"
+            << fmt::format("processes: {} x {} threads, grouped by {}\n", launch.process_count,
+                           f.nthreads, f.group_by)
+            << fmt::format("backend: {}; mode: {}; size: {}; iterations: {}\n", f.backend, f.mode,
+                           f.size, f.iters);
+  return kExitOk;
+}
+
 int Execute(const LocateFlags& f, const std::vector<std::string>& args) {
   // Every process checks every value, so that a bad one stops the whole job at once.
   Require(f.format == "text" || f.format == "json",
@@ -264,10 +285,11 @@ int Execute(const LocateFlags& f, const std::vector<std::string>& args) {
   Require(f.timeout >= 0, "-T/--timeout must be 0 (default) or a number of seconds");
   m.timeout_s = f.timeout;
   m.command_line = args;
-  auto backend = MakeBackend(m.backend);
   const EnvLookup env = ProcessEnvironment();
   const LaunchInfo launch = DetectLaunch(env, f.launcher);
   AnnounceLaunch(launch, std::cerr);
+  if (f.dry_run) return PrintPlan(f, launch);
+  auto backend = MakeBackend(m.backend);
   // Only the first process reports and touches the output files.
   std::unique_ptr<Outputs> outputs;
   if (launch.process_rank == 0) {

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <thread>
 
 #include "core/joined.h"
@@ -127,6 +128,9 @@ void AddRunFlags(CLI::App& app, RunFlags& f, bool fixed_collective) {
   app.add_option("--memory-limit", f.memory_limit,
                  "host memory the sweep may use (default: MemAvailable); larger -e is capped "
                  "with nccl-tests' message");
+  app.add_flag("--dry-run", f.dry_run,
+               "print the plan (launcher, processes, backend, collectives, sizes, outputs) and "
+               "exit 0 without running; checks the command line and the launch environment");
   app.add_option("--inject-fault", f.inject_fault,
                  "for tests and demos: RANK corrupts its result before validation, which must "
                  "show #wrong > 0 and exit 1");
@@ -243,12 +247,48 @@ void AddRunReporters(const RunFlags& flags, std::ostream& table, std::ofstream& 
   if (!flags.json_file.empty()) sink.Add(MakeJsonFileReporter(flags.json_file));
 }
 
+void PrintRunPlan(const RunFlags& flags, const RunOptions& options, const LaunchInfo& launch,
+                  std::ostream& out) {
+  const auto& backends = Backends();
+  const bool known = std::any_of(backends.begin(), backends.end(),
+                                 [&](const BackendEntry& b) { return b.name == options.backend; });
+  if (!options.backend.empty() && !known) {
+    throw UsageError("unknown --backend '" + options.backend + "': choose " + NamesOf(backends));
+  }
+  std::ostringstream discard;
+  MakeReporter(flags.format, discard);  // throws for an unknown --format
+  const int per_process = options.nthreads * std::max(1, options.ngpus);
+  const SweepPlan plan = PlanSweep(options, per_process);
+  const std::string launcher = DescribeLaunch(launch);
+  out << "# fabricscope run: dry run, nothing is measured\n"
+      << "launcher: " << (launcher.empty() ? "single (one process)" : launcher) << "\n"
+      << fmt::format("ranks: {} processes x {} threads x {} GPUs = {}\n", launch.process_count,
+                     options.nthreads, std::max(1, options.ngpus),
+                     launch.process_count * per_process)
+      << "backend: "
+      << (options.backend.empty() ? "default (nccl where a CUDA device is present, else gloo)"
+                                  : options.backend)
+      << "\n"
+      << "collectives: "
+      << Joined(options.collectives, [](Collective c) { return std::string(SpecOf(c).name); })
+      << "\n"
+      << fmt::format("sizes: {} ({} to {} bytes)\n", plan.sizes.size(),
+                     plan.sizes.empty() ? 0 : plan.sizes.front(),
+                     plan.sizes.empty() ? 0 : plan.sizes.back())
+      << "report: " << flags.format << " on " << (flags.output.empty() ? "stdout" : flags.output)
+      << (flags.json_file.empty() ? "" : ", JSON to " + flags.json_file) << "\n";
+}
+
 int ExecuteRun(const RunFlags& flags, const std::vector<std::string>& args) {
   RunOptions options = ToRunOptions(flags);
   options.command_line = args;
   const EnvLookup env = ProcessEnvironment();
   const LaunchInfo launch = DetectLaunch(env, flags.launcher);
   AnnounceLaunch(launch, std::cerr);
+  if (flags.dry_run) {
+    if (launch.process_rank == 0) PrintRunPlan(flags, options, launch, std::cout);
+    return 0;
+  }
   auto backend = ResolveBackend(flags, launch, options);
 
   // Only the first process reports (and touches the output files): on a shared file

@@ -54,6 +54,7 @@ struct RunFlags {
   int per_iter_timing = 0;
   int per_iter_skip = 0;
   int inject_fault = -1;
+  bool dry_run = false;  // --dry-run: print the plan, run nothing
 };
 
 // Declares every flag of `run` on `app`. `fixed_collective` hides --collective (a *_perf name).
@@ -75,6 +76,12 @@ void AddRunReporters(const RunFlags& flags, std::ostream& table, std::ofstream& 
 
 // Runs the benchmark and writes the report; returns the process exit code.
 int ExecuteRun(const RunFlags& flags, const std::vector<std::string>& args);
+
+// --dry-run: the plan of a run, checked as far as it can be without running (flags, launch,
+// backend name, sweep, report format), on `out`. The backend's library is not loaded, so a
+// recipe for GPU nodes can be checked anywhere. Throws UsageError as the run would.
+void PrintRunPlan(const RunFlags& flags, const RunOptions& options, const LaunchInfo& launch,
+                  std::ostream& out);
 
 // `fabricscope run`: with no argument at all, main substitutes LocalDefaultArgs().
 CommandAction SetupRunCommand(CLI::App& app);
