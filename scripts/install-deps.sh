@@ -13,6 +13,9 @@ packages=(
   # analyze's tests: the libFuzzer target (clang, its runtime), and the HTML report rendered
   # by headless Chromium (about 10 s to install) with the screenshot decoded by zlib.
   clang libclang-rt-14-dev zlib1g-dev chromium
+  # launch's tests: a real Slurm (slurmctld, slurmd, munge; pmix comes with the plugins),
+  # the deploy/ recipes' YAML, and the container image (podman on a debootstrap'ed base).
+  slurm-wlm munge python3 python3-yaml podman buildah debootstrap runc
 )
 
 missing=()
