@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build run test bench sanitize format clean
+.PHONY: all deps configure build run test bench sanitize format clean image
 
 all: build
 
@@ -31,6 +31,16 @@ bench: build
 # The test suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 sanitize:
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DFABRICSCOPE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"
+
+# The container image (Containerfile) with podman: the binary of $(BUILD) on BASE, a Debian 12
+# image (a CUDA or PyTorch one built on Debian 12 for GPUs); docs/deploy.md.
+BASE ?= docker.io/library/debian:bookworm-slim
+IMAGE ?= localhost/fabricscope:latest
+image: build
+	rm -rf $(BUILD)/image && mkdir -p $(BUILD)/image
+	cp Containerfile $(BUILD)/fabricscope $(BUILD)/image/
+	podman build --network host --build-arg BASE=$(BASE) --build-arg FABRICSCOPE_BIN=fabricscope \
+	  -t $(IMAGE) -f $(BUILD)/image/Containerfile $(BUILD)/image
 
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')
