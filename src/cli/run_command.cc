@@ -118,8 +118,10 @@ void AddRunFlags(CLI::App& app, RunFlags& f, bool fixed_collective) {
         ->capture_default_str();
   }
   app.add_option("--launcher", f.launcher,
-                 "how processes find each other: auto (detect mpirun/srun, then RANK/WORLD_SIZE/"
-                 "MASTER_ADDR/MASTER_PORT, else one process), single, mpi, env")
+                 "how processes find each other: auto (mpirun, srun --mpi=pmix and Hydra are "
+                 "mpi; plain srun is env from SLURM_*, its store on the step's first node; then "
+                 "RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT; else one process), single, mpi, env; "
+                 "stderr says which and why (docs/launch.md)")
       ->capture_default_str();
   app.add_option("--format", f.format,
                  "report format on stdout or --output: " + NamesOf(Reporters()))
