@@ -43,10 +43,11 @@ EnvLookup ProcessEnvironment();
 
 // `requested` is --launcher: "auto", "single", "mpi" or "env". Throws UsageError for a bad
 // value or an incomplete environment (naming the missing variables). Under auto: Open MPI's
-// mpirun, PMIx (srun --mpi=pmix, prterun) and MPICH's Hydra are MPI; srun without PMIx
-// bootstraps from SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID and SLURM_STEP_NODELIST with a
-// TCP store on the step's first node (port from SLURM_JOB_ID and SLURM_STEP_ID, or
-// MASTER_ADDR / MASTER_PORT); then RANK / WORLD_SIZE; else one process.
+// mpirun, PMIx (srun --mpi=pmix, prterun) and MPICH's Hydra are MPI; then RANK /
+// WORLD_SIZE (torchrun, also under srun); then srun without PMIx, which bootstraps from
+// SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID and SLURM_STEP_NODELIST with a TCP store on the
+// step's first node (port from SLURM_JOB_ID and SLURM_STEP_ID, or MASTER_ADDR /
+// MASTER_PORT); else one process.
 LaunchInfo DetectLaunch(const EnvLookup& env, std::string_view requested = "auto");
 
 // One line for stderr: which launch path was chosen and why ("launcher: env (srun without

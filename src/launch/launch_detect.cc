@@ -231,8 +231,9 @@ LaunchInfo DetectLaunch(const EnvLookup& env, std::string_view requested) {
                      "': choose auto, single, mpi or env");
   }
   if (auto mpi = FromMpi(env)) return *mpi;
-  if (auto slurm = FromSlurm(env)) return *slurm;
+  // torchrun started by srun: torchrun's numbering is the innermost, so it wins.
   if (auto torchrun = FromTorchrunEnv(env, false)) return *torchrun;
+  if (auto slurm = FromSlurm(env)) return *slurm;
   return LaunchInfo{};
 }
 

@@ -124,6 +124,21 @@ TEST(LaunchDetectTest, PlainSrunErrorsSayHowToFix) {
   EXPECT_THROW(DetectLaunch(Env(vars)), UsageError);
 }
 
+TEST(LaunchDetectTest, TorchrunUnderSrunKeepsItsOwnNumbering) {
+  auto vars = Srun(1, 2, 0, 1);
+  vars["RANK"] = "9";
+  vars["WORLD_SIZE"] = "16";
+  vars["LOCAL_RANK"] = "1";
+  vars["MASTER_ADDR"] = "node1";
+  vars["MASTER_PORT"] = "29500";
+  const LaunchInfo info = DetectLaunch(Env(vars));
+  EXPECT_EQ(info.kind, LaunchKind::kEnv);
+  EXPECT_EQ(info.process_rank, 9);
+  EXPECT_EQ(info.process_count, 16);
+  EXPECT_EQ(info.local_rank, 1);
+  EXPECT_EQ(info.master_port, 29500);
+}
+
 TEST(LaunchDetectTest, SrunWithPmi2OnlyIsNotMpi) {
   // srun --mpi=pmi2 sets PMI_RANK/PMI_SIZE, which Debian's Open MPI cannot use.
   auto vars = Srun(1, 4, 1, 0);
