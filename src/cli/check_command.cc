@@ -108,7 +108,7 @@ std::optional<RunResult> RunBenchmark(const std::vector<std::string>& args,
   RunOptions options = ToRunOptions(flags);
   if (flags.dry_run) {
     const LaunchInfo launch = DetectLaunch(ProcessEnvironment(), flags.launcher);
-    if (launch.process_rank == 0) PrintRunPlan(flags, options, launch, std::cout);
+    if (launch.process_rank == 0) PrintRunPlan(flags, options, launch, std::cout, "stderr");
     return std::nullopt;
   }
   options.command_line = {ctx.prog, "run"};

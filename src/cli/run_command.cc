@@ -250,7 +250,7 @@ void AddRunReporters(const RunFlags& flags, std::ostream& table, std::ofstream& 
 }
 
 void PrintRunPlan(const RunFlags& flags, const RunOptions& options, const LaunchInfo& launch,
-                  std::ostream& out) {
+                  std::ostream& out, std::string_view table) {
   const auto& backends = Backends();
   const bool known = std::any_of(backends.begin(), backends.end(),
                                  [&](const BackendEntry& b) { return b.name == options.backend; });
@@ -277,7 +277,8 @@ void PrintRunPlan(const RunFlags& flags, const RunOptions& options, const Launch
       << fmt::format("sizes: {} ({} to {} bytes)\n", plan.sizes.size(),
                      plan.sizes.empty() ? 0 : plan.sizes.front(),
                      plan.sizes.empty() ? 0 : plan.sizes.back())
-      << "report: " << flags.format << " on " << (flags.output.empty() ? "stdout" : flags.output)
+      << "report: " << flags.format << " on "
+      << (flags.output.empty() ? std::string(table) : flags.output)
       << (flags.json_file.empty() ? "" : ", JSON to " + flags.json_file) << "\n";
 }
 

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/command.h"
@@ -80,8 +81,9 @@ int ExecuteRun(const RunFlags& flags, const std::vector<std::string>& args);
 // --dry-run: the plan of a run, checked as far as it can be without running (flags, launch,
 // backend name, sweep, report format), on `out`. The backend's library is not loaded, so a
 // recipe for GPU nodes can be checked anywhere. Throws UsageError as the run would.
+// `table` names where the table goes without --output: "stdout" for run, "stderr" for check.
 void PrintRunPlan(const RunFlags& flags, const RunOptions& options, const LaunchInfo& launch,
-                  std::ostream& out);
+                  std::ostream& out, std::string_view table = "stdout");
 
 // `fabricscope run`: with no argument at all, main substitutes LocalDefaultArgs().
 CommandAction SetupRunCommand(CLI::App& app);

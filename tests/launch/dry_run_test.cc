@@ -57,6 +57,8 @@ TEST_F(DryRunTest, CheckNamesThePlatformAndPlansTheRun) {
   EXPECT_NE(o.out.find("platform: gcp-a3-megagpu-8g (--platform)"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("# fabricscope run: dry run"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("sizes: 7 (1048576 to 67108864 bytes)"), std::string::npos) << o.out;
+  // check's run prints its table on stderr: stdout carries the verdicts.
+  EXPECT_NE(o.out.find("report: text on stderr"), std::string::npos) << o.out;
 }
 
 TEST_F(DryRunTest, LocatePlansWithTheBackendNotLoaded) {
