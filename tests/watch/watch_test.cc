@@ -235,8 +235,8 @@ TEST_F(WatchCli, FollowReadsWhatIsAppendedAndStopsAtTheFirstAlert) {
   const std::string file = Write("live.jsonl", Job(10, 0, 40));
   // The first read is the baseline; once watch has printed it, a writer appends a window at
   // a quarter of the busbw (waiting for the output, not for a time, so load cannot reorder).
-  const std::string writer = "(until grep -q \"# window\" " + (dir_ / "stdout").string() +
-                             "; do sleep 0.05; done; cat " +
+  const std::string writer = "(for i in $(seq 1200); do grep -q \"# window\" " +
+                             (dir_ / "stdout").string() + " && break; sleep 0.05; done; cat " +
                              Write("later", Job(10, 5'000'000, 10)) + " >> " + file + ") &";
   const Outcome o = Shell(writer + " timeout 60 " + std::string(FABRICSCOPE_BINARY) +
                           " watch --follow --interval 0.2 --duration 30 " + file);
