@@ -1,5 +1,6 @@
 #include "profiler/jsonl_sink.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,41 +10,49 @@
 
 namespace fabricscope::profiler {
 
+namespace {
+
+// A JSON string literal; NCCL's names need no escaping, host and communicator names might.
+std::string Quoted(std::string_view text) {
+  std::string out = "\"";
+  for (const char ch : text) {
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (static_cast<unsigned char>(ch) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned>(ch));
+    } else {
+      out += ch;
+    }
+  }
+  return out + '"';
+}
+
+}  // namespace
+
+// Written with fmt rather than built as a JSON object: the drain thread writes every
+// collective of the job, and this is 10x faster (bench/profiler_overhead).
 std::string InspectorLine(const Completed& c, const std::string& hostname, int pid,
                           const std::string& job) {
   const CollectiveRecord& r = c.record;
-  nlohmann::ordered_json line;
-  line["header"] = {{"id", CommInfo{c.comm->id, "", 0, 0, 0}.Label()},
-                    {"rank", c.comm->rank},
-                    {"n_ranks", c.comm->nranks},
-                    {"nnodes", c.comm->nnodes}};
-  line["metadata"] = {{"inspector_output_format_version", "v4.0"},
-                      {"git_rev", ""},
-                      {"rec_mechanism", "fabricscope_profiler"},
-                      {"dump_timestamp_us", r.stop_ns / 1000},
-                      {"hostname", hostname},
-                      {"pid", pid}};
-  line["coll_perf"] = {
-      {"coll", r.func.view()},
-      {"coll_sn", r.seq},
-      {"coll_msg_size_bytes", c.bytes},
-      {"coll_exec_time_us", c.exec_us},
-      {"coll_timing_source", "collective_cpu"},
-      {"coll_algobw_gbs", c.algbw_gbs},
-      {"coll_busbw_gbs", c.busbw_gbs},
-      {"coll_algo", r.algo.view()},
-      {"coll_proto", r.proto.view()},
-      {"event_trace_ts",
-       {{"coll_start_ts", r.start_ns / 1000}, {"coll_stop_ts", r.stop_ns / 1000}}}};
-  line["fabricscope"] = {{"job", job},
-                         {"comm_name", c.comm->name},
-                         {"count", r.count},
-                         {"datatype", r.datatype.view()},
-                         {"root", r.root},
-                         {"channels", r.channels},
-                         {"start_ns", r.start_ns},
-                         {"stop_ns", r.stop_ns}};
-  return line.dump();
+  std::string line = fmt::format(
+      R"({{"header":{{"id":{},"rank":{},"n_ranks":{},"nnodes":{}}},)"
+      R"("metadata":{{"inspector_output_format_version":"v4.0","git_rev":"",)"
+      R"("rec_mechanism":"fabricscope_profiler","dump_timestamp_us":{},"hostname":{},"pid":{}}},)",
+      Quoted(CommInfo{c.comm->id, "", 0, 0, 0}.Label()), c.comm->rank, c.comm->nranks,
+      c.comm->nnodes, r.stop_ns / 1000, Quoted(hostname), pid);
+  line += fmt::format(
+      R"("coll_perf":{{"coll":{},"coll_sn":{},"coll_msg_size_bytes":{},"coll_exec_time_us":{},)"
+      R"("coll_timing_source":"collective_cpu","coll_algobw_gbs":{},"coll_busbw_gbs":{},)"
+      R"("coll_algo":{},"coll_proto":{},"event_trace_ts":{{"coll_start_ts":{},"coll_stop_ts":{}}}}},)",
+      Quoted(r.func.view()), r.seq, c.bytes, c.exec_us, c.algbw_gbs, c.busbw_gbs,
+      Quoted(r.algo.view()), Quoted(r.proto.view()), r.start_ns / 1000, r.stop_ns / 1000);
+  line +=
+      fmt::format(R"("fabricscope":{{"job":{},"comm_name":{},"count":{},"datatype":{},"root":{},)"
+                  R"("channels":{},"start_ns":{},"stop_ns":{}}}}})",
+                  Quoted(job), Quoted(c.comm->name), r.count, Quoted(r.datatype.view()), r.root,
+                  static_cast<int>(r.channels), r.start_ns, r.stop_ns);
+  return line;
 }
 
 JsonlSink::JsonlSink(const Settings& settings, std::string* error)
