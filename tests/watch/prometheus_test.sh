@@ -4,10 +4,11 @@
 # serving on 127.0.0.1, a port of the kernel's choosing, published as a file_sd target. The
 # test asks Prometheus' HTTP API for the series and checks their labels. Everything binds
 # port 0 and lives in its own temporary directory; the exit trap stops what it started.
-#   prometheus_test.sh FABRICSCOPE PLUGIN FAKE_NCCL FAKE_CUDART MPIEXEC
+#   prometheus_test.sh FABRICSCOPE PLUGIN FAKE_NCCL FAKE_CUDART MPIEXEC DASHBOARD
+# (DASHBOARD: deploy/grafana's JSON, whose every query must evaluate on this Prometheus.)
 # Exit 77 (skipped) without prometheus, curl or jq.
 set -euo pipefail
-fabricscope=$1 plugin=$2 fake_nccl=$3 fake_cudart=$4 mpiexec=$5
+fabricscope=$1 plugin=$2 fake_nccl=$3 fake_cudart=$4 mpiexec=$5 dashboard=$6
 
 for tool in prometheus curl jq "$mpiexec"; do
   if ! command -v "$tool" >/dev/null; then
@@ -99,4 +100,18 @@ done
 busbw=$(query "count(fabricscope_nccl_collective_busbw_bytes_per_second_bucket{job_id=\"$job\"})" |
   jq -r '.data.result[0].value[1] // 0')
 [ "$busbw" -gt 0 ] || fail "no busbw histogram buckets"
-echo "PASS: $(echo "$series" | jq '.data.result | length') duration series of 2 ranks, labels checked"
+bytes=$(query "count(fabricscope_nccl_collective_bytes_total{job_id=\"$job\"})" |
+  jq -r '.data.result[0].value[1] // 0')
+[ "$bytes" -gt 0 ] || fail "no bytes counter"
+
+# The Grafana dashboard's queries, with its variables filled in, evaluate without error.
+n=0
+while IFS= read -r expr; do
+  expr=${expr//\$job/$job}
+  expr=${expr//\$__rate_interval/30s}
+  status=$(query "$expr" | jq -r .status || true)
+  [ "$status" = success ] || fail "dashboard query does not evaluate: $expr"
+  n=$((n + 1))
+done < <(jq -r '.panels[].targets[].expr' "$dashboard")
+[ "$n" -gt 0 ] || fail "no queries in $dashboard"
+echo "PASS: $(echo "$series" | jq '.data.result | length') duration series of 2 ranks, labels checked; $n dashboard queries evaluate"
