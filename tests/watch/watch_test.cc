@@ -248,6 +248,48 @@ TEST_F(WatchCli, FollowReadsWhatIsAppendedAndStopsAtTheFirstAlert) {
 // ---------------------------------------------------------------------------------------
 // A job under the fake NCCL (TEST DOUBLE) with the real plugin.
 
+// The fake NCCL finds the plugin by name as NCCL does and picks the newest interface it
+// knows; `run` under it produces profiler records either way, and none when disabled.
+TEST_F(WatchCli, TheFakeNcclLoadsThePluginAsNcclDoes) {
+  const fs::path plugin_dir = fs::path(PROFILER_PLUGIN_PATH).parent_path();
+  auto run = [&](const std::string& name, const std::string& env) {
+    fs::remove(dir_ / "trace");
+    return Shell("FAKE_GPU_TRACE=" + (dir_ / "trace").string() + " LD_LIBRARY_PATH=" +
+                 plugin_dir.string() + " NCCL_PROFILER_PLUGIN=" + name + " " + env + " " +
+                 FABRICSCOPE_BINARY + " run --backend nccl --nccl-lib " + FAKE_NCCL_PATH +
+                 " --gpu-runtime-lib " + FAKE_CUDART_PATH + " -t 2 -b 1K -e 4K -f 4 -n 2");
+  };
+  const std::string v5_dir = (dir_ / "v5").string();
+  Outcome o = run("fabricscope", "FABRICSCOPE_PROFILER_DUMP_DIR=" + v5_dir);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  std::string trace = Slurp(dir_ / "trace");
+  for (const char* expected :
+       {"profiler could not open fabricscope", "profiler opened libnccl-profiler-fabricscope.so",
+        "profiler interface v5", "profiler init rank=0 result=0 mask=2",
+        "profiler init rank=1 result=0 mask=2", "profiler finalize result=0"}) {
+    EXPECT_NE(trace.find(expected), std::string::npos) << expected << "\n" << trace;
+  }
+  InspectorRead read = WatchSource({v5_dir}).Poll();
+  EXPECT_GT(read.records.size(), 8u);  // 2 ranks x 2 sizes x (warm-up + timed)
+
+  const std::string v4_dir = (dir_ / "v4").string();
+  o = run(PROFILER_PLUGIN_PATH,
+          "FAKE_NCCL_PROFILER_MAX_VERSION=4 FABRICSCOPE_PROFILER_DUMP_DIR=" + v4_dir);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  trace = Slurp(dir_ / "trace");
+  EXPECT_NE(trace.find("profiler interface v4"), std::string::npos) << trace;
+  read = WatchSource({v4_dir}).Poll();
+  EXPECT_GT(read.records.size(), 8u);
+  for (const InspectorRecord& r : read.records) EXPECT_EQ(r.nranks, 2);
+
+  const std::string off_dir = (dir_ / "off").string();
+  o = run(PROFILER_PLUGIN_PATH,
+          "FABRICSCOPE_PROFILER_ENABLE=0 FABRICSCOPE_PROFILER_DUMP_DIR=" + off_dir);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(Slurp(dir_ / "trace").find("profiler init rank=0 result=0 mask=0"), std::string::npos);
+  EXPECT_FALSE(fs::exists(off_dir));
+}
+
 TEST_F(WatchCli, UnderTheFakeNcclWatchNamesTheSlowedRank) {
   const uint16_t port = [] {
     TcpStoreServer probe(0);
