@@ -14,8 +14,8 @@ packages=(
   # by headless Chromium (about 10 s to install) with the screenshot decoded by zlib.
   clang libclang-rt-14-dev zlib1g-dev chromium
   # the NCCL profiler plugin's Prometheus endpoint (prometheus-cpp pull), and watch's tests:
-  # Debian's Prometheus server scraping it, curl fetching /metrics
-  prometheus-cpp-dev prometheus curl
+  # Debian's Prometheus server scraping it, curl fetching /metrics; watch --prometheus (libcurl)
+  prometheus-cpp-dev prometheus curl libcurl4-openssl-dev
 )
 
 missing=()

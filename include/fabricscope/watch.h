@@ -51,6 +51,9 @@ struct WatchRank {
   size_t groups = 0;          // collectives (communicator, sequence number) it took part in
   size_t last = 0;            // of which it was the last to start
   double median_late_us = 0;  // its start minus the earliest start, median
+  // From Prometheus, which has no start times: the rank's mean time inside collectives (a
+  // straggler's is the shortest: the others wait for it there).
+  std::optional<double> mean_time_us;
   bool straggler = false;
 };
 
@@ -72,6 +75,14 @@ struct WatchBaseline {
 // without start times go into one window by their stop time, or arrival order.
 std::vector<WatchWindow> JudgeWindows(const std::vector<InspectorRecord>& records,
                                       const WatchOptions& options, WatchBaseline* baseline);
+
+// The last `options.window_s` seconds as Prometheus' HTTP API at `url` has them from the
+// plugin's histograms (`job`: only that job_id; empty: every job). Ranks come from their mean
+// time inside collectives: a rank at most half the median of the others', and at least
+// options.straggler_us shorter, straggles. Throws SystemError when Prometheus cannot be
+// reached or refuses a query, UsageError when it has no collective of the job in the window.
+WatchWindow QueryPrometheus(const std::string& url, const std::string& job,
+                            const WatchOptions& options, WatchBaseline* baseline);
 
 // Text, one block a window with "ALERT ..." lines, and JSON.
 std::string WatchText(const std::vector<WatchWindow>& windows);

@@ -18,6 +18,8 @@ namespace {
 
 struct WatchFlags {
   std::vector<std::string> inputs;
+  std::string prometheus;
+  std::string job;
   WatchOptions options;
   std::string platform;
   int nodes = 0;
@@ -31,8 +33,11 @@ struct WatchFlags {
 void AddFlags(CLI::App& app, WatchFlags& f) {
   app.add_option("inputs", f.inputs,
                  "JSONL of libnccl-profiler-fabricscope.so or NCCL Inspector: files, or "
-                 "directories (every *.jsonl under them)")
-      ->required();
+                 "directories (every *.jsonl under them)");
+  app.add_option("--prometheus", f.prometheus,
+                 "instead of files: the plugin's metrics of the last --window seconds from "
+                 "this Prometheus server's HTTP API (http://host:9090)");
+  app.add_option("--job", f.job, "with --prometheus: only this job_id (SLURM_JOB_ID)");
   app.add_option("--window", f.options.window_s, "seconds of collectives judged together")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -132,6 +137,23 @@ int Follow(WatchSource& source, WatchFlags f) {
   }
 }
 
+// With --prometheus: one window now, or one every interval with --follow.
+int FromPrometheus(const WatchFlags& f) {
+  WatchBaseline baseline;
+  const auto start = std::chrono::steady_clock::now();
+  while (true) {
+    const std::vector<WatchWindow> windows = {
+        QueryPrometheus(f.prometheus, f.job, f.options, &baseline)};
+    Print(windows, f.format);
+    if (AnyAlert(windows)) return kExitFailed;
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!f.follow || (f.duration_s > 0 && elapsed >= f.duration_s)) return kExitOk;
+    std::this_thread::sleep_for(
+        std::chrono::duration<double>(f.interval_s > 0 ? f.interval_s : f.options.window_s));
+  }
+}
+
 int ExecuteWatch(WatchFlags f) {
   Catalog catalog = Catalog::Builtin();
   if (!f.platform.empty()) f.options.platform = &catalog.Get(f.platform);
@@ -140,6 +162,12 @@ int ExecuteWatch(WatchFlags f) {
   if (!f.follow && (f.interval_s > 0 || f.duration_s > 0)) {
     throw UsageError("watch: --interval and --duration need --follow");
   }
+  if (f.inputs.empty() == f.prometheus.empty()) {
+    throw UsageError(
+        "watch: give JSONL files or directories, or --prometheus URL (one of the two)");
+  }
+  if (!f.job.empty() && f.prometheus.empty()) throw UsageError("watch: --job needs --prometheus");
+  if (!f.prometheus.empty()) return FromPrometheus(f);
   WatchSource source(f.inputs);
   return f.follow ? Follow(source, f) : Once(source, f);
 }

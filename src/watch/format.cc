@@ -26,10 +26,12 @@ void WindowText(const WatchWindow& w, std::string* out) {
                         Optional(b.drop_percent, "{:.0f}"));
   }
   if (!w.ranks.empty()) {
-    *out += "# ranks by lateness (start after the first rank, median):";
+    *out += w.ranks[0].mean_time_us ? "# ranks by mean time in a collective, shortest first:"
+                                    : "# ranks by lateness (start after the first rank, median):";
     for (size_t i = 0; i < w.ranks.size() && i < 4; ++i) {
       const WatchRank& r = w.ranks[i];
-      *out += fmt::format(" rank {} ({}) {:.1f} us{}", r.rank, r.node, r.median_late_us,
+      const double us = r.mean_time_us ? *r.mean_time_us : r.median_late_us;
+      *out += fmt::format(" rank {} ({}) {:.1f} us{}", r.rank, r.node, us,
                           r.straggler ? " STRAGGLER" : "");
     }
     *out += "\n";
@@ -71,6 +73,7 @@ std::string WatchJson(const std::vector<WatchWindow>& windows) {
                             {"last", r.last},
                             {"median_late_us", r.median_late_us},
                             {"straggler", r.straggler}});
+      if (r.mean_time_us) j["ranks"].back()["mean_time_us"] = *r.mean_time_us;
     }
     j["alerts"] = w.alerts;
     doc.push_back(j);

@@ -1,5 +1,7 @@
 // Windows of collectives judged: time percentiles and busbw per collective and size bucket,
 // against the platform and against the job's own first windows.
+#include "watch/judge.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -105,13 +107,7 @@ WatchWindow JudgeWindow(int64_t start, int64_t end, const std::vector<const Insp
   const int nodes = NodesOf(rs, options);
   for (const auto& key : order) {
     WatchBucket b = Summarize(key.first, key.second, groups[key]);
-    Expect(&b, nodes, options, &w.alerts);
-    CompareToBaseline(&b, options, baseline, &w.alerts);
-    if (options.p99_alert_us && b.samples >= options.min_samples &&
-        b.p99_us > *options.p99_alert_us) {
-      w.alerts.push_back(fmt::format("ALERT p99: {} {} p99 {:.1f} us over the limit of {:.1f} us",
-                                     b.collective, b.size_bucket, b.p99_us, *options.p99_alert_us));
-    }
+    watch::JudgeBucket(&b, nodes, options, baseline, &w.alerts);
     w.buckets.push_back(std::move(b));
   }
   w.ranks = watch::RankLateness(rs, options, &w.alerts);
@@ -119,6 +115,21 @@ WatchWindow JudgeWindow(int64_t start, int64_t end, const std::vector<const Insp
 }
 
 }  // namespace
+
+namespace watch {
+
+void JudgeBucket(WatchBucket* b, int nodes, const WatchOptions& options, WatchBaseline* baseline,
+                 std::vector<std::string>* alerts) {
+  Expect(b, nodes, options, alerts);
+  CompareToBaseline(b, options, baseline, alerts);
+  if (options.p99_alert_us && b->samples >= options.min_samples &&
+      b->p99_us > *options.p99_alert_us) {
+    alerts->push_back(fmt::format("ALERT p99: {} {} p99 {:.1f} us over the limit of {:.1f} us",
+                                  b->collective, b->size_bucket, b->p99_us, *options.p99_alert_us));
+  }
+}
+
+}  // namespace watch
 
 std::vector<WatchWindow> JudgeWindows(const std::vector<InspectorRecord>& records,
                                       const WatchOptions& options, WatchBaseline* baseline) {

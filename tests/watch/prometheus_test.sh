@@ -32,7 +32,8 @@ fail() {
   exit 1
 }
 
-# The job: two processes under mpirun (which finds its own ports), each with the plugin.
+# The job: two processes under mpirun (which finds its own ports), each with the plugin; the
+# fake NCCL makes rank 1 call every collective 20 ms late, so rank 0 waits for it.
 mkdir -p "$work/targets"
 job=i17-prom-$$
 common=(NCCL_PROFILER_PLUGIN="$plugin" FABRICSCOPE_PROFILER_PROM_LISTEN=127.0.0.1:0
@@ -69,6 +70,7 @@ for v in "${common[@]}"; do exports+=(-x "$v"); done
 OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none \
   OMPI_MCA_mpi_yield_when_idle=1 \
   "$mpiexec" --allow-run-as-root --oversubscribe -np 2 "${exports[@]}" \
+  -x FAKE_NCCL_SLOW=1:20000 \
   "$fabricscope" run --backend nccl --nccl-lib "$fake_nccl" --gpu-runtime-lib "$fake_cudart" \
   -b 64K -e 1M -f 4 -n 20 >"$work/run.log" 2>&1 &
 pids+=($!)
@@ -114,4 +116,20 @@ while IFS= read -r expr; do
   n=$((n + 1))
 done < <(jq -r '.panels[].targets[].expr' "$dashboard")
 [ "$n" -gt 0 ] || fail "no queries in $dashboard"
-echo "PASS: $(echo "$series" | jq '.data.result | length') duration series of 2 ranks, labels checked; $n dashboard queries evaluate"
+# watch over the HTTP API: the rates need two scrapes of a series, so poll while it says
+# there is nothing yet (exit 2).
+rc=2
+for _ in $(seq 1 300); do
+  rc=0
+  "$fabricscope" watch --prometheus "http://$address" --job "$job" --window 120 \
+    >"$work/watch.out" 2>"$work/watch.err" || rc=$?
+  [ "$rc" != 2 ] && break
+  sleep 0.2
+done
+[ "$rc" = 1 ] || fail "watch --prometheus exit $rc: $(cat "$work/watch.out" "$work/watch.err")"
+grep -q '^all_reduce  *<=1MiB ' "$work/watch.out" || fail "no all_reduce row: $(cat "$work/watch.out")"
+grep -q '^ALERT straggler: rank 1 on node ' "$work/watch.out" ||
+  fail "watch did not name rank 1: $(cat "$work/watch.out")"
+if grep -q '^ALERT straggler: rank 0' "$work/watch.out"; then fail "rank 0 named"; fi
+
+echo "PASS: $(echo "$series" | jq '.data.result | length') duration series of 2 ranks, labels checked; $n dashboard queries evaluate; watch --prometheus names rank 1"

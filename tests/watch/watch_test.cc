@@ -211,6 +211,11 @@ TEST_F(WatchCli, BadInputIsRefusedWithWhatAndHow) {
   ExpectRefused(junk + " --duration 5", 2, "--interval and --duration need --follow");
   ExpectRefused(junk + " --platform nowhere-9", 2, "nowhere-9");
   ExpectRefused(junk + " --window 0", 2, "--window");
+  ExpectRefused("", 2, "give JSONL files or directories, or --prometheus URL");
+  ExpectRefused(junk + " --prometheus http://127.0.0.1:9090", 2, "one of the two");
+  ExpectRefused(junk + " --job 17", 2, "--job needs --prometheus");
+  // Nobody listens on port 1: the server cannot be reached (a failure while running: 3).
+  ExpectRefused("--prometheus http://127.0.0.1:1", 3, "cannot query Prometheus at");
 }
 
 TEST_F(WatchCli, ReadsADirectoryAndExitsOneOnAnAlert) {
