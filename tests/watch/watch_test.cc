@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -293,6 +294,30 @@ TEST_F(WatchCli, TheFakeNcclLoadsThePluginAsNcclDoes) {
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_NE(Slurp(dir_ / "trace").find("profiler init rank=0 result=0 mask=0"), std::string::npos);
   EXPECT_FALSE(fs::exists(off_dir));
+}
+
+// The calls a plugin gets from the fake NCCL, in order, with the descriptors' fields: for
+// each collective a Group event, its Coll event under it, a KernelCh event under that with
+// the kernel's stop state, then the stops in reverse; finalize per communicator.
+TEST_F(WatchCli, TheFakeNcclPassesTheEventsNcclPasses) {
+  const std::string log = (dir_ / "calls").string();
+  const Outcome o =
+      Shell("RECORDING_PLUGIN_LOG=" + log + " NCCL_PROFILER_PLUGIN=" + RECORDING_PLUGIN_PATH + " " +
+            FABRICSCOPE_BINARY + " run --backend nccl --nccl-lib " + FAKE_NCCL_PATH +
+            " --gpu-runtime-lib " + FAKE_CUDART_PATH + " -t 1 -b 4K -e 4K -n 1 -w 0 -c 0 -d float");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const std::string calls = Slurp(log);
+  EXPECT_NE(calls.find("init comm="), std::string::npos) << calls;
+  EXPECT_NE(calls.find(" nnodes=1 nranks=1 rank=0"), std::string::npos) << calls;
+  // One float all-reduce of 4 KiB: the sequence of one collective.
+  const std::regex one(
+      R"(start (\d+) type=1 parent=-1\n)"
+      R"(start (\d+) coll parent=\1 rank=0 seq=\d+ func=AllReduce count=1024 type=ncclFloat32 )"
+      R"(algo=RING proto=SIMPLE channels=2 parentGroup=\1\n)"
+      R"(start (\d+) kernel parent=\2 channel=0 timer=1\n)"
+      R"(state \3 22 timer=1\nstop \3\nstop \2\nstop \1\n)");
+  EXPECT_TRUE(std::regex_search(calls, one)) << calls;
+  EXPECT_NE(calls.find("finalize"), std::string::npos) << calls;
 }
 
 TEST_F(WatchCli, UnderTheFakeNcclWatchNamesTheSlowedRank) {
