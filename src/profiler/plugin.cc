@@ -2,13 +2,11 @@
 // it through NCCL_PROFILER_PLUGIN, looks up `ncclProfiler_v5` or `ncclProfiler_v4`, calls
 // init once per communicator and startEvent/stopEvent around every collective. Everything
 // but NCCL's ABI is in recorder.* and the sinks; docs/watch.md has the variables.
-#include <chrono>
 #include <cstdlib>
 #include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "profiler/jsonl_sink.h"
@@ -117,19 +115,12 @@ ncclResult_t RecordState(void*, ncclProfilerEventState_t, ncclProfilerEventState
 ncclResult_t Finalize(void* context) {
   if (context == nullptr) return ncclSuccess;
   Process& p = TheProcess();
-  std::unique_ptr<Recorder> last;
-  int64_t linger = 0;
-  {
-    const std::lock_guard lock(p.mutex);
-    if (!p.recorder) return ncclSuccess;
-    p.recorder->Remove(static_cast<CommRecorder*>(context));
-    if (--p.comms > 0) return ncclSuccess;
-    linger = p.recorder->settings().prom_listen.empty() ? 0 : p.recorder->settings().prom_linger_s;
-    last = std::move(p.recorder);
-  }
-  // A short job's last values would never be scraped: keep serving them for a while.
-  if (linger > 0) std::this_thread::sleep_for(std::chrono::seconds(linger));
-  return ncclSuccess;  // `last` goes: the drain thread stops, files close
+  std::unique_ptr<Recorder> last;  // destroyed after the lock: its drain thread stops, files close
+  const std::lock_guard lock(p.mutex);
+  if (!p.recorder) return ncclSuccess;
+  p.recorder->Remove(static_cast<CommRecorder*>(context));
+  if (--p.comms == 0) last = std::move(p.recorder);
+  return ncclSuccess;
 }
 
 ncclResult_t InitV5(void** context, uint64_t comm_id, int* mask, const char* name, int nnodes,

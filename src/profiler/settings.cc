@@ -54,7 +54,6 @@ Settings ReadSettings(const char* (*getenv)(const char*)) {
   s.prom_listen = Text(getenv, "FABRICSCOPE_PROFILER_PROM_LISTEN");
   s.prom_sd_dir = Text(getenv, "FABRICSCOPE_PROFILER_PROM_SD_DIR");
   if (s.prom_sd_dir.empty()) s.prom_sd_dir = s.dump_dir;
-  ReadNumber<int64_t>(getenv, "FABRICSCOPE_PROFILER_PROM_LINGER_S", 0, &s.prom_linger_s, &s.errors);
   ReadNumber<int64_t>(getenv, "FABRICSCOPE_PROFILER_INTERVAL_MS", 1, &s.interval_ms, &s.errors);
   ReadNumber<size_t>(getenv, "FABRICSCOPE_PROFILER_RING", 2, &s.ring_entries, &s.errors);
   ReadNumber<size_t>(getenv, "FABRICSCOPE_PROFILER_ACTIVE", 1, &s.active_events, &s.errors);

@@ -14,6 +14,7 @@
 
 #include "common/binary_test.h"
 #include "fabricscope/inspector.h"
+#include "fabricscope/parse.h"
 #include "fabricscope/platform.h"
 #include "fabricscope/store.h"
 
@@ -84,6 +85,18 @@ TEST(InspectorReader, ReadsSelfContainedRecordsAndV43Markers) {
   EXPECT_EQ(read.records[1].collective, "ReduceScatter");
   EXPECT_EQ(read.records[1].start_us, 100);
   EXPECT_EQ(read.records[1].source, "f.jsonl:4");
+
+  // analyze's view: one run per communicator, a row per collective and size.
+  const ParsedResults parsed = ParseResults(v43, "f.jsonl");
+  EXPECT_EQ(parsed.format, "NCCL Inspector JSONL");
+  ASSERT_EQ(parsed.runs.size(), 1u);
+  EXPECT_EQ(parsed.runs[0].tool, "nccl-inspector");
+  EXPECT_EQ(parsed.runs[0].nranks, 8);
+  ASSERT_EQ(parsed.runs[0].rows.size(), 2u);
+  EXPECT_EQ(parsed.runs[0].rows[0].collective, "all_reduce");
+  EXPECT_EQ(parsed.runs[0].rows[0].size, 17179869184u);
+  EXPECT_DOUBLE_EQ(parsed.runs[0].rows[0].out_of_place->busbw, 485.1);
+  EXPECT_EQ(parsed.runs[0].rows[1].collective, "reduce_scatter");
 
   const InspectorRead own = ReadInspectorJsonl(Line(3, 9, 1000, 50, 2.5), "g.jsonl");
   ASSERT_EQ(own.records.size(), 1u);
