@@ -16,6 +16,9 @@ packages=(
   # launch's tests: a real Slurm (slurmctld, slurmd, munge; pmix comes with the plugins),
   # the deploy/ recipes' YAML, and the container image (podman on a debootstrap'ed base).
   slurm-wlm munge python3 python3-yaml podman buildah debootstrap runc
+  # the NCCL profiler plugin's Prometheus endpoint (prometheus-cpp pull), and watch's tests:
+  # Debian's Prometheus server scraping it, curl fetching /metrics; watch --prometheus (libcurl)
+  prometheus-cpp-dev prometheus curl libcurl4-openssl-dev
 )
 
 missing=()

@@ -13,6 +13,7 @@
 
 #include "analyze/readers.h"
 #include "analyze/text_fields.h"
+#include "fabricscope/inspector.h"
 #include "fabricscope/parse.h"
 
 namespace fabricscope {
@@ -61,6 +62,9 @@ ParsedResults ParseResults(std::string_view text, const std::string& source,
         source, "gzip-compressed: decompress it first (zcat " + source + " | fabricscope analyze)");
   }
   const InputFormat format = options.format == InputFormat::kAuto ? Detect(text) : options.format;
+  if (format == InputFormat::kJson && LooksLikeInspectorJsonl(text)) {
+    return analyze::ParseInspectorResults(text, source, options);
+  }
   switch (format) {
     case InputFormat::kJson:
       return analyze::ParseJsonResults(text, source, options);

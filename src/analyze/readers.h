@@ -20,6 +20,10 @@ ParsedResults ParseJsonResults(std::string_view text, const std::string& source,
 ParsedResults ParseCsvResults(std::string_view text, const std::string& source,
                               const ParseOptions& options);
 
+// NCCL Inspector JSONL and the fabricscope profiler's (inspector_reader.cc).
+ParsedResults ParseInspectorResults(std::string_view text, const std::string& source,
+                                    const ParseOptions& options);
+
 // "22809" (NCCL_VERSION_CODE: major x 10000 + minor x 100 + patch) -> "2.28.9".
 std::string NcclVersionName(long code);
 

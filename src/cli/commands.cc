@@ -6,6 +6,7 @@
 #include "cli/locate_command.h"
 #include "cli/model_command.h"
 #include "cli/run_command.h"
+#include "cli/watch_command.h"
 
 namespace fabricscope::cli {
 
@@ -29,6 +30,9 @@ const std::vector<Command>& Commands() {
        SetupDoctorCommand},
       {"model", "predict collective performance for a platform and scale, or simulate the fabric",
        SetupModelCommand},
+      {"watch",
+       "judge a running job from its NCCL profiler records: p50/p99, busbw, stragglers, drops",
+       SetupWatchCommand},
   };
   return commands;
 }

@@ -20,6 +20,10 @@
 // does (ncclCommGetAsyncError reports ncclRemoteError), FAKE_NCCL_HANG_INIT=rank makes that
 // rank's ncclCommInitRank never finish. NCCL_DEBUG=INFO writes NCCL-style connection lines
 // to NCCL_DEBUG_FILE or stdout. FAKE_GPU_TRACE gets one line per call.
+//
+// The profiler plugin (NCCL_PROFILER_PLUGIN) is loaded and driven as NCCL does it
+// (fake_profiler.h); FAKE_NCCL_SLOW=rank:us makes that rank call every collective that much
+// later, as a rank with slow compute does, so the others wait for it.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -42,6 +46,7 @@
 #include <vector>
 
 #include "fake_gpu.h"
+#include "fake_profiler.h"
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -369,6 +374,14 @@ struct CommImpl {
   std::atomic<uint64_t> ops{0};
   int hang_at = 0;
   int fail_at = 0;
+  int slow_us = 0;                          // FAKE_NCCL_SLOW
+  fake_profiler::Comm* profiler = nullptr;  // finalized when the last task lets go
+  std::atomic<uint64_t> collectives{0};     // the profiler's sequence numbers
+
+  CommImpl() = default;
+  CommImpl(const CommImpl&) = delete;
+  CommImpl& operator=(const CommImpl&) = delete;
+  ~CommImpl() { fake_profiler::Finalize(profiler); }
 
   void SetError(const std::string& message) {
     const std::lock_guard lock(error_mutex);
@@ -533,6 +546,7 @@ struct Op {
   int root = 0;
   std::vector<Transfer> transfers;  // kPointToPoint
   std::string name;
+  fake_profiler::Events events;  // the profiler's handles, started at the host call
 };
 
 // This rank's part of one operation; runs on the stream.
@@ -700,10 +714,17 @@ thread_local std::map<std::string, const CommImpl*> ungrouped_driver;
 bool Grouped() { return group.depth > 0; }
 
 void Launch(Op op) {
-  auto task = std::make_shared<const fake_gpu::Task>([op] {
+  // A replayed graph must not stop the events twice.
+  auto events = std::make_shared<fake_profiler::Events>(op.events);
+  auto task = std::make_shared<const fake_gpu::Task>([op, events] {
     CommImpl& c = *op.comm;
-    if (c.async_error.load() != kSuccess || c.aborted.load()) return;  // a failed comm stops
+    if (c.async_error.load() != kSuccess || c.aborted.load()) {  // a failed comm stops
+      fake_profiler::Stop(c.profiler, events.get());
+      return;
+    }
+    fake_profiler::KernelStart(c.profiler, c.rank, events.get());
     const int rc = Execute(op);
+    fake_profiler::Stop(c.profiler, events.get());
     if (rc != kSuccess && !c.aborted.load() && c.async_error.load() == kSuccess) {
       c.SetError("fake nccl: " + op.name + ": a peer aborted");
       c.async_error.store(rc);
@@ -808,6 +829,30 @@ CommImpl* Usable(ncclComm* comm) {
   return comm->impl.get();
 }
 
+// ncclFuncToString's names.
+const char* NcclFuncName(Kind kind) {
+  switch (kind) {
+    case Kind::kAllReduce:
+      return "AllReduce";
+    case Kind::kAllGather:
+      return "AllGather";
+    case Kind::kReduceScatter:
+      return "ReduceScatter";
+    case Kind::kBroadcast:
+      return "Broadcast";
+    case Kind::kReduce:
+      return "Reduce";
+    case Kind::kAlltoAll:
+      return "AllToAll";
+    case Kind::kGather:
+      return "Gather";
+    case Kind::kScatter:
+      return "Scatter";
+    default:
+      return "SendRecv";
+  }
+}
+
 // Common checks and buffer views of a collective.
 int Collective(Kind kind, const char* name, const void* send, void* recv, size_t count, int type,
                int op, int root, ncclComm* comm, void* stream) {
@@ -859,7 +904,20 @@ int Collective(Kind kind, const char* name, const void* send, void* recv, size_t
   if (int rc = View(*c, send, send_bytes, "sendbuff", name, &s); rc != kSuccess) return rc;
   o.send = s;
   if (int rc = View(*c, recv, recv_bytes, "recvbuff", name, &o.recv); rc != kSuccess) return rc;
-  return Submit(std::move(o));
+  if (c->slow_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(c->slow_us));
+  fake_profiler::Collective described;
+  described.seq = c->collectives.fetch_add(1);
+  described.func = NcclFuncName(kind);
+  described.send = send;
+  described.recv = recv;
+  described.count = count;
+  described.root = root;
+  described.datatype = fake_profiler::DatatypeName(type);
+  o.events = fake_profiler::Start(c->profiler, c->rank, described);
+  fake_profiler::Events events = o.events;
+  const int rc = Submit(std::move(o));
+  if (rc != kSuccess) fake_profiler::Stop(c->profiler, &events);
+  return rc;
 }
 
 int PointToPoint(bool is_send, const char* name, const void* buffer, size_t count, int type,
@@ -956,6 +1014,10 @@ FAKE_EXPORT int ncclCommInitRank(ncclComm** out, int nranks, UniqueId id, int ra
   c->id = id;
   c->hang_at = InjectionFor("FAKE_NCCL_HANG", rank);
   c->fail_at = InjectionFor("FAKE_NCCL_ASYNC_ERROR", rank);
+  c->slow_us = InjectionFor("FAKE_NCCL_SLOW", rank);
+  uint64_t comm_id = 0;
+  std::memcpy(&comm_id, id.internal + 8, sizeof comm_id);
+  c->profiler = fake_profiler::Init(comm_id, 1, nranks, rank);
   fake_gpu::Trace("ncclCommInitRank rank=" + std::to_string(rank) +
                   " nranks=" + std::to_string(nranks) + " device=" + std::to_string(c->device) +
                   " grouped=" + (Grouped() ? "1" : "0"));

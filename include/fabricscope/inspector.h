@@ -1,0 +1,63 @@
+// NCCL Inspector's per-collective JSONL (plugins/profiler/inspector in NVIDIA/nccl), as
+// Inspector writes it (self-contained records up to v4.2, dump_stats markers with their
+// records since v4.3) and as libnccl-profiler-fabricscope.so writes it (the same fields, plus
+// a "fabricscope" object). `analyze` reads it into the results record; `watch` reads the
+// records themselves.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fabricscope/parse.h"
+
+namespace fabricscope {
+
+// One collective of one rank.
+struct InspectorRecord {
+  std::string source;  // "file:line"
+  std::string hostname;
+  int pid = 0;
+  std::string comm;  // header.id
+  int rank = 0;
+  int nranks = 0;
+  int nnodes = 0;
+  std::string collective;  // Inspector's name: "AllReduce"
+  uint64_t seq = 0;
+  uint64_t bytes = 0;
+  double exec_us = 0;
+  double algbw_gbs = 0;
+  double busbw_gbs = 0;
+  std::string algo;
+  std::string proto;
+  std::string datatype;             // only in fabricscope's records ("ncclFloat32")
+  std::optional<int64_t> start_us;  // event_trace_ts.coll_start_ts (verbose Inspector, ours)
+  std::optional<int64_t> stop_us;
+  std::string job;  // only in fabricscope's records
+};
+
+// Records and problems of one input.
+struct InspectorRead {
+  std::vector<InspectorRecord> records;
+  std::vector<Diagnostic> diagnostics;
+  uint64_t dropped = 0;  // records the writer reported lost (dump_stats)
+};
+
+// Whether `text` starts like Inspector JSONL (its first object has coll_perf, p2p_perf or
+// dump_stats).
+bool LooksLikeInspectorJsonl(std::string_view text);
+
+// Every collective record of `text`; each bad line is a diagnostic naming it, and reading
+// goes on. p2p and proxy records are skipped. `first_line` numbers the first line of `text`
+// (a live tail reads a file piece by piece).
+InspectorRead ReadInspectorJsonl(std::string_view text, const std::string& source,
+                                 size_t first_line = 1);
+
+// fabricscope's collective name of an Inspector one ("AllReduce" -> "all_reduce"), empty if
+// unknown.
+std::string CollectiveOfInspector(std::string_view name);
+
+}  // namespace fabricscope

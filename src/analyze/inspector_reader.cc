@@ -1,0 +1,225 @@
+// NCCL Inspector JSONL (and the fabricscope profiler's, which writes the same fields): the
+// records themselves for `watch`, and the results record for `analyze`.
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+
+#include "analyze/readers.h"
+#include "fabricscope/inspector.h"
+
+namespace fabricscope {
+namespace {
+
+using Json = nlohmann::json;
+
+// The header and metadata a v4.3 dump_stats marker gives the records after it.
+struct DumpContext {
+  Json header;
+  Json metadata;
+};
+
+std::string_view NextLine(std::string_view text, size_t* pos) {
+  const size_t end = std::min(text.find('\n', *pos), text.size());
+  std::string_view line = text.substr(*pos, end - *pos);
+  *pos = end + 1;
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  return line;
+}
+
+template <typename T>
+T Field(const Json& object, const char* name, T fallback) {
+  const auto it = object.find(name);
+  if (it == object.end() || it->is_null()) return fallback;
+  return it->get<T>();
+}
+
+void FillContext(InspectorRecord* r, const Json& header, const Json& metadata) {
+  r->comm = header.contains("id") && header["id"].is_string() ? header["id"].get<std::string>()
+                                                              : std::string();
+  r->rank = Field(header, "rank", 0);
+  r->nranks = Field(header, "n_ranks", 0);
+  r->nnodes = Field(header, "nnodes", 0);
+  r->hostname = Field(metadata, "hostname", std::string());
+  r->pid = Field(metadata, "pid", 0);
+}
+
+InspectorRecord FromCollPerf(const Json& perf) {
+  InspectorRecord r;
+  r.collective = perf.at("coll").get<std::string>();
+  r.seq = Field<uint64_t>(perf, "coll_sn", 0);
+  r.bytes = perf.at("coll_msg_size_bytes").get<uint64_t>();
+  r.exec_us = perf.at("coll_exec_time_us").get<double>();
+  r.algbw_gbs = Field(perf, "coll_algobw_gbs", 0.0);
+  r.busbw_gbs = Field(perf, "coll_busbw_gbs", 0.0);
+  r.algo = Field(perf, "coll_algo", std::string());
+  r.proto = Field(perf, "coll_proto", std::string());
+  if (const auto ts = perf.find("event_trace_ts"); ts != perf.end() && ts->is_object()) {
+    if (ts->contains("coll_start_ts")) r.start_us = (*ts)["coll_start_ts"].get<int64_t>();
+    if (ts->contains("coll_stop_ts")) r.stop_us = (*ts)["coll_stop_ts"].get<int64_t>();
+  }
+  return r;
+}
+
+void FillOurs(InspectorRecord* r, const Json& ours) {
+  r->datatype = Field(ours, "datatype", std::string());
+  r->job = Field(ours, "job", std::string());
+}
+
+// One line; returns an error message, empty when fine.
+std::string ReadLine(const Json& line, DumpContext* context, InspectorRead* out,
+                     const std::string& where) {
+  if (!line.is_object()) return "not a JSON object";
+  if (const auto stats = line.find("dump_stats"); stats != line.end()) {
+    out->dropped += Field<uint64_t>(*stats, "coll_dropped_since_last_dump", 0);
+    context->header = line.value("header", Json::object());
+    context->metadata = line.value("metadata", Json::object());
+    return "";
+  }
+  const auto perf = line.find("coll_perf");
+  if (perf == line.end()) return "";  // p2p_perf, proxy_trace: not collectives
+  const bool own_context = line.contains("header");
+  if (!own_context && context->header.is_null()) {
+    return "a coll_perf record without header: no dump_stats marker before it";
+  }
+  InspectorRecord r = FromCollPerf(*perf);
+  FillContext(&r, own_context ? line["header"] : context->header,
+              own_context ? line.value("metadata", Json::object()) : context->metadata);
+  if (const auto ours = line.find("fabricscope"); ours != line.end()) FillOurs(&r, *ours);
+  r.source = where;
+  out->records.push_back(std::move(r));
+  return "";
+}
+
+}  // namespace
+
+bool LooksLikeInspectorJsonl(std::string_view text) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const std::string_view line = NextLine(text, &pos);
+    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+    if (line.front() != '{') return false;
+    return line.find("\"coll_perf\"") != std::string_view::npos ||
+           line.find("\"p2p_perf\"") != std::string_view::npos ||
+           line.find("\"dump_stats\"") != std::string_view::npos;
+  }
+  return false;
+}
+
+InspectorRead ReadInspectorJsonl(std::string_view text, const std::string& source,
+                                 size_t first_line) {
+  InspectorRead out;
+  DumpContext context;
+  size_t pos = 0;
+  for (size_t number = first_line; pos < text.size(); ++number) {
+    const std::string_view line = NextLine(text, &pos);
+    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+    const std::string where = source + ":" + std::to_string(number);
+    std::string error;
+    try {
+      error = ReadLine(Json::parse(line), &context, &out, where);
+    } catch (const Json::exception& e) {
+      error = std::string("not an Inspector record (") + e.what() + ")";
+    }
+    if (!error.empty()) {
+      out.diagnostics.push_back({Diagnostic::Severity::kError, source, number,
+                                 error + "; expected one JSON object a line as NCCL Inspector "
+                                         "or libnccl-profiler-fabricscope.so write them"});
+    }
+  }
+  return out;
+}
+
+std::string CollectiveOfInspector(std::string_view name) {
+  static const std::map<std::string, std::string, std::less<>> kNames = {
+      {"AllReduce", "all_reduce"}, {"AllGather", "all_gather"}, {"ReduceScatter", "reduce_scatter"},
+      {"Broadcast", "broadcast"},  {"Reduce", "reduce"},        {"AllToAll", "alltoall"},
+      {"AlltoAll", "alltoall"},    {"Gather", "gather"},        {"Scatter", "scatter"},
+      {"SendRecv", "sendrecv"}};
+  const auto it = kNames.find(name);
+  return it == kNames.end() ? std::string() : it->second;
+}
+
+namespace analyze {
+namespace {
+
+std::string TestTypeOf(std::string_view nccl_type) {
+  static const std::map<std::string, std::string, std::less<>> kTypes = {
+      {"ncclInt8", "int8"},         {"ncclUint8", "uint8"},         {"ncclInt32", "int32"},
+      {"ncclUint32", "uint32"},     {"ncclInt64", "int64"},         {"ncclUint64", "uint64"},
+      {"ncclFloat16", "half"},      {"ncclFloat32", "float"},       {"ncclFloat64", "double"},
+      {"ncclBfloat16", "bfloat16"}, {"ncclFloat8e4m3", "fp8_e4m3"}, {"ncclFloat8e5m2", "fp8_e5m2"}};
+  const auto it = kTypes.find(nccl_type);
+  return it == kTypes.end() ? std::string() : it->second;
+}
+
+// The rows of one communicator: one per collective and size, in order of first appearance,
+// each the mean over every record of every rank.
+RunResult RunOfComm(const std::vector<const InspectorRecord*>& records) {
+  RunResult run;
+  run.tool = records.front()->job.empty() && records.front()->datatype.empty()
+                 ? "nccl-inspector"
+                 : "fabricscope-profiler";
+  run.backend = "nccl";
+  run.source = records.front()->source;
+  run.nranks = records.front()->nranks;
+  std::vector<std::pair<std::string, uint64_t>> order;
+  std::map<std::pair<std::string, uint64_t>, std::vector<const InspectorRecord*>> groups;
+  for (const InspectorRecord* r : records) {
+    const auto key = std::make_pair(r->collective, r->bytes);
+    auto& group = groups[key];
+    if (group.empty()) order.push_back(key);
+    group.push_back(r);
+  }
+  for (const auto& key : order) {
+    const auto& group = groups[key];
+    ResultRow row;
+    row.collective = CollectiveOfInspector(key.first);
+    if (row.collective.empty()) row.collective = key.first;
+    row.size = key.second;
+    row.type = TestTypeOf(group.front()->datatype);
+    row.redop = "none";
+    PlacementResult p;
+    for (const InspectorRecord* r : group) {
+      p.time_us += r->exec_us;
+      p.algbw += r->algbw_gbs;
+      p.busbw += r->busbw_gbs;
+    }
+    const double n = static_cast<double>(group.size());
+    p.time_us /= n;
+    p.algbw /= n;
+    p.busbw /= n;
+    row.out_of_place = p;
+    row.iterations = static_cast<int64_t>(group.size()) / std::max(run.nranks, 1);
+    run.rows.push_back(std::move(row));
+  }
+  return run;
+}
+
+}  // namespace
+
+ParsedResults ParseInspectorResults(std::string_view text, const std::string& source,
+                                    const ParseOptions&) {
+  ParsedResults out;
+  out.source = source;
+  out.format = "NCCL Inspector JSONL";
+  InspectorRead read = ReadInspectorJsonl(text, source);
+  out.diagnostics = std::move(read.diagnostics);
+  std::vector<std::string> comms;
+  std::map<std::string, std::vector<const InspectorRecord*>> by_comm;
+  for (const InspectorRecord& r : read.records) {
+    auto& list = by_comm[r.comm];
+    if (list.empty()) comms.push_back(r.comm);
+    list.push_back(&r);
+  }
+  for (const std::string& comm : comms) out.runs.push_back(RunOfComm(by_comm[comm]));
+  if (out.runs.empty()) {
+    out.diagnostics.push_back({Diagnostic::Severity::kError, source, 0,
+                               NoResultsMessage("NCCL Inspector JSONL with coll_perf records")});
+  }
+  return out;
+}
+
+}  // namespace analyze
+}  // namespace fabricscope

@@ -1,0 +1,156 @@
+// Windows of collectives judged: time percentiles and busbw per collective and size bucket,
+// against the platform and against the job's own first windows.
+#include "watch/judge.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <utility>
+
+#include "fabricscope/locate.h"
+#include "fabricscope/watch.h"
+#include "profiler/collective_math.h"
+#include "watch/stragglers.h"
+
+namespace fabricscope {
+namespace {
+
+// Nearest-rank percentile of sorted values.
+double Percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  const auto rank = static_cast<size_t>(std::ceil(p * static_cast<double>(sorted.size())));
+  return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
+}
+
+int64_t TimeOf(const InspectorRecord& r) { return r.start_us.value_or(r.stop_us.value_or(0)); }
+
+int NodesOf(const std::vector<const InspectorRecord*>& records, const WatchOptions& options) {
+  if (options.nodes) return *options.nodes;
+  int nodes = 1;
+  for (const InspectorRecord* r : records) nodes = std::max(nodes, r->nnodes);
+  return nodes;
+}
+
+void Expect(WatchBucket* b, int nodes, const WatchOptions& options,
+            std::vector<std::string>* alerts) {
+  if (options.platform == nullptr || b->max_bytes < options.min_bytes) return;
+  const auto band = options.platform->ExpectationFor(b->collective, nodes, b->max_bytes);
+  if (!band) return;
+  b->expected_low_gbs = band->low_busbw;
+  if (b->samples >= options.min_samples && b->busbw_gbs < band->low_busbw) {
+    alerts->push_back(fmt::format(
+        "ALERT busbw: {} {} at {:.1f} GB/s, below {}'s healthy {:.1f} GB/s on {} node(s) "
+        "(typical {:.1f}); run `fabricscope check` and `fabricscope doctor` on the job's nodes",
+        b->collective, b->size_bucket, b->busbw_gbs, options.platform->name, band->low_busbw, nodes,
+        band->typical_busbw));
+  }
+}
+
+void CompareToBaseline(WatchBucket* b, const WatchOptions& options, WatchBaseline* baseline,
+                       std::vector<std::string>* alerts) {
+  if (b->samples < options.min_samples || b->max_bytes < options.min_bytes) return;
+  auto& history = baseline->busbw[b->collective + "|" + b->size_bucket];
+  if (history.size() < options.baseline_windows) {
+    history.push_back(b->busbw_gbs);
+    return;
+  }
+  b->baseline_gbs = Median(history);
+  if (*b->baseline_gbs <= 0) return;
+  b->drop_percent = (1 - b->busbw_gbs / *b->baseline_gbs) * 100;
+  if (*b->drop_percent >= options.drop_percent) {
+    alerts->push_back(fmt::format(
+        "ALERT drop: {} {} at {:.3g} GB/s, {:.0f}% below this job's baseline of {:.3g} GB/s "
+        "(threshold {:.0f}%)",
+        b->collective, b->size_bucket, b->busbw_gbs, *b->drop_percent, *b->baseline_gbs,
+        options.drop_percent));
+  }
+}
+
+WatchBucket Summarize(const std::string& collective, const std::string& bucket,
+                      const std::vector<const InspectorRecord*>& records) {
+  WatchBucket b;
+  b.collective = collective;
+  b.size_bucket = bucket;
+  b.samples = records.size();
+  std::vector<double> times;
+  std::vector<double> busbw;
+  for (const InspectorRecord* r : records) {
+    times.push_back(r->exec_us);
+    busbw.push_back(r->busbw_gbs);
+    b.max_bytes = std::max(b.max_bytes, r->bytes);
+  }
+  std::sort(times.begin(), times.end());
+  b.p50_us = Percentile(times, 0.5);
+  b.p99_us = Percentile(times, 0.99);
+  b.busbw_gbs = Median(busbw);
+  return b;
+}
+
+WatchWindow JudgeWindow(int64_t start, int64_t end, const std::vector<const InspectorRecord*>& rs,
+                        const WatchOptions& options, WatchBaseline* baseline) {
+  WatchWindow w;
+  w.start_us = start;
+  w.end_us = end;
+  w.records = rs.size();
+  std::vector<std::pair<std::string, std::string>> order;
+  std::map<std::pair<std::string, std::string>, std::vector<const InspectorRecord*>> groups;
+  for (const InspectorRecord* r : rs) {
+    std::string name = CollectiveOfInspector(r->collective);
+    const auto key =
+        std::make_pair(name.empty() ? r->collective : name, profiler::SizeBucket(r->bytes));
+    auto& group = groups[key];
+    if (group.empty()) order.push_back(key);
+    group.push_back(r);
+  }
+  const int nodes = NodesOf(rs, options);
+  for (const auto& key : order) {
+    WatchBucket b = Summarize(key.first, key.second, groups[key]);
+    watch::JudgeBucket(&b, nodes, options, baseline, &w.alerts);
+    w.buckets.push_back(std::move(b));
+  }
+  w.ranks = watch::RankLateness(rs, options, &w.alerts);
+  return w;
+}
+
+}  // namespace
+
+namespace watch {
+
+void JudgeBucket(WatchBucket* b, int nodes, const WatchOptions& options, WatchBaseline* baseline,
+                 std::vector<std::string>* alerts) {
+  Expect(b, nodes, options, alerts);
+  CompareToBaseline(b, options, baseline, alerts);
+  if (options.p99_alert_us && b->samples >= options.min_samples &&
+      b->p99_us > *options.p99_alert_us) {
+    alerts->push_back(fmt::format("ALERT p99: {} {} p99 {:.1f} us over the limit of {:.1f} us",
+                                  b->collective, b->size_bucket, b->p99_us, *options.p99_alert_us));
+  }
+}
+
+}  // namespace watch
+
+std::vector<WatchWindow> JudgeWindows(const std::vector<InspectorRecord>& records,
+                                      const WatchOptions& options, WatchBaseline* baseline) {
+  std::vector<const InspectorRecord*> sorted;
+  for (const InspectorRecord& r : records) sorted.push_back(&r);
+  std::stable_sort(
+      sorted.begin(), sorted.end(),
+      [](const InspectorRecord* a, const InspectorRecord* b) { return TimeOf(*a) < TimeOf(*b); });
+  std::vector<WatchWindow> windows;
+  if (sorted.empty()) return windows;
+  const auto width = static_cast<int64_t>(options.window_s * 1e6);
+  const int64_t t0 = TimeOf(*sorted.front());
+  size_t i = 0;
+  while (i < sorted.size()) {
+    const int64_t start = width > 0 ? t0 + (TimeOf(*sorted[i]) - t0) / width * width : t0;
+    const int64_t end = width > 0 ? start + width : TimeOf(*sorted.back()) + 1;
+    std::vector<const InspectorRecord*> in;
+    while (i < sorted.size() && TimeOf(*sorted[i]) < end) in.push_back(sorted[i++]);
+    windows.push_back(JudgeWindow(start, end, in, options, baseline));
+  }
+  return windows;
+}
+
+}  // namespace fabricscope

@@ -1,0 +1,77 @@
+// JSONL files and directories as they grow: each Poll reads what was appended since the
+// last one, whole lines only.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
+#include "fabricscope/error.h"
+#include "fabricscope/watch.h"
+
+namespace fabricscope {
+
+namespace fs = std::filesystem;
+
+WatchSource::WatchSource(std::vector<std::string> paths) : paths_(std::move(paths)) {
+  for (const std::string& p : paths_) {
+    std::error_code ec;
+    if (!fs::exists(p, ec)) {
+      throw UsageError("watch: '" + p +
+                       "' does not exist: give JSONL files of the profiler or NCCL Inspector, or "
+                       "the directory they are written to (FABRICSCOPE_PROFILER_DUMP_DIR, "
+                       "NCCL_INSPECTOR_DUMP_DIR)");
+    }
+  }
+  Discover();
+}
+
+void WatchSource::Discover() {
+  for (const std::string& p : paths_) {
+    std::vector<std::string> found;
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) {
+      for (const auto& entry : fs::recursive_directory_iterator(p, ec)) {
+        const std::string name = entry.path().string();
+        if (entry.is_regular_file() && name.size() > 6 && name.ends_with(".jsonl")) {
+          found.push_back(name);
+        }
+      }
+      std::sort(found.begin(), found.end());
+    } else {
+      found.push_back(p);
+    }
+    for (const std::string& f : found) {
+      const bool known = std::any_of(files_.begin(), files_.end(),
+                                     [&](const File& file) { return file.path == f; });
+      if (!known) files_.push_back({f, 0, 0});
+    }
+  }
+}
+
+InspectorRead WatchSource::Poll() {
+  Discover();
+  InspectorRead all;
+  for (File& f : files_) {
+    std::ifstream in(f.path, std::ios::binary);
+    if (!in) {
+      all.diagnostics.push_back({Diagnostic::Severity::kError, f.path, 0,
+                                 "cannot read '" + f.path + "': check its permissions"});
+      continue;
+    }
+    in.seekg(static_cast<std::streamoff>(f.offset));
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t complete = text.rfind('\n');
+    if (complete == std::string::npos) continue;  // no whole line yet
+    text.resize(complete + 1);
+    InspectorRead read = ReadInspectorJsonl(text, f.path, f.lines + 1);
+    f.offset += text.size();
+    f.lines += static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+    all.dropped += read.dropped;
+    std::move(read.records.begin(), read.records.end(), std::back_inserter(all.records));
+    std::move(read.diagnostics.begin(), read.diagnostics.end(),
+              std::back_inserter(all.diagnostics));
+  }
+  return all;
+}
+
+}  // namespace fabricscope

@@ -1,0 +1,80 @@
+#include "watch/stragglers.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "fabricscope/locate.h"
+
+namespace fabricscope::watch {
+namespace {
+
+using Key = std::pair<int, std::string>;  // rank, node
+
+struct Lateness {
+  std::vector<double> late_us;
+  size_t last = 0;
+};
+
+// Collectives by (communicator, sequence number), each with the records of its ranks.
+std::map<std::pair<std::string, uint64_t>, std::vector<const InspectorRecord*>> Groups(
+    const std::vector<const InspectorRecord*>& records) {
+  std::map<std::pair<std::string, uint64_t>, std::vector<const InspectorRecord*>> groups;
+  for (const InspectorRecord* r : records) {
+    if (r->start_us) groups[{r->comm, r->seq}].push_back(r);
+  }
+  return groups;
+}
+
+std::map<Key, Lateness> Measure(const std::vector<const InspectorRecord*>& records) {
+  std::map<Key, Lateness> ranks;
+  for (const auto& [id, group] : Groups(records)) {
+    if (group.size() < 2) continue;
+    const auto [first, last] = std::minmax_element(
+        group.begin(), group.end(), [](const InspectorRecord* a, const InspectorRecord* b) {
+          return *a->start_us < *b->start_us;
+        });
+    for (const InspectorRecord* r : group) {
+      ranks[{r->rank, r->hostname}].late_us.push_back(
+          static_cast<double>(*r->start_us - *(*first)->start_us));
+    }
+    ++ranks[{(*last)->rank, (*last)->hostname}].last;
+  }
+  return ranks;
+}
+
+}  // namespace
+
+std::vector<WatchRank> RankLateness(const std::vector<const InspectorRecord*>& records,
+                                    const WatchOptions& options, std::vector<std::string>* alerts) {
+  std::vector<WatchRank> out;
+  for (const auto& [key, lateness] : Measure(records)) {
+    WatchRank r;
+    r.rank = key.first;
+    r.node = key.second;
+    r.groups = lateness.late_us.size();
+    r.last = lateness.last;
+    r.median_late_us = Median(lateness.late_us);
+    r.straggler =
+        r.groups >= options.min_samples &&
+        static_cast<double>(r.last) >= options.straggler_share * static_cast<double>(r.groups) &&
+        r.median_late_us >= options.straggler_us;
+    out.push_back(r);
+  }
+  std::sort(out.begin(), out.end(), [](const WatchRank& a, const WatchRank& b) {
+    return a.median_late_us > b.median_late_us;
+  });
+  for (const WatchRank& r : out) {
+    if (!r.straggler) continue;
+    alerts->push_back(fmt::format(
+        "ALERT straggler: rank {} on node {} starts its collectives {:.1f} ms after the first "
+        "rank (median) and is the last in {} of {}; the other ranks wait for it: look at that "
+        "rank's compute, data loading and GPU (fabricscope doctor, locate)",
+        r.rank, r.node.empty() ? "?" : r.node, r.median_late_us / 1e3, r.last, r.groups));
+  }
+  return out;
+}
+
+}  // namespace fabricscope::watch

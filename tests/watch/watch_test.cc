@@ -1,0 +1,377 @@
+// fabricscope watch: Inspector JSONL read in both of Inspector's layouts, windows judged on
+// synthetic jobs (stragglers, drops, the platform's band, p99), the binary on bad input, and
+// a whole job under the fake NCCL with the real profiler plugin and one rank slowed.
+#include "fabricscope/watch.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "common/binary_test.h"
+#include "fabricscope/inspector.h"
+#include "fabricscope/parse.h"
+#include "fabricscope/platform.h"
+#include "fabricscope/store.h"
+
+namespace fabricscope {
+namespace {
+
+using test::BinaryTest;
+using test::Outcome;
+using test::Slurp;
+namespace fs = std::filesystem;
+
+// One line as the profiler writes it (Inspector's fields, self-contained).
+std::string Line(int rank, uint64_t seq, int64_t start_us, double exec_us, double busbw,
+                 uint64_t bytes = 1 << 20, const std::string& host = "node-a",
+                 const std::string& coll = "AllReduce") {
+  nlohmann::json j;
+  j["header"] = {{"id", "0xc0ffee"}, {"rank", rank}, {"n_ranks", 4}, {"nnodes", 2}};
+  j["metadata"] = {{"inspector_output_format_version", "v4.0"}, {"hostname", host}, {"pid", 10}};
+  j["coll_perf"] = {
+      {"coll", coll},
+      {"coll_sn", seq},
+      {"coll_msg_size_bytes", bytes},
+      {"coll_exec_time_us", exec_us},
+      {"coll_busbw_gbs", busbw},
+      {"coll_algobw_gbs", busbw / 1.5},
+      {"coll_algo", "RING"},
+      {"coll_proto", "SIMPLE"},
+      {"event_trace_ts",
+       {{"coll_start_ts", start_us}, {"coll_stop_ts", start_us + static_cast<int64_t>(exec_us)}}}};
+  return j.dump() + "\n";
+}
+
+// A job of 4 ranks: `steps` all-reduces 10 ms apart from t0; `late_rank` starts each one
+// `late_us` after the others.
+std::string Job(int steps, int64_t t0, double busbw, int late_rank = -1, int64_t late_us = 0) {
+  std::string text;
+  for (int s = 0; s < steps; ++s) {
+    for (int r = 0; r < 4; ++r) {
+      const int64_t start = t0 + s * 10000 + r * 3 + (r == late_rank ? late_us : 0);
+      text += Line(r, static_cast<uint64_t>(s), start, 500 + r, busbw, 1 << 20,
+                   r < 2 ? "node-a" : "node-b");
+    }
+  }
+  return text;
+}
+
+TEST(InspectorReader, ReadsSelfContainedRecordsAndV43Markers) {
+  const std::string v43 =
+      R"({"header":{"id":"0x7f","rank":2,"n_ranks":8,"nnodes":1},"metadata":{"inspector_output_format_version":"v4.3","hostname":"h1","pid":5},"dump_stats":{"coll_records":2,"coll_dropped_since_last_dump":3,"p2p_records":1}})"
+      "\n"
+      R"({"coll_perf":{"coll":"AllReduce","coll_algo":"RING","coll_proto":"LL","coll_sn":1407,"coll_msg_size_bytes":17179869184,"coll_exec_time_us":61974,"coll_algobw_gbs":277.2,"coll_busbw_gbs":485.1}})"
+      "\n"
+      R"({"p2p_perf":{"p2p":"Send"}})"
+      "\n"
+      R"({"coll_perf":{"coll":"ReduceScatter","coll_sn":1408,"coll_msg_size_bytes":2048,"coll_exec_time_us":41,"coll_busbw_gbs":0.5,"event_trace_ts":{"coll_start_ts":100,"coll_stop_ts":141}}})"
+      "\n";
+  ASSERT_TRUE(LooksLikeInspectorJsonl(v43));
+  const InspectorRead read = ReadInspectorJsonl(v43, "f.jsonl");
+  EXPECT_TRUE(read.diagnostics.empty()) << read.diagnostics[0].ToString();
+  EXPECT_EQ(read.dropped, 3u);
+  ASSERT_EQ(read.records.size(), 2u);
+  EXPECT_EQ(read.records[0].hostname, "h1");
+  EXPECT_EQ(read.records[0].rank, 2);
+  EXPECT_EQ(read.records[0].comm, "0x7f");
+  EXPECT_EQ(read.records[0].bytes, 17179869184u);
+  EXPECT_DOUBLE_EQ(read.records[0].busbw_gbs, 485.1);
+  EXPECT_FALSE(read.records[0].start_us.has_value());
+  EXPECT_EQ(read.records[1].collective, "ReduceScatter");
+  EXPECT_EQ(read.records[1].start_us, 100);
+  EXPECT_EQ(read.records[1].source, "f.jsonl:4");
+
+  // analyze's view: one run per communicator, a row per collective and size.
+  const ParsedResults parsed = ParseResults(v43, "f.jsonl");
+  EXPECT_EQ(parsed.format, "NCCL Inspector JSONL");
+  ASSERT_EQ(parsed.runs.size(), 1u);
+  EXPECT_EQ(parsed.runs[0].tool, "nccl-inspector");
+  EXPECT_EQ(parsed.runs[0].nranks, 8);
+  ASSERT_EQ(parsed.runs[0].rows.size(), 2u);
+  EXPECT_EQ(parsed.runs[0].rows[0].collective, "all_reduce");
+  EXPECT_EQ(parsed.runs[0].rows[0].size, 17179869184u);
+  EXPECT_DOUBLE_EQ(parsed.runs[0].rows[0].out_of_place->busbw, 485.1);
+  EXPECT_EQ(parsed.runs[0].rows[1].collective, "reduce_scatter");
+
+  const InspectorRead own = ReadInspectorJsonl(Line(3, 9, 1000, 50, 2.5), "g.jsonl");
+  ASSERT_EQ(own.records.size(), 1u);
+  EXPECT_EQ(own.records[0].rank, 3);
+  EXPECT_EQ(own.records[0].nnodes, 2);
+  EXPECT_EQ(own.records[0].start_us, 1000);
+}
+
+TEST(InspectorReader, EachBadLineIsNamedAndTheRestIsRead) {
+  const std::string text =
+      Line(0, 1, 10, 5, 1) + "{not json\n" +
+      R"({"header":{"id":"0x1","rank":0},"coll_perf":{"coll":"AllReduce","coll_sn":1}})" + "\n" +
+      R"({"coll_perf":{"coll":"AllReduce","coll_msg_size_bytes":8,"coll_exec_time_us":1}})" + "\n" +
+      Line(1, 1, 12, 5, 1);
+  const InspectorRead read = ReadInspectorJsonl(text, "bad.jsonl");
+  EXPECT_EQ(read.records.size(), 2u);
+  ASSERT_EQ(read.diagnostics.size(), 3u);
+  EXPECT_EQ(read.diagnostics[0].line, 2u);
+  EXPECT_NE(read.diagnostics[0].message.find("not an Inspector record"), std::string::npos);
+  EXPECT_EQ(read.diagnostics[1].line, 3u);  // no size, no time
+  EXPECT_NE(read.diagnostics[1].message.find("coll_msg_size_bytes"), std::string::npos)
+      << read.diagnostics[1].message;
+  // An orphan v4.3 payload must not borrow a context it does not have.
+  EXPECT_EQ(read.diagnostics[2].line, 4u);
+  EXPECT_NE(read.diagnostics[2].message.find("without header"), std::string::npos);
+}
+
+TEST(WatchJudge, TheRankEveryoneWaitsForIsNamedWithItsNode) {
+  const InspectorRead read = ReadInspectorJsonl(Job(20, 1'000'000, 40, 2, 8000), "job");
+  WatchBaseline baseline;
+  const auto windows = JudgeWindows(read.records, WatchOptions{}, &baseline);
+  ASSERT_EQ(windows.size(), 1u);
+  const WatchWindow& w = windows[0];
+  ASSERT_EQ(w.ranks.size(), 4u);
+  EXPECT_EQ(w.ranks[0].rank, 2);
+  EXPECT_EQ(w.ranks[0].node, "node-b");
+  EXPECT_TRUE(w.ranks[0].straggler);
+  EXPECT_EQ(w.ranks[0].last, 20u);
+  EXPECT_NEAR(w.ranks[0].median_late_us, 8000, 10);
+  for (size_t i = 1; i < 4; ++i) EXPECT_FALSE(w.ranks[i].straggler) << w.ranks[i].rank;
+  ASSERT_EQ(w.alerts.size(), 1u);
+  EXPECT_NE(w.alerts[0].find("ALERT straggler: rank 2 on node node-b"), std::string::npos)
+      << w.alerts[0];
+  // p50 and p99 of 80 times 500..503 us.
+  ASSERT_EQ(w.buckets.size(), 1u);
+  EXPECT_EQ(w.buckets[0].collective, "all_reduce");
+  EXPECT_EQ(w.buckets[0].size_bucket, "<=1MiB");
+  EXPECT_EQ(w.buckets[0].samples, 80u);
+  EXPECT_DOUBLE_EQ(w.buckets[0].p50_us, 501);
+  EXPECT_DOUBLE_EQ(w.buckets[0].p99_us, 503);
+}
+
+TEST(WatchJudge, AHealthyJobHasNoStragglerAndNoAlert) {
+  const InspectorRead read = ReadInspectorJsonl(Job(20, 0, 40), "job");
+  WatchBaseline baseline;
+  const auto windows = JudgeWindows(read.records, WatchOptions{}, &baseline);
+  ASSERT_EQ(windows.size(), 1u);
+  EXPECT_TRUE(windows[0].alerts.empty());
+  for (const WatchRank& r : windows[0].ranks) EXPECT_FALSE(r.straggler);
+}
+
+TEST(WatchJudge, ADropAgainstTheJobsOwnBaselineIsAnAlert) {
+  // Window 1 (t 0..1 s) at 40 GB/s is the baseline; window 2 at 38 is within 20%; window 3 at
+  // 20 is half.
+  const std::string text = Job(20, 0, 40) + Job(20, 1'000'000, 38) + Job(20, 2'000'000, 20);
+  const InspectorRead read = ReadInspectorJsonl(text, "job");
+  WatchOptions options;
+  options.window_s = 1;
+  WatchBaseline baseline;
+  const auto windows = JudgeWindows(read.records, options, &baseline);
+  ASSERT_EQ(windows.size(), 3u);
+  EXPECT_FALSE(windows[0].buckets[0].baseline_gbs.has_value());
+  EXPECT_TRUE(windows[1].alerts.empty());
+  EXPECT_NEAR(*windows[1].buckets[0].drop_percent, 5, 1e-9);
+  ASSERT_EQ(windows[2].alerts.size(), 1u);
+  EXPECT_NE(windows[2].alerts[0].find("ALERT drop: all_reduce <=1MiB at 20 GB/s, 50% below this "
+                                      "job's baseline of 40 GB/s"),
+            std::string::npos)
+      << windows[2].alerts[0];
+}
+
+TEST(WatchJudge, BusbwBelowThePlatformsBandAndASlowP99AreAlerts) {
+  const Catalog catalog = Catalog::Builtin();
+  std::string text;
+  for (int s = 0; s < 4; ++s) {
+    for (int r = 0; r < 4; ++r) {
+      text += Line(r, static_cast<uint64_t>(s), s * 100000 + r, 30000, 100.0, 1ull << 30);
+    }
+  }
+  const InspectorRead read = ReadInspectorJsonl(text, "job");
+  WatchOptions options;
+  options.platform = catalog.Find("dgx-h100");
+  ASSERT_NE(options.platform, nullptr);
+  options.p99_alert_us = 20000;
+  WatchBaseline baseline;
+  const auto windows = JudgeWindows(read.records, options, &baseline);
+  ASSERT_EQ(windows.size(), 1u);
+  const WatchBucket& b = windows[0].buckets[0];
+  ASSERT_TRUE(b.expected_low_gbs.has_value());
+  EXPECT_GT(*b.expected_low_gbs, 100.0);
+  ASSERT_EQ(windows[0].alerts.size(), 2u);
+  EXPECT_NE(windows[0].alerts[0].find("ALERT busbw: all_reduce <=1GiB at 100.0 GB/s, below "
+                                      "dgx-h100's healthy"),
+            std::string::npos)
+      << windows[0].alerts[0];
+  EXPECT_NE(windows[0].alerts[1].find("ALERT p99: all_reduce <=1GiB p99 30000.0 us"),
+            std::string::npos)
+      << windows[0].alerts[1];
+}
+
+// ---------------------------------------------------------------------------------------
+// The binary.
+
+class WatchCli : public BinaryTest {
+ protected:
+  WatchCli() : BinaryTest("watch") {}
+};
+
+TEST_F(WatchCli, BadInputIsRefusedWithWhatAndHow) {
+  ExpectRefused((dir_ / "missing").string(), 2, "does not exist");
+  ExpectRefused(Write("empty.jsonl", ""), 2, "no collective records");
+  const std::string junk = Write("junk.jsonl", "{broken\n");
+  const Outcome o = Run(junk);
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("junk.jsonl:1: error: not an Inspector record"), std::string::npos) << o.err;
+  ExpectRefused(junk + " --duration 5", 2, "--interval and --duration need --follow");
+  ExpectRefused(junk + " --platform nowhere-9", 2, "nowhere-9");
+  ExpectRefused(junk + " --window 0", 2, "--window");
+  ExpectRefused("", 2, "give JSONL files or directories, or --prometheus URL");
+  ExpectRefused(junk + " --prometheus http://127.0.0.1:9090", 2, "one of the two");
+  ExpectRefused(junk + " --job 17", 2, "--job needs --prometheus");
+  // Nobody listens on port 1: the server cannot be reached (a failure while running: 3).
+  ExpectRefused("--prometheus http://127.0.0.1:1", 3, "cannot query Prometheus at");
+}
+
+TEST_F(WatchCli, ReadsADirectoryAndExitsOneOnAnAlert) {
+  fs::create_directories(dir_ / "run");
+  Write("run/a.jsonl", Job(10, 0, 40, 1, 5000));
+  Write("run/ignored.txt", "not a record");
+  Outcome o = Run((dir_ / "run").string());
+  EXPECT_EQ(o.exit_code, 1) << o.err;
+  EXPECT_NE(o.out.find("ALERT straggler: rank 1 on node node-a"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("all_reduce"), std::string::npos);
+
+  Write("healthy.jsonl", Job(10, 0, 40));
+  o = Run((dir_ / "healthy.jsonl").string() + " --format json");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  const auto json = nlohmann::json::parse(o.out);
+  ASSERT_EQ(json.size(), 1u);
+  EXPECT_EQ(json[0]["records"], 40);
+  EXPECT_TRUE(json[0]["alerts"].empty());
+}
+
+TEST_F(WatchCli, FollowReadsWhatIsAppendedAndStopsAtTheFirstAlert) {
+  const std::string file = Write("live.jsonl", Job(10, 0, 40));
+  // The first read is the baseline; once watch has printed it, a writer appends a window at
+  // a quarter of the busbw (waiting for the output, not for a time, so load cannot reorder).
+  const std::string writer = "(for i in $(seq 1200); do grep -q \"# window\" " +
+                             (dir_ / "stdout").string() + " && break; sleep 0.05; done; cat " +
+                             Write("later", Job(10, 5'000'000, 10)) + " >> " + file + ") &";
+  const Outcome o = Shell(writer + " timeout 60 " + std::string(FABRICSCOPE_BINARY) +
+                          " watch --follow --interval 0.2 --duration 30 " + file);
+  EXPECT_EQ(o.exit_code, 1) << o.err << o.out;
+  EXPECT_NE(o.out.find("ALERT drop: all_reduce <=1MiB at 10 GB/s, 75% below"), std::string::npos)
+      << o.out;
+}
+
+// ---------------------------------------------------------------------------------------
+// A job under the fake NCCL (TEST DOUBLE) with the real plugin.
+
+// The fake NCCL finds the plugin by name as NCCL does and picks the newest interface it
+// knows; `run` under it produces profiler records either way, and none when disabled.
+TEST_F(WatchCli, TheFakeNcclLoadsThePluginAsNcclDoes) {
+  const fs::path plugin_dir = fs::path(PROFILER_PLUGIN_PATH).parent_path();
+  auto run = [&](const std::string& name, const std::string& env) {
+    fs::remove(dir_ / "trace");
+    return Shell("FAKE_GPU_TRACE=" + (dir_ / "trace").string() + " LD_LIBRARY_PATH=" +
+                 plugin_dir.string() + " NCCL_PROFILER_PLUGIN=" + name + " " + env + " " +
+                 FABRICSCOPE_BINARY + " run --backend nccl --nccl-lib " + FAKE_NCCL_PATH +
+                 " --gpu-runtime-lib " + FAKE_CUDART_PATH + " -t 2 -b 1K -e 4K -f 4 -n 2");
+  };
+  const std::string v5_dir = (dir_ / "v5").string();
+  Outcome o = run("fabricscope", "FABRICSCOPE_PROFILER_DUMP_DIR=" + v5_dir);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  std::string trace = Slurp(dir_ / "trace");
+  for (const char* expected :
+       {"profiler could not open fabricscope", "profiler opened libnccl-profiler-fabricscope.so",
+        "profiler interface v5", "profiler init rank=0 result=0 mask=2",
+        "profiler init rank=1 result=0 mask=2", "profiler finalize result=0"}) {
+    EXPECT_NE(trace.find(expected), std::string::npos) << expected << "\n" << trace;
+  }
+  InspectorRead read = WatchSource({v5_dir}).Poll();
+  EXPECT_GT(read.records.size(), 8u);  // 2 ranks x 2 sizes x (warm-up + timed)
+
+  const std::string v4_dir = (dir_ / "v4").string();
+  o = run(PROFILER_PLUGIN_PATH,
+          "FAKE_NCCL_PROFILER_MAX_VERSION=4 FABRICSCOPE_PROFILER_DUMP_DIR=" + v4_dir);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  trace = Slurp(dir_ / "trace");
+  EXPECT_NE(trace.find("profiler interface v4"), std::string::npos) << trace;
+  read = WatchSource({v4_dir}).Poll();
+  EXPECT_GT(read.records.size(), 8u);
+  for (const InspectorRecord& r : read.records) EXPECT_EQ(r.nranks, 2);
+
+  const std::string off_dir = (dir_ / "off").string();
+  o = run(PROFILER_PLUGIN_PATH,
+          "FABRICSCOPE_PROFILER_ENABLE=0 FABRICSCOPE_PROFILER_DUMP_DIR=" + off_dir);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(Slurp(dir_ / "trace").find("profiler init rank=0 result=0 mask=0"), std::string::npos);
+  EXPECT_FALSE(fs::exists(off_dir));
+}
+
+// The calls a plugin gets from the fake NCCL, in order, with the descriptors' fields: for
+// each collective a Group event, its Coll event under it, a KernelCh event under that with
+// the kernel's stop state, then the stops in reverse; finalize per communicator.
+TEST_F(WatchCli, TheFakeNcclPassesTheEventsNcclPasses) {
+  const std::string log = (dir_ / "calls").string();
+  const Outcome o =
+      Shell("RECORDING_PLUGIN_LOG=" + log + " NCCL_PROFILER_PLUGIN=" + RECORDING_PLUGIN_PATH + " " +
+            FABRICSCOPE_BINARY + " run --backend nccl --nccl-lib " + FAKE_NCCL_PATH +
+            " --gpu-runtime-lib " + FAKE_CUDART_PATH + " -t 1 -b 4K -e 4K -n 1 -w 0 -c 0 -d float");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const std::string calls = Slurp(log);
+  EXPECT_NE(calls.find("init comm="), std::string::npos) << calls;
+  EXPECT_NE(calls.find(" nnodes=1 nranks=1 rank=0"), std::string::npos) << calls;
+  // One float all-reduce of 4 KiB: the sequence of one collective.
+  const std::regex one(
+      R"(start (\d+) type=1 parent=-1\n)"
+      R"(start (\d+) coll parent=\1 rank=0 seq=\d+ func=AllReduce count=1024 type=ncclFloat32 )"
+      R"(algo=RING proto=SIMPLE channels=2 parentGroup=\1\n)"
+      R"(start (\d+) kernel parent=\2 channel=0 timer=1\n)"
+      R"(state \3 22 timer=1\nstop \3\nstop \2\nstop \1\n)");
+  EXPECT_TRUE(std::regex_search(calls, one)) << calls;
+  EXPECT_NE(calls.find("finalize"), std::string::npos) << calls;
+}
+
+TEST_F(WatchCli, UnderTheFakeNcclWatchNamesTheSlowedRank) {
+  const uint16_t port = [] {
+    TcpStoreServer probe(0);
+    return probe.port();
+  }();
+  const fs::path out = dir_ / "profiles";
+  std::string script;
+  for (int p = 0; p < 3; ++p) {
+    const std::string ps = std::to_string(p);
+    script += "(RANK=" + ps + " WORLD_SIZE=3 LOCAL_RANK=" + ps +
+              " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) +
+              " FAKE_NCCL_SLOW=1:4000 NCCL_PROFILER_PLUGIN=" + PROFILER_PLUGIN_PATH +
+              " FABRICSCOPE_PROFILER_DUMP_DIR=" + out.string() + " " + FABRICSCOPE_BINARY +
+              " run --backend nccl --nccl-lib " + FAKE_NCCL_PATH + " --gpu-runtime-lib " +
+              FAKE_CUDART_PATH + " -b 64K -e 256K -f 4 -n 10 -w 2 >" +
+              (dir_ / ("out" + ps)).string() + " 2>&1; echo $? >" + (dir_ / ("rc" + ps)).string() +
+              ") & ";
+  }
+  ASSERT_EQ(std::system(("timeout 120 sh -c '" + script + "wait'").c_str()), 0);
+  for (int p = 0; p < 3; ++p) {
+    ASSERT_EQ(Slurp(dir_ / ("rc" + std::to_string(p))), "0\n")
+        << Slurp(dir_ / ("out" + std::to_string(p)));
+  }
+  size_t files = 0;
+  for (const auto& f : fs::directory_iterator(out)) files += f.path().extension() == ".jsonl";
+  EXPECT_EQ(files, 3u);  // one per process
+
+  const Outcome o = Run(out.string() + " --window 600 --straggler-us 2000");
+  EXPECT_EQ(o.exit_code, 1) << o.err << o.out;
+  EXPECT_NE(o.out.find("ALERT straggler: rank 1 on node "), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("ALERT straggler: rank 0"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("ALERT straggler: rank 2"), std::string::npos) << o.out;
+
+  // analyze reads the same files as results.
+  const Outcome a =
+      Shell(std::string(FABRICSCOPE_BINARY) + " analyze " + out.string() + "/*.jsonl");
+  EXPECT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_NE(a.out.find("all_reduce"), std::string::npos) << a.out;
+}
+
+}  // namespace
+}  // namespace fabricscope
