@@ -13,6 +13,8 @@ packages=(
   # analyze's tests: the libFuzzer target (clang, its runtime), and the HTML report rendered
   # by headless Chromium (about 10 s to install) with the screenshot decoded by zlib.
   clang libclang-rt-14-dev zlib1g-dev chromium
+  # locate's classifier: Student's t quantiles (Boost.Math, header-only).
+  libboost-math-dev
 )
 
 missing=()

@@ -84,6 +84,9 @@ class PairMeasurer {
   // One collective over every rank: each rank's time per call (the engine's RankTimes);
   // empty when this measurer cannot, or on ranks that do not report.
   virtual std::optional<RankTimes> MeasureWorld() { return std::nullopt; }
+  // Seconds spent measuring so far, the same number on every rank of a job (rank 0's
+  // clock, shared with the round's numbers): what the time budget is checked against.
+  virtual double Elapsed() const { return 0; }
 };
 
 // The job's nodes: node i is names[i]; its rail r is global rank ranks[i][r].
@@ -129,16 +132,29 @@ struct LocateOptions {
   LocateMode mode = LocateMode::kFull;
   int coverage = 3;   // quick mode: rounds, i.e. peers per node
   uint64_t seed = 1;  // quick mode's pairing
-  // A measurement is slow when it is below `threshold` x the typical one AND more
-  // than `min_robust_z` robust standard deviations (1.4826 MAD) below it: the first keeps
-  // a tight cluster's noise from naming anyone, the second a noisy cluster's.
+  // A pair, node or link is slow when its bandwidth is below `threshold` x the pairs it is
+  // compared with AND significantly below them at `confidence`; fine when significantly
+  // above `threshold` x them. Both on log bandwidth, with the noise measured from repeats
+  // of the same pair.
   double threshold = 0.7;
-  double min_robust_z = 3.0;
-  int confirm_peers = 3;   // known-good nodes each suspect node is retested against
+  // The chance that one run names anyone wrongly, at most 1 - confidence: each test is
+  // corrected (Bonferroni) for the pairs and the remeasurements it is one of.
+  double confidence = 0.999;
+  // After the first pass, remeasure what is undecided until everything is decided, or
+  // `budget_s` seconds of measuring again (the measurer's Elapsed) or `max_sweeps` passes
+  // have been spent; what is still undecided then is reported inconclusive, never guessed.
+  double budget_s = 300;
+  int max_sweeps = 16;
+  // Two nodes have one pair and nothing to compare it with: the pair's expected sendrecv
+  // bus bandwidth (GB/s), e.g. check's expectation for the platform; 0 = none given.
+  double expect_gbs = 0;
   bool per_node = true;    // the per-node round (nodes with two or more ranks)
   bool stragglers = true;  // the collective over every rank, for per-rank times
-  // Told before each round: the phase ("per-node", "pairs", "confirmation", "world"), the
-  // round's number in it (from 1) and the phase's rounds. For a progress line.
+  // Stragglers: a rank stands out below threshold x the median time (or above it over
+  // threshold) and more than this many robust standard deviations from it.
+  double min_robust_z = 3.0;
+  // Told before each round: the phase ("per-node", "pairs", "again", "world"), the round's
+  // number in it (from 1) and the phase's rounds. For a progress line.
   std::function<void(std::string_view phase, int round, int rounds)> progress;
 };
 
@@ -164,9 +180,41 @@ struct Suspect {
   double confidence = 0.0;
   int agreeing = 0;
   int measurements = 0;
-  bool confirmed = false;  // the confirmation round agreed: named
+  bool confirmed = false;  // decided at the stated confidence: named
   std::string evidence;    // one sentence with the numbers
 };
+
+// What the evidence says about one pair on one rail.
+enum class PairCall {
+  kFine,       // significantly above threshold x the pairs it is compared with
+  kSlow,       // below threshold x them, and significantly below them
+  kUndecided,  // neither, at this noise and this many measurements
+};
+std::string_view NameOf(PairCall call);
+
+// One pair on one rail after every measurement of it: the matrix shows these.
+struct PairJudgement {
+  NodePair pair;
+  int rail = 0;
+  int samples = 0;
+  double sendrecv = 0;    // median GB/s
+  double all_reduce = 0;  // median GB/s
+  int64_t wrong = 0;
+  // Its bandwidth over the pairs it is compared with, and the confidence interval of that.
+  double ratio = 1.0;
+  double low = 1.0;
+  double high = 1.0;
+  PairCall call = PairCall::kUndecided;
+};
+
+// The answer, in one word.
+enum class LocateStatus {
+  kClear,         // every node and pair decided, nothing slow
+  kFound,         // a culprit named
+  kInconclusive,  // something undecided when the budget ran out: nobody guessed
+  kAmbiguous,     // slow, but the measurements cannot tell which part (two nodes)
+};
+std::string_view NameOf(LocateStatus status);
 
 // A rank whose time in the collective over every rank stands out.
 struct Straggler {
@@ -183,9 +231,9 @@ struct Straggler {
 struct LocateRounds {
   int per_node = 0;
   int pairs = 0;
-  int confirmation = 0;
+  int again = 0;  // remeasurements of what was undecided
   int world = 0;
-  int Total() const { return per_node + pairs + confirmation + world; }
+  int Total() const { return per_node + pairs + again + world; }
 };
 
 // The bandwidth every pair on one rail is judged against.
@@ -195,7 +243,10 @@ struct RailBaseline {
   // slow node, which is in half the pairs of four nodes but a minority of any one's peers).
   double sendrecv_typical = 0;
   double all_reduce_typical = 0;
-  double sigma = 0;  // robust standard deviation of healthy pairs' ratios to the typical
+  // The noise: robust standard deviation of log bandwidth between repeated measurements
+  // of the same pair (a fault does not inflate it), and its degrees of freedom.
+  double sigma = 0;
+  double noise_df = 0;
 };
 
 // Everything locate found, and how.
@@ -214,14 +265,19 @@ struct LocateReport {
   LocateOptions options;
   ClusterLayout layout;
   LocateRounds rounds;
-  std::vector<PairSample> samples;               // the pair rounds
-  std::vector<PairSample> confirmation_samples;  // the confirmation rounds
-  std::vector<NodeSample> node_samples;          // the per-node round
-  std::vector<NodeSample> node_retests;          // the per-node round again, for suspects
+  std::vector<PairSample> samples;       // every pair measurement, in the order taken
+  int sweeps = 0;                        // passes over the pairs: 1 + remeasurements
+  std::vector<NodeSample> node_samples;  // the per-node round
+  std::vector<NodeSample> node_retests;  // the per-node round again, for suspects
   std::vector<RailBaseline> baselines;
-  std::vector<Suspect> suspects;  // confirmed: the culprits named
-  // Candidates the confirmation round did not bear out, or could not retest.
-  std::vector<Suspect> unconfirmed;
+  std::vector<PairJudgement> judgements;  // every pair and rail, as decided
+  LocateStatus status = LocateStatus::kClear;
+  std::vector<Suspect> suspects;  // decided at the stated confidence: the culprits named
+  // Slow-looking nodes and links not decided when the budget ran out (not named).
+  std::vector<Suspect> undecided;
+  // Inconclusive or ambiguous: what is not known, and the command that would decide it.
+  std::string unknown;
+  std::string next_step;
   std::optional<RankTimes> world_times;
   std::vector<Straggler> stragglers;
   std::vector<std::string> notes;
@@ -231,9 +287,9 @@ struct LocateReport {
 };
 
 // Runs the procedure against `measurer`: the per-node round, the pair rounds, the
-// classifier, a confirmation round against known-good nodes, the collective over every
-// rank. Deterministic for deterministic measurements: every rank of a real job runs it
-// and takes the same decisions. Throws UsageError for fewer than 4 nodes.
+// classifier, remeasurement of what is undecided (within the budget), the collective over
+// every rank. Deterministic for deterministic measurements: every rank of a real job runs
+// it and takes the same decisions. Throws UsageError for fewer than 2 nodes.
 LocateReport Locate(const LocateOptions& options, const ClusterLayout& layout,
                     PairMeasurer& measurer);
 
@@ -266,6 +322,7 @@ struct SimulatedClusterOptions {
   double noise = 0.03;             // sigma of the log-normal noise
   double transient_rate = 0.0;     // share of measurements hit by a transient
   double transient_depth = 0.5;    // a transient takes up to this share away
+  double round_s = 1.0;            // modelled seconds per round (Elapsed, for the budget)
   uint64_t seed = 1;
   std::vector<SimulatedFault> faults;
   std::vector<int> late_ranks;  // ranks that arrive late at the collective over every rank
@@ -284,6 +341,7 @@ class SimulatedCluster : public PairMeasurer {
   std::vector<PairSample> MeasureRound(const Round& round) override;
   std::vector<NodeSample> MeasureNodes() override;
   std::optional<RankTimes> MeasureWorld() override;
+  double Elapsed() const override;
   // Node names sim0..simN-1 (zero-padded), rails ranks each.
   ClusterLayout Layout() const;
   // Rounds measured so far.

@@ -229,6 +229,8 @@ std::optional<RankTimes> SimulatedCluster::MeasureWorld() {
   return t;
 }
 
+double SimulatedCluster::Elapsed() const { return rounds_ * impl_->options.round_s; }
+
 ClusterLayout SimulatedCluster::Layout() const {
   const SimulatedClusterOptions& o = impl_->options;
   ClusterLayout layout;
