@@ -6,6 +6,7 @@
 #include <compare>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -124,6 +125,25 @@ double RobustSigma(const std::vector<double>& values);
 // ---------------------------------------------------------------------------------------
 // The procedure
 
+// Which leaf switch each host hangs from: from a host-to-switch map file or Slurm's
+// topology.conf. Locate then blames a leaf's uplinks, not the nodes or links behind it.
+struct Topology {
+  std::map<std::string, std::string> leaf_of;  // host name -> leaf switch
+  std::string source;                          // the file it came from
+  bool empty() const { return leaf_of.empty(); }
+};
+
+// "HOST SWITCH" per line (whitespace between; '#' starts a comment). Throws UsageError
+// naming the line.
+Topology ParseHostSwitchMap(std::string_view text, const std::string& source);
+// Slurm's topology.conf (topology/tree): "SwitchName=S Nodes=host[1-4,7]" lines give the
+// leaves; "Switches=" lines (the spines) are read past. Throws UsageError naming the line.
+Topology ParseSlurmTopology(std::string_view text, const std::string& source);
+// Either, by its content (SwitchName= means Slurm's); throws SystemError when unreadable.
+Topology ReadTopology(const std::string& path);
+// "node[01-03,7],gpu1" -> node01 node02 node03 node7 gpu1 (Slurm's host lists).
+std::vector<std::string> ExpandHostList(std::string_view list);
+
 // Full: the round-robin schedule (every pair); quick: `coverage` random peers per node.
 enum class LocateMode { kFull, kQuick };
 
@@ -148,6 +168,7 @@ struct LocateOptions {
   // Two nodes have one pair and nothing to compare it with: the pair's expected sendrecv
   // bus bandwidth (GB/s), e.g. check's expectation for the platform; 0 = none given.
   double expect_gbs = 0;
+  Topology topology;       // hosts to leaf switches; empty: blame nodes and links only
   bool per_node = true;    // the per-node round (nodes with two or more ranks)
   bool stragglers = true;  // the collective over every rank, for per-rank times
   // Stragglers: a rank stands out below threshold x the median time (or above it over
@@ -164,13 +185,15 @@ enum class SuspectKind {
   kNic,        // slow with every peer, on some rails only: that rail's NIC, cable or port
   kLink,       // slow with one peer only: the path between the two
   kIntraNode,  // its own ranks are slow together (the per-node test)
+  kUplink,     // a leaf switch's uplinks: its nodes slow with every node behind other leaves
 };
 std::string_view NameOf(SuspectKind kind);
 
 // A node, NIC, link or node interior that measured slow, with the evidence.
 struct Suspect {
   SuspectKind kind = SuspectKind::kNode;
-  std::vector<int> nodes;  // one node; two for a link
+  std::vector<int> nodes;  // one node; two for a link; a leaf's nodes for an uplink
+  std::string element;     // kUplink: the leaf switch
   std::vector<int> rails;  // the rails it is slow on
   // Median bandwidth of its slow measurements over the typical pair's (0.25 = a quarter).
   double ratio = 1.0;
@@ -304,9 +327,9 @@ std::vector<Straggler> FindStragglers(const RankTimes& times, const std::vector<
 // A fault injected into a simulated cluster: a slow node, a slow NIC (one node, one rail),
 // a slow link (two nodes), a slow node interior, or a late rank.
 struct SimulatedFault {
-  SuspectKind kind = SuspectKind::kNode;  // kNode, kNic, kLink, kIntraNode
+  SuspectKind kind = SuspectKind::kNode;  // kNode, kNic, kLink, kIntraNode, kUplink
   int node = 0;
-  int peer = -1;         // kLink: the other node
+  int peer = -1;         // kLink: the other node; kUplink: the leaf's last node
   int rail = -1;         // kNic: the rail
   double factor = 0.25;  // bandwidth multiplier
 };
@@ -328,8 +351,9 @@ struct SimulatedClusterOptions {
   std::vector<int> late_ranks;  // ranks that arrive late at the collective over every rank
 };
 
-// Parses "node:N[:F]", "nic:N/R[:F]", "link:A-B[:F]", "intra:N[:F]" (F the bandwidth factor,
-// 0 < F < 1; default 0.25). Throws UsageError naming the form.
+// Parses "node:N[:F]", "nic:N/R[:F]", "link:A-B[:F]", "intra:N[:F]", "uplink:A-B[:F]" (the
+// uplinks of a leaf switch with nodes A to B: every pair with one end behind it) (F the
+// bandwidth factor, 0 < F < 1; default 0.25). Throws UsageError naming the form.
 SimulatedFault ParseSimulatedFault(std::string_view text);
 
 // A cluster of nodes that exists only as this model: seeded, so every run is the same.

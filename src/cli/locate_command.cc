@@ -43,6 +43,7 @@ struct LocateFlags {
   double budget = 300;
   int max_sweeps = 16;
   double expect = 0;
+  std::string topology;
   bool skip_per_node = false;
   bool skip_stragglers = false;
   // A simulated cluster instead of a job.
@@ -100,6 +101,9 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
                  "passes over the pairs at most: the first, then remeasurements of what is "
                  "undecided")
       ->capture_default_str();
+  app.add_option("--topology", f.topology,
+                 "which leaf switch each host hangs from: a map file (HOST SWITCH per line) or "
+                 "Slurm's topology.conf; slow pairs they share are blamed on a leaf's uplinks");
   app.add_option("--expect", f.expect,
                  "expected sendrecv bus bandwidth of a pair, GB/s (e.g. from `fabricscope "
                  "check`): what two nodes are judged against");
@@ -151,6 +155,7 @@ LocateOptions ToLocateOptions(const LocateFlags& f) {
   o.budget_s = f.budget;
   o.max_sweeps = f.max_sweeps;
   o.expect_gbs = f.expect;
+  if (!f.topology.empty()) o.topology = ReadTopology(f.topology);
   o.per_node = !f.skip_per_node;
   o.stragglers = !f.skip_stragglers;
   Require(f.coverage >= 1, "--coverage " + std::to_string(f.coverage) + " must be at least 1");

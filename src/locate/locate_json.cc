@@ -29,6 +29,7 @@ Json SuspectJson(const LocateReport& report, const Suspect& s) {
   j["nodes"] = std::move(names);
   j["node_indices"] = s.nodes;
   j["rails"] = s.rails;
+  if (!s.element.empty()) j["element"] = s.element;
   j["ratio"] = Number(s.ratio);
   j["confidence"] = Number(s.confidence);
   j["agreeing"] = s.agreeing;
@@ -80,6 +81,7 @@ std::string LocateJson(const LocateReport& report) {
                  {"budget_s", o.budget_s},
                  {"max_sweeps", o.max_sweeps},
                  {"expect_gbs", o.expect_gbs},
+                 {"topology", o.topology.source},
                  {"min_robust_z", o.min_robust_z},
                  {"bytes", report.bytes},
                  {"iters", report.iters},

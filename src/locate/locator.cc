@@ -11,6 +11,7 @@
 #include "fabricscope/error.h"
 #include "fabricscope/locate.h"
 #include "locate/classifier.h"
+#include "locate/topology.h"
 
 namespace fabricscope {
 
@@ -24,6 +25,8 @@ std::string_view NameOf(SuspectKind kind) {
       return "link";
     case SuspectKind::kIntraNode:
       return "intra-node";
+    case SuspectKind::kUplink:
+      return "uplink";
   }
   return "node";
 }
@@ -206,6 +209,7 @@ void DecidePairs(const std::vector<classify::RailVerdict>& rails, LocateReport& 
     report.status = LocateStatus::kInconclusive;
   }
   if (!AllDecided(rails)) ExplainInconclusive(rails, report);
+  topology::Blame(report.options.topology, report);
 }
 
 // The per-node test's verdict, added to the pairs'.

@@ -48,6 +48,7 @@ PairGrid BuildGrid(const LocateReport& report, int rail, int max_cells) {
 std::string Describe(const LocateReport& report, const Suspect& s) {
   auto name = [&](int node) { return report.layout.names[static_cast<size_t>(node)]; };
   std::string text(NameOf(s.kind));
+  if (s.kind == SuspectKind::kUplink) return text + " " + s.element;
   text += " " + name(s.nodes.front());
   if (s.kind == SuspectKind::kLink) text += "-" + name(s.nodes.back());
   if (s.kind == SuspectKind::kNic || (s.kind == SuspectKind::kLink && report.layout.rails > 1 &&
