@@ -704,79 +704,81 @@ TwoNodeVerdict JudgeTwoNodes(const ClusterLayout& layout, const std::vector<Rail
 
 namespace {
 
-// The per-node test's yardstick: the median node, and how far below it is slow.
-struct NodeBaseline {
-  double median = 0;
-  double center = 1;
-  double sigma = 0;
-  double Ratio(const NodeSample& s) const {
-    return s.wrong > 0 ? 0.0 : (median > 0 ? s.all_reduce_busbw / median : 1.0);
+// Each node's per-node measurements as one level, in log bandwidth over the first
+// round's median node; a "pair" of a node with itself, so the pairs' tools apply.
+RailLevels NodeLevels(const std::vector<std::vector<NodeSample>>& rounds) {
+  RailLevels levels;
+  std::vector<double> first;
+  for (const NodeSample& s : rounds.front()) {
+    if (s.wrong == 0 && Finite(s.all_reduce_busbw)) first.push_back(s.all_reduce_busbw);
   }
-};
-
-NodeBaseline MakeNodeBaseline(const std::vector<NodeSample>& samples) {
-  NodeBaseline b;
-  std::vector<double> bw;
-  for (const NodeSample& s : samples) {
-    if (s.wrong == 0 && Finite(s.all_reduce_busbw)) bw.push_back(s.all_reduce_busbw);
+  const double median = Median(first);
+  std::map<int, PairLevel> by_node;
+  for (const auto& round : rounds) {
+    for (const NodeSample& s : round) {
+      PairLevel& level = by_node[s.node];
+      level.pair = {s.node, s.node};
+      level.wrong += s.wrong;
+      level.logs.push_back(
+          s.wrong > 0 ? kWrongLog : std::log(std::max(s.all_reduce_busbw, 0.0) / median + 1e-9));
+      level.all_reduce = s.all_reduce_busbw;  // the latest
+    }
   }
-  b.median = Median(bw);
-  std::vector<double> ratios;
-  for (const NodeSample& s : samples) ratios.push_back(b.Ratio(s));
-  b.center = Median(ratios);
-  b.sigma = RobustSigma(ratios);
-  return b;
-}
-
-bool NodeSlow(const NodeBaseline& b, double ratio, const LocateOptions& options) {
-  const double sigma = Finite(b.sigma) ? b.sigma : 0.0;
-  return ratio < options.threshold * b.center && b.center - ratio > options.min_robust_z * sigma;
-}
-
-const NodeSample* SampleOf(const std::vector<NodeSample>& list, int node) {
-  for (const NodeSample& s : list) {
-    if (s.node == node) return &s;
+  for (auto& [node, level] : by_node) {
+    level.level = Median(level.logs);
+    level.spread = level.logs.size() >= 3 ? RobustSigma(level.logs) : 0.0;
+    std::vector<double> bw;
+    for (double y : level.logs) bw.push_back(median * std::exp(y));
+    level.all_reduce = Median(bw);
+    levels.pairs.push_back(level);
   }
-  return nullptr;
+  levels.all_reduce_typical = median;
+  return levels;
 }
 
 }  // namespace
 
-std::vector<int> IntraNodeCandidates(const std::vector<NodeSample>& samples,
-                                     const LocateOptions& options) {
-  std::vector<int> out;
-  if (samples.size() < 3) return out;  // no majority to call normal
-  const NodeBaseline b = MakeNodeBaseline(samples);
-  for (const NodeSample& s : samples) {
-    if (NodeSlow(b, b.Ratio(s), options)) out.push_back(s.node);
-  }
-  return out;
-}
-
-Decision DecideIntraNode(const ClusterLayout& layout, const std::vector<NodeSample>& first,
-                         const std::vector<NodeSample>& second, const LocateOptions& options) {
-  Decision decision;
-  if (first.size() < 3) return decision;
-  const NodeBaseline b = MakeNodeBaseline(first);
-  for (int x : IntraNodeCandidates(first, options)) {
-    const NodeSample* one = SampleOf(first, x);
-    const NodeSample* two = SampleOf(second, x);
+IntraVerdict JudgeIntraNode(const ClusterLayout& layout,
+                            const std::vector<std::vector<NodeSample>>& rounds,
+                            const LocateOptions& options) {
+  IntraVerdict v;
+  if (rounds.empty() || rounds.front().size() < 3) return v;  // no majority to call normal
+  const RailLevels levels = NodeLevels(rounds);
+  std::vector<NodePair> every;
+  for (const PairLevel& p : levels.pairs) every.push_back(p.pair);
+  const Noise noise = EstimateNoise(levels, every);
+  Rule rule;
+  rule.log_threshold = std::log(options.threshold);
+  rule.sigma = noise.sigma;
+  rule.z = CriticalValue(options.confidence,
+                         static_cast<double>(levels.pairs.size()) * options.max_sweeps, noise.df);
+  rule.z_fine = CriticalValue(options.confidence, 1, noise.df);
+  for (size_t i = 0; i < levels.pairs.size(); ++i) {
+    std::vector<size_t> others;
+    for (size_t o = 0; o < levels.pairs.size(); ++o) {
+      if (o != i) others.push_back(o);
+    }
+    const Comparison c = Compare(levels.pairs[i], MakeReference(levels, others, noise.sigma), rule);
+    const bool slow = c.call == PairCall::kSlow;
+    if (!slow && !(c.call == PairCall::kUndecided && c.diff < rule.log_threshold)) continue;
+    const int x = levels.pairs[i].pair.a;
     Suspect s;
     s.kind = SuspectKind::kIntraNode;
     s.nodes = {x};
-    s.ratio = b.Ratio(*one);
-    s.measurements = two != nullptr ? 2 : 1;
-    s.agreeing = 1 + (two != nullptr && NodeSlow(b, b.Ratio(*two), options) ? 1 : 0);
-    s.confirmed = s.agreeing == 2;
-    s.confidence = static_cast<double>(s.agreeing) / s.measurements;
-    s.evidence =
-        fmt::format("its {} ranks all_reduce among themselves at {}, {:.2f}x the median node's {}",
-                    layout.ranks[static_cast<size_t>(x)].size(), Gbs(one->all_reduce_busbw),
-                    s.ratio, Gbs(b.median));
-    if (two != nullptr) s.evidence += fmt::format("; retest {:.2f}x", b.Ratio(*two));
-    (s.confirmed ? decision.named : decision.undecided).push_back(std::move(s));
+    s.ratio = std::exp(c.diff);
+    s.measurements = levels.pairs[i].n();
+    s.agreeing = slow ? s.measurements : 0;
+    s.confirmed = slow;
+    s.confidence = slow ? 1.0 : 0.0;
+    s.evidence = fmt::format(
+        "its {} ranks all_reduce among themselves at {} (median of {}), {:.2f}x the other "
+        "nodes; noise {:.2f} (log sd between its repeats){}",
+        layout.ranks[static_cast<size_t>(x)].size(), Gbs(levels.pairs[i].all_reduce),
+        s.measurements, s.ratio, noise.sigma, slow ? "" : ": undecided");
+    v.decided = v.decided && slow;
+    (slow ? v.decision.named : v.decision.undecided).push_back(std::move(s));
   }
-  return decision;
+  return v;
 }
 
 }  // namespace fabricscope::classify

@@ -173,11 +173,16 @@ TwoNodeVerdict JudgeTwoNodes(const ClusterLayout& layout, const std::vector<Rail
                              const std::vector<NodeSample>& node_samples,
                              const LocateOptions& options);
 
-// The per-node test: nodes whose own ranks are slow together, in the first measurement;
-// `second` (the retest, may be empty) confirms them.
-std::vector<int> IntraNodeCandidates(const std::vector<NodeSample>& samples,
-                                     const LocateOptions& options);
-Decision DecideIntraNode(const ClusterLayout& layout, const std::vector<NodeSample>& first,
-                         const std::vector<NodeSample>& second, const LocateOptions& options);
+// The per-node test: each node's own ranks together, over the per-node rounds (every node
+// in every round). A node is named when its median is significantly below the threshold x
+// the other nodes' (the noise from its repeats, the same rule as pairs); below the
+// threshold but not significantly, it is undecided and `decided` is false (measure again).
+struct IntraVerdict {
+  Decision decision;
+  bool decided = true;
+};
+IntraVerdict JudgeIntraNode(const ClusterLayout& layout,
+                            const std::vector<std::vector<NodeSample>>& rounds,
+                            const LocateOptions& options);
 
 }  // namespace fabricscope::classify

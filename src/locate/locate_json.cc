@@ -145,7 +145,7 @@ std::string LocateJson(const LocateReport& report) {
   Json per_node = Json::array();
   for (const auto* list : {&report.node_samples, &report.node_retests}) {
     for (const NodeSample& s : *list) {
-      per_node.push_back({{"phase", list == &report.node_samples ? "per-node" : "retest"},
+      per_node.push_back({{"phase", list == &report.node_samples ? "per-node" : "again"},
                           {"node", s.node},
                           {"all_reduce_busbw", Number(s.all_reduce_busbw)},
                           {"wrong", s.wrong}});

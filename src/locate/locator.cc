@@ -212,23 +212,46 @@ void DecidePairs(const std::vector<classify::RailVerdict>& rails, LocateReport& 
   topology::Blame(report.options.topology, report);
 }
 
-// The per-node test's verdict, added to the pairs'.
-void DecideIntraNode(PairMeasurer& measurer, LocateReport& report) {
+// The per-node rounds (three, then more while a node is undecided, within the passes and
+// the budget) and their verdict, added to the pairs'.
+classify::IntraVerdict MeasureIntraNode(PairMeasurer& measurer, LocateReport& report) {
+  constexpr size_t kFirstRounds = 3;  // repeats from the start: the noise needs them
   const LocateOptions& options = report.options;
-  std::vector<NodeSample> retest;
-  if (!classify::IntraNodeCandidates(report.node_samples, options).empty()) {
-    if (options.progress) options.progress("per-node", 1, 1);
-    retest = measurer.MeasureNodes();
+  const double start = measurer.Elapsed();
+  std::vector<std::vector<NodeSample>> rounds;
+  classify::IntraVerdict verdict;
+  for (;;) {
+    if (options.progress) {
+      options.progress("per-node", static_cast<int>(rounds.size() + 1),
+                       static_cast<int>(std::max(rounds.size() + 1, kFirstRounds)));
+    }
+    rounds.push_back(measurer.MeasureNodes());
     ++report.rounds.per_node;
+    if (rounds.size() < kFirstRounds) continue;
+    verdict = classify::JudgeIntraNode(report.layout, rounds, options);
+    if (verdict.decided || static_cast<int>(rounds.size()) >= options.max_sweeps ||
+        measurer.Elapsed() - start >= options.budget_s) {
+      break;
+    }
   }
-  classify::Decision inside =
-      classify::DecideIntraNode(report.layout, report.node_samples, retest, options);
-  for (Suspect& s : inside.named) report.suspects.push_back(std::move(s));
-  for (Suspect& s : inside.undecided) report.undecided.push_back(std::move(s));
-  if (!inside.named.empty() && report.status != LocateStatus::kAmbiguous) {
+  report.node_samples = rounds.front();
+  for (size_t r = 1; r < rounds.size(); ++r) {
+    report.node_retests.insert(report.node_retests.end(), rounds[r].begin(), rounds[r].end());
+  }
+  return verdict;
+}
+
+// The per-node verdict joins the pairs'.
+void AddIntraNode(classify::IntraVerdict verdict, LocateReport& report) {
+  for (Suspect& s : verdict.decision.named) report.suspects.push_back(std::move(s));
+  for (Suspect& s : verdict.decision.undecided) report.undecided.push_back(std::move(s));
+  if (!verdict.decision.named.empty() && report.status != LocateStatus::kAmbiguous) {
     report.status = LocateStatus::kFound;
+  } else if (!verdict.decided && report.status == LocateStatus::kClear) {
+    report.status = LocateStatus::kInconclusive;
+    report.unknown = "a node's own ranks are below the threshold but not significantly";
+    report.next_step = "measure more: raise --max-sweeps or --budget, or -n/--iters";
   }
-  report.node_retests = std::move(retest);
 }
 
 void FindStragglersOf(PairMeasurer& measurer, LocateReport& report) {
@@ -270,16 +293,13 @@ LocateReport Locate(const LocateOptions& options, const ClusterLayout& layout,
   const bool per_node =
       options.per_node && std::any_of(layout.ranks.begin(), layout.ranks.end(),
                                       [](const auto& ranks) { return ranks.size() >= 2; });
-  if (per_node) {
-    if (options.progress) options.progress("per-node", 1, 1);
-    report.node_samples = measurer.MeasureNodes();
-    ++report.rounds.per_node;
-  }
+  classify::IntraVerdict inside;
+  if (per_node) inside = MeasureIntraNode(measurer, report);
   const std::vector<Round> schedule = options.mode == LocateMode::kFull
                                           ? RoundRobinSchedule(nodes)
                                           : QuickSchedule(nodes, options.coverage, options.seed);
   DecidePairs(MeasurePairs(schedule, measurer, report), report);
-  if (per_node) DecideIntraNode(measurer, report);
+  AddIntraNode(std::move(inside), report);
   if (options.stragglers) FindStragglersOf(measurer, report);
   return report;
 }

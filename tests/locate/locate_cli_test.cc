@@ -121,7 +121,7 @@ TEST_F(LocateCliTest, SimulatedRailsAndLinks) {
   EXPECT_EQ(j["suspects"][0]["rails"], nlohmann::json::array({1}));
   EXPECT_EQ(j["suspects"][1]["kind"], "link");
   EXPECT_EQ(j["suspects"][1]["nodes"], nlohmann::json::array({"sim2", "sim8"}));
-  EXPECT_EQ(j["rounds"]["per_node"], 1);  // two ranks per node: the per-node test ran
+  EXPECT_EQ(j["rounds"]["per_node"], 3);  // two ranks per node: the per-node rounds ran
   EXPECT_TRUE(fs::exists(svg));
   EXPECT_TRUE(fs::exists(dir_ / "rails.rail1.svg"));
 }
