@@ -233,6 +233,13 @@ TEST_F(LocateCliTest, BadInputsGetAClearErrorAndExitCode) {
   ExpectRefused("locate --simulate 8 --svg /nonexistent-dir/r.svg", 3, "cannot write the heatmap");
   ExpectRefused("locate --simulate 8 --output /nonexistent-dir/r.txt", 3,
                 "cannot write the report");
+  ExpectRefused("locate --simulate 8 --topology /nonexistent-dir/map", 3,
+                "cannot read the topology '/nonexistent-dir/map'");
+  const fs::path bad = dir_ / "map";
+  std::ofstream(bad) << "sim0 leaf0\nsim1\n";
+  ExpectRefused("locate --simulate 8 --topology " + bad.string(), 2,
+                bad.string() + ":2: expected 'HOST SWITCH'");
+  ExpectRefused("locate --simulate 8 --inject uplink:5-2", 2, "the last node comes before");
 }
 
 }  // namespace
