@@ -95,7 +95,8 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
                  "remeasurements); below it: undecided")
       ->capture_default_str();
   app.add_option("--budget", f.budget,
-                 "seconds of measuring before what is still undecided is reported inconclusive")
+                 "seconds of measuring again after the first pass, before what is still undecided "
+                 "is reported inconclusive")
       ->capture_default_str();
   app.add_option("--max-sweeps", f.max_sweeps,
                  "passes over the pairs at most: the first, then remeasurements of what is "
@@ -127,8 +128,9 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
                  "simulated: share of measurements hit by a burst of other traffic")
       ->capture_default_str();
   app.add_option("--inject", f.inject,
-                 "simulated fault (repeatable): node:N, nic:N/RAIL, link:A-B or intra:N, each "
-                 "optionally :FACTOR (bandwidth left, default 0.25)");
+                 "simulated fault (repeatable): node:N, nic:N/RAIL, link:A-B, intra:N or "
+                 "uplink:FIRST-LAST (a leaf switch's uplinks), each optionally :FACTOR "
+                 "(bandwidth left, default 0.25)");
   app.add_option("--late-rank", f.late_ranks,
                  "simulated: a rank that arrives late at the collective over every rank "
                  "(repeatable)");
