@@ -19,6 +19,8 @@ packages=(
   # the NCCL profiler plugin's Prometheus endpoint (prometheus-cpp pull), and watch's tests:
   # Debian's Prometheus server scraping it, curl fetching /metrics; watch --prometheus (libcurl)
   prometheus-cpp-dev prometheus curl libcurl4-openssl-dev
+  # locate's classifier: Student's t quantiles (Boost.Math, header-only).
+  libboost-math-dev
 )
 
 missing=()

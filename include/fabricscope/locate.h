@@ -6,6 +6,7 @@
 #include <compare>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -84,6 +85,9 @@ class PairMeasurer {
   // One collective over every rank: each rank's time per call (the engine's RankTimes);
   // empty when this measurer cannot, or on ranks that do not report.
   virtual std::optional<RankTimes> MeasureWorld() { return std::nullopt; }
+  // Seconds spent measuring so far, the same number on every rank of a job (rank 0's
+  // clock, shared with the round's numbers): what the time budget is checked against.
+  virtual double Elapsed() const { return 0; }
 };
 
 // The job's nodes: node i is names[i]; its rail r is global rank ranks[i][r].
@@ -121,6 +125,25 @@ double RobustSigma(const std::vector<double>& values);
 // ---------------------------------------------------------------------------------------
 // The procedure
 
+// Which leaf switch each host hangs from: from a host-to-switch map file or Slurm's
+// topology.conf. Locate then blames a leaf's uplinks, not the nodes or links behind it.
+struct Topology {
+  std::map<std::string, std::string> leaf_of;  // host name -> leaf switch
+  std::string source;                          // the file it came from
+  bool empty() const { return leaf_of.empty(); }
+};
+
+// "HOST SWITCH" per line (whitespace between; '#' starts a comment). Throws UsageError
+// naming the line.
+Topology ParseHostSwitchMap(std::string_view text, const std::string& source);
+// Slurm's topology.conf (topology/tree): "SwitchName=S Nodes=host[1-4,7]" lines give the
+// leaves; "Switches=" lines (the spines) are read past. Throws UsageError naming the line.
+Topology ParseSlurmTopology(std::string_view text, const std::string& source);
+// Either, by its content (SwitchName= means Slurm's); throws SystemError when unreadable.
+Topology ReadTopology(const std::string& path);
+// "node[01-03,7],gpu1" -> node01 node02 node03 node7 gpu1 (Slurm's host lists).
+std::vector<std::string> ExpandHostList(std::string_view list);
+
 // Full: the round-robin schedule (every pair); quick: `coverage` random peers per node.
 enum class LocateMode { kFull, kQuick };
 
@@ -129,16 +152,30 @@ struct LocateOptions {
   LocateMode mode = LocateMode::kFull;
   int coverage = 3;   // quick mode: rounds, i.e. peers per node
   uint64_t seed = 1;  // quick mode's pairing
-  // A measurement is slow when it is below `threshold` x the typical one AND more
-  // than `min_robust_z` robust standard deviations (1.4826 MAD) below it: the first keeps
-  // a tight cluster's noise from naming anyone, the second a noisy cluster's.
+  // A pair, node or link is slow when its bandwidth is below `threshold` x the pairs it is
+  // compared with AND significantly below them at `confidence`; fine when significantly
+  // above `threshold` x them. Both on log bandwidth, with the noise measured from repeats
+  // of the same pair.
   double threshold = 0.7;
-  double min_robust_z = 3.0;
-  int confirm_peers = 3;   // known-good nodes each suspect node is retested against
+  // The chance that one run names anyone wrongly, at most 1 - confidence: each test is
+  // corrected (Bonferroni) for the pairs and the remeasurements it is one of.
+  double confidence = 0.999;
+  // After the first pass, remeasure what is undecided until everything is decided, or
+  // `budget_s` seconds of measuring again (the measurer's Elapsed) or `max_sweeps` passes
+  // have been spent; what is still undecided then is reported inconclusive, never guessed.
+  double budget_s = 300;
+  int max_sweeps = 16;
+  // Two nodes have one pair and nothing to compare it with: the pair's expected sendrecv
+  // bus bandwidth (GB/s), e.g. check's expectation for the platform; 0 = none given.
+  double expect_gbs = 0;
+  Topology topology;       // hosts to leaf switches; empty: blame nodes and links only
   bool per_node = true;    // the per-node round (nodes with two or more ranks)
   bool stragglers = true;  // the collective over every rank, for per-rank times
-  // Told before each round: the phase ("per-node", "pairs", "confirmation", "world"), the
-  // round's number in it (from 1) and the phase's rounds. For a progress line.
+  // Stragglers: a rank stands out below threshold x the median time (or above it over
+  // threshold) and more than this many robust standard deviations from it.
+  double min_robust_z = 3.0;
+  // Told before each round: the phase ("per-node", "pairs", "again", "world"), the round's
+  // number in it (from 1) and the phase's rounds. For a progress line.
   std::function<void(std::string_view phase, int round, int rounds)> progress;
 };
 
@@ -148,13 +185,15 @@ enum class SuspectKind {
   kNic,        // slow with every peer, on some rails only: that rail's NIC, cable or port
   kLink,       // slow with one peer only: the path between the two
   kIntraNode,  // its own ranks are slow together (the per-node test)
+  kUplink,     // a leaf switch's uplinks: its nodes slow with every node behind other leaves
 };
 std::string_view NameOf(SuspectKind kind);
 
 // A node, NIC, link or node interior that measured slow, with the evidence.
 struct Suspect {
   SuspectKind kind = SuspectKind::kNode;
-  std::vector<int> nodes;  // one node; two for a link
+  std::vector<int> nodes;  // one node; two for a link; a leaf's nodes for an uplink
+  std::string element;     // kUplink: the leaf switch
   std::vector<int> rails;  // the rails it is slow on
   // Median bandwidth of its slow measurements over the typical pair's (0.25 = a quarter).
   double ratio = 1.0;
@@ -164,9 +203,41 @@ struct Suspect {
   double confidence = 0.0;
   int agreeing = 0;
   int measurements = 0;
-  bool confirmed = false;  // the confirmation round agreed: named
+  bool confirmed = false;  // decided at the stated confidence: named
   std::string evidence;    // one sentence with the numbers
 };
+
+// What the evidence says about one pair on one rail.
+enum class PairCall {
+  kFine,       // significantly above threshold x the pairs it is compared with
+  kSlow,       // below threshold x them, and significantly below them
+  kUndecided,  // neither, at this noise and this many measurements
+};
+std::string_view NameOf(PairCall call);
+
+// One pair on one rail after every measurement of it: the matrix shows these.
+struct PairJudgement {
+  NodePair pair;
+  int rail = 0;
+  int samples = 0;
+  double sendrecv = 0;    // median GB/s
+  double all_reduce = 0;  // median GB/s
+  int64_t wrong = 0;
+  // Its bandwidth over the pairs it is compared with, and the confidence interval of that.
+  double ratio = 1.0;
+  double low = 1.0;
+  double high = 1.0;
+  PairCall call = PairCall::kUndecided;
+};
+
+// The answer, in one word.
+enum class LocateStatus {
+  kClear,         // every node and pair decided, nothing slow
+  kFound,         // a culprit named
+  kInconclusive,  // something undecided when the budget ran out: nobody guessed
+  kAmbiguous,     // slow, but the measurements cannot tell which part (two nodes)
+};
+std::string_view NameOf(LocateStatus status);
 
 // A rank whose time in the collective over every rank stands out.
 struct Straggler {
@@ -183,9 +254,9 @@ struct Straggler {
 struct LocateRounds {
   int per_node = 0;
   int pairs = 0;
-  int confirmation = 0;
+  int again = 0;  // remeasurements of what was undecided
   int world = 0;
-  int Total() const { return per_node + pairs + confirmation + world; }
+  int Total() const { return per_node + pairs + again + world; }
 };
 
 // The bandwidth every pair on one rail is judged against.
@@ -195,7 +266,10 @@ struct RailBaseline {
   // slow node, which is in half the pairs of four nodes but a minority of any one's peers).
   double sendrecv_typical = 0;
   double all_reduce_typical = 0;
-  double sigma = 0;  // robust standard deviation of healthy pairs' ratios to the typical
+  // The noise: robust standard deviation of log bandwidth between repeated measurements
+  // of the same pair (a fault does not inflate it), and its degrees of freedom.
+  double sigma = 0;
+  double noise_df = 0;
 };
 
 // Everything locate found, and how.
@@ -214,14 +288,19 @@ struct LocateReport {
   LocateOptions options;
   ClusterLayout layout;
   LocateRounds rounds;
-  std::vector<PairSample> samples;               // the pair rounds
-  std::vector<PairSample> confirmation_samples;  // the confirmation rounds
-  std::vector<NodeSample> node_samples;          // the per-node round
-  std::vector<NodeSample> node_retests;          // the per-node round again, for suspects
+  std::vector<PairSample> samples;       // every pair measurement, in the order taken
+  int sweeps = 0;                        // passes over the pairs: 1 + remeasurements
+  std::vector<NodeSample> node_samples;  // the per-node round
+  std::vector<NodeSample> node_retests;  // the per-node round again, for suspects
   std::vector<RailBaseline> baselines;
-  std::vector<Suspect> suspects;  // confirmed: the culprits named
-  // Candidates the confirmation round did not bear out, or could not retest.
-  std::vector<Suspect> unconfirmed;
+  std::vector<PairJudgement> judgements;  // every pair and rail, as decided
+  LocateStatus status = LocateStatus::kClear;
+  std::vector<Suspect> suspects;  // decided at the stated confidence: the culprits named
+  // Slow-looking nodes and links not decided when the budget ran out (not named).
+  std::vector<Suspect> undecided;
+  // Inconclusive or ambiguous: what is not known, and the command that would decide it.
+  std::string unknown;
+  std::string next_step;
   std::optional<RankTimes> world_times;
   std::vector<Straggler> stragglers;
   std::vector<std::string> notes;
@@ -231,9 +310,9 @@ struct LocateReport {
 };
 
 // Runs the procedure against `measurer`: the per-node round, the pair rounds, the
-// classifier, a confirmation round against known-good nodes, the collective over every
-// rank. Deterministic for deterministic measurements: every rank of a real job runs it
-// and takes the same decisions. Throws UsageError for fewer than 4 nodes.
+// classifier, remeasurement of what is undecided (within the budget), the collective over
+// every rank. Deterministic for deterministic measurements: every rank of a real job runs
+// it and takes the same decisions. Throws UsageError for fewer than 2 nodes.
 LocateReport Locate(const LocateOptions& options, const ClusterLayout& layout,
                     PairMeasurer& measurer);
 
@@ -248,9 +327,9 @@ std::vector<Straggler> FindStragglers(const RankTimes& times, const std::vector<
 // A fault injected into a simulated cluster: a slow node, a slow NIC (one node, one rail),
 // a slow link (two nodes), a slow node interior, or a late rank.
 struct SimulatedFault {
-  SuspectKind kind = SuspectKind::kNode;  // kNode, kNic, kLink, kIntraNode
+  SuspectKind kind = SuspectKind::kNode;  // kNode, kNic, kLink, kIntraNode, kUplink
   int node = 0;
-  int peer = -1;         // kLink: the other node
+  int peer = -1;         // kLink: the other node; kUplink: the leaf's last node
   int rail = -1;         // kNic: the rail
   double factor = 0.25;  // bandwidth multiplier
 };
@@ -266,13 +345,15 @@ struct SimulatedClusterOptions {
   double noise = 0.03;             // sigma of the log-normal noise
   double transient_rate = 0.0;     // share of measurements hit by a transient
   double transient_depth = 0.5;    // a transient takes up to this share away
+  double round_s = 1.0;            // modelled seconds per round (Elapsed, for the budget)
   uint64_t seed = 1;
   std::vector<SimulatedFault> faults;
   std::vector<int> late_ranks;  // ranks that arrive late at the collective over every rank
 };
 
-// Parses "node:N[:F]", "nic:N/R[:F]", "link:A-B[:F]", "intra:N[:F]" (F the bandwidth factor,
-// 0 < F < 1; default 0.25). Throws UsageError naming the form.
+// Parses "node:N[:F]", "nic:N/R[:F]", "link:A-B[:F]", "intra:N[:F]", "uplink:A-B[:F]" (the
+// uplinks of a leaf switch with nodes A to B: every pair with one end behind it) (F the
+// bandwidth factor, 0 < F < 1; default 0.25). Throws UsageError naming the form.
 SimulatedFault ParseSimulatedFault(std::string_view text);
 
 // A cluster of nodes that exists only as this model: seeded, so every run is the same.
@@ -284,6 +365,7 @@ class SimulatedCluster : public PairMeasurer {
   std::vector<PairSample> MeasureRound(const Round& round) override;
   std::vector<NodeSample> MeasureNodes() override;
   std::optional<RankTimes> MeasureWorld() override;
+  double Elapsed() const override;
   // Node names sim0..simN-1 (zero-padded), rails ranks each.
   ClusterLayout Layout() const;
   // Rounds measured so far.

@@ -24,7 +24,9 @@ const std::vector<Command>& Commands() {
        SetupCompareCommand},
       {"report", "SVG plots and one self-contained HTML report of result files",
        SetupReportCommand},
-      {"locate", "find the slow node and the slow link: pair rounds, confirmation, stragglers",
+      {"locate",
+       "find the slow node and the slow link: pair rounds, measured again until significant, "
+       "stragglers",
        SetupLocateCommand},
       {"doctor", "node configuration checks: GPUDirect, GPU-NIC affinity, ports, MTU, NCCL",
        SetupDoctorCommand},

@@ -40,7 +40,11 @@ struct LocateFlags {
   int coverage = 3;
   uint64_t seed = 1;
   double threshold = 0.7;
-  int confirm = 3;
+  double confidence = 0.999;
+  double budget = 300;
+  int max_sweeps = 16;
+  double expect = 0;
+  std::string topology;
   bool skip_per_node = false;
   bool skip_stragglers = false;
   // A simulated cluster instead of a job.
@@ -85,11 +89,27 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
   app.add_option("-T,--timeout", f.timeout, "seconds a rank waits for its peers; 0 = 300 s")
       ->capture_default_str();
   app.add_option("--threshold", f.threshold,
-                 "a pair is slow below this fraction of the typical pair (and 3 robust standard "
-                 "deviations below it)")
+                 "a pair is slow below this fraction of the pairs it is compared with (and "
+                 "significantly below them)")
       ->capture_default_str();
-  app.add_option("--confirm", f.confirm, "known-good nodes each suspect node is retested against")
+  app.add_option("--confidence", f.confidence,
+                 "every name holds at this confidence (corrected for the number of pairs and "
+                 "remeasurements); below it: undecided")
       ->capture_default_str();
+  app.add_option("--budget", f.budget,
+                 "seconds of measuring again after the first pass, before what is still undecided "
+                 "is reported inconclusive")
+      ->capture_default_str();
+  app.add_option("--max-sweeps", f.max_sweeps,
+                 "passes over the pairs at most: the first, then remeasurements of what is "
+                 "undecided")
+      ->capture_default_str();
+  app.add_option("--topology", f.topology,
+                 "which leaf switch each host hangs from: a map file (HOST SWITCH per line) or "
+                 "Slurm's topology.conf; slow pairs they share are blamed on a leaf's uplinks");
+  app.add_option("--expect", f.expect,
+                 "expected sendrecv bus bandwidth of a pair, GB/s (e.g. from `fabricscope "
+                 "check`): what two nodes are judged against");
   app.add_flag("--skip-per-node", f.skip_per_node,
                "no per-node test (each node's own ranks together)");
   app.add_flag("--skip-stragglers", f.skip_stragglers,
@@ -112,8 +132,9 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
                  "simulated: share of measurements hit by a burst of other traffic")
       ->capture_default_str();
   app.add_option("--inject", f.inject,
-                 "simulated fault (repeatable): node:N, nic:N/RAIL, link:A-B or intra:N, each "
-                 "optionally :FACTOR (bandwidth left, default 0.25)");
+                 "simulated fault (repeatable): node:N, nic:N/RAIL, link:A-B, intra:N or "
+                 "uplink:FIRST-LAST (a leaf switch's uplinks), each optionally :FACTOR "
+                 "(bandwidth left, default 0.25)");
   app.add_option("--late-rank", f.late_ranks,
                  "simulated: a rank that arrives late at the collective over every rank "
                  "(repeatable)");
@@ -136,20 +157,31 @@ LocateOptions ToLocateOptions(const LocateFlags& f) {
   o.coverage = f.coverage;
   o.seed = f.seed;
   o.threshold = f.threshold;
-  o.confirm_peers = f.confirm;
+  o.confidence = f.confidence;
+  o.budget_s = f.budget;
+  o.max_sweeps = f.max_sweeps;
+  o.expect_gbs = f.expect;
+  if (!f.topology.empty()) o.topology = ReadTopology(f.topology);
   o.per_node = !f.skip_per_node;
   o.stragglers = !f.skip_stragglers;
   Require(f.coverage >= 1, "--coverage " + std::to_string(f.coverage) + " must be at least 1");
   Require(f.threshold > 0 && f.threshold < 1,
           fmt::format("--threshold {} must be between 0 and 1 (exclusive), e.g. 0.7", f.threshold));
-  Require(f.confirm >= 1, "--confirm " + std::to_string(f.confirm) + " must be at least 1");
+  Require(
+      f.confidence >= 0.5 && f.confidence < 1,
+      fmt::format("--confidence {} must be at least 0.5 and below 1, e.g. 0.999", f.confidence));
+  Require(f.budget >= 0, fmt::format("--budget {} must be 0 or more seconds", f.budget));
+  Require(f.max_sweeps >= 1, fmt::format("--max-sweeps {} must be at least 1", f.max_sweeps));
+  Require(f.expect >= 0, fmt::format("--expect {} must be 0 (none) or a bandwidth in GB/s, e.g. "
+                                     "--expect 24",
+                                     f.expect));
   return o;
 }
 
 void CheckSimulationFlags(const LocateFlags& f) {
   if (f.simulate > 0) return;
   Require(f.simulate == 0,
-          "--simulate " + std::to_string(f.simulate) + " must be a number of nodes (4 or more)");
+          "--simulate " + std::to_string(f.simulate) + " must be a number of nodes (2 or more)");
   const char* flag = !f.inject.empty()       ? "--inject"
                      : !f.late_ranks.empty() ? "--late-rank"
                      : f.rails != 1          ? "--rails"
@@ -240,6 +272,22 @@ int PrintPlan(const LocateFlags& f, const LaunchInfo& launch) {
   return kExitOk;
 }
 
+// Exit 4: nobody named, but not cleared either (inconclusive or ambiguous).
+constexpr int kExitUndecided = 4;
+
+int ExitCode(const LocateReport& report) {
+  switch (report.status) {
+    case LocateStatus::kClear:
+      return kExitOk;
+    case LocateStatus::kFound:
+      return kExitFailed;
+    case LocateStatus::kInconclusive:
+    case LocateStatus::kAmbiguous:
+      break;
+  }
+  return kExitUndecided;
+}
+
 int Execute(const LocateFlags& f, const std::vector<std::string>& args) {
   // Every process checks every value, so that a bad one stops the whole job at once.
   Require(f.format == "text" || f.format == "json",
@@ -265,7 +313,7 @@ int Execute(const LocateFlags& f, const std::vector<std::string>& args) {
     report.backend = "simulated";
     report.args = args;
     outputs.Write(report);
-    return report.Found() ? kExitFailed : kExitOk;
+    return ExitCode(report);
   }
 
   LocateJobOptions job;
@@ -301,7 +349,7 @@ int Execute(const LocateFlags& f, const std::vector<std::string>& args) {
   if (!outputs || report.ranks.empty()) return kExitOk;
   EndProgress(options);
   outputs->Write(report);
-  return report.Found() ? kExitFailed : kExitOk;
+  return ExitCode(report);
 }
 
 }  // namespace
@@ -310,7 +358,8 @@ CommandAction SetupLocateCommand(CLI::App& app) {
   auto flags = std::make_shared<LocateFlags>();
   AddFlags(app, *flags);
   app.footer(
-      "Exit codes: 0 nobody named, 1 a culprit named, 2 bad usage, 3 a failure while running.\n"
+      "Exit codes: 0 nobody named (everything decided fine), 1 a culprit named, 2 bad usage, "
+      "3 a failure while running, 4 inconclusive or ambiguous (nobody named, not cleared).\n"
       "Across hosts, start one process per host as for `run` (mpirun, srun, or RANK/WORLD_SIZE/"
       "MASTER_ADDR/MASTER_PORT); docs/locate.md.");
   return [flags](const CommandContext& ctx) { return Execute(*flags, ctx.command_line); };

@@ -1,14 +1,16 @@
-// The classifier: slow node (slow with every peer) against slow link (slow with one peer),
-// candidates first, then the verdict after the retests against known-good nodes.
+// The classifier: log bandwidth, noise from repeats of the same pair, and a call per pair,
+// node and link that is either significant at the stated confidence or "undecided".
 #include "locate/classifier.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <boost/math/distributions/normal.hpp>
+#include <boost/math/distributions/students_t.hpp>
 #include <cmath>
 #include <limits>
 #include <map>
-#include <numeric>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -16,11 +18,20 @@
 namespace fabricscope::classify {
 namespace {
 
+constexpr double kWrongLog = -6.907755278982137;  // log(1e-3): wrong data
+constexpr double kMedianEfficiency = 1.2533;      // sd of a median over sd of a mean
+constexpr double kMadEfficiency = 0.37;           // MAD's share of a sd's degrees of freedom
+constexpr size_t kSharedReferencePairs = 120;     // the pairs of 16 nodes
+
 bool Finite(double x) { return std::isfinite(x); }
+
+int Other(const NodePair& p, int node) { return p.a == node ? p.b : p.a; }
+
+NodePair Ordered(const NodePair& p) { return p.a < p.b ? p : NodePair{p.b, p.a}; }
 
 std::string Gbs(double gbs) { return fmt::format("{:.3g} GB/s", gbs); }
 
-std::string Times(double ratio) { return fmt::format("{:.2f}x", ratio); }
+std::string Times(double log_ratio) { return fmt::format("{:.2f}x", std::exp(log_ratio)); }
 
 // "rail 1", "rails 0, 2", or "" when the cluster has one rail.
 std::string RailsPhrase(const std::vector<int>& rails, int total) {
@@ -31,33 +42,6 @@ std::string RailsPhrase(const std::vector<int>& rails, int total) {
   return s;
 }
 
-std::string NameList(const ClusterLayout& layout, const std::vector<int>& nodes) {
-  std::string s;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    s += (i ? ", " : "") + layout.names[static_cast<size_t>(nodes[i])];
-  }
-  return s;
-}
-
-// The retest verdicts of one rail, by pair, against that rail's baseline.
-std::map<NodePair, PairVerdict> RetestVerdicts(const std::vector<PairSample>& retests, int rail,
-                                               const Baseline& baseline) {
-  std::map<NodePair, PairVerdict> out;
-  for (PairVerdict v : CombineSamples(retests, rail)) {
-    v.ratio = baseline.Ratio(v.sendrecv, v.all_reduce, v.wrong);
-    v.slow = baseline.IsSlow(v.ratio);
-    out[v.pair] = v;
-  }
-  return out;
-}
-
-const PairVerdict* Find(const std::map<NodePair, PairVerdict>& verdicts, int x, int y) {
-  const auto it = verdicts.find(x < y ? NodePair{x, y} : NodePair{y, x});
-  return it == verdicts.end() ? nullptr : &it->second;
-}
-
-int Other(const NodePair& p, int node) { return p.a == node ? p.b : p.a; }
-
 void SortSuspects(std::vector<Suspect>& suspects) {
   std::sort(suspects.begin(), suspects.end(), [](const Suspect& x, const Suspect& y) {
     if (x.kind != y.kind) return x.kind < y.kind;
@@ -65,525 +49,736 @@ void SortSuspects(std::vector<Suspect>& suspects) {
   });
 }
 
+double MedianOf(const std::vector<PairSample>& samples, int rail, double PairSample::*metric) {
+  std::vector<double> values;
+  for (const PairSample& s : samples) {
+    if (s.rail == rail && s.wrong == 0 && Finite(s.*metric) && s.*metric > 0) {
+      values.push_back(s.*metric);
+    }
+  }
+  return Median(std::move(values));
+}
+
 }  // namespace
 
-Baseline::Baseline(RailBaseline values, double center, const LocateOptions& options)
-    : values_(values),
-      center_(center),
-      threshold_(options.threshold),
-      min_z_(options.min_robust_z) {}
-
-double Baseline::Ratio(double sendrecv, double all_reduce, int64_t wrong) const {
-  if (wrong > 0) return 0.0;  // wrong data is the worst a link can do
+double SampleLog(const PairSample& s, double sendrecv_typical, double all_reduce_typical) {
+  if (s.wrong > 0) return kWrongLog;
   double sum = 0;
   int parts = 0;
-  if (values_.sendrecv_typical > 0 && Finite(sendrecv)) {
-    sum += sendrecv / values_.sendrecv_typical;
+  for (const auto& [bw, typical] :
+       {std::pair{s.sendrecv_busbw, sendrecv_typical}, {s.all_reduce_busbw, all_reduce_typical}}) {
+    if (!(Finite(bw) && typical > 0)) continue;
+    sum += std::log(std::max(bw, 0.0) / typical + 1e-9);
     ++parts;
   }
-  if (values_.all_reduce_typical > 0 && Finite(all_reduce)) {
-    sum += all_reduce / values_.all_reduce_typical;
-    ++parts;
-  }
-  return parts == 0 ? 1.0 : sum / parts;
+  return parts == 0 ? std::numeric_limits<double>::quiet_NaN() : sum / parts;
 }
 
-bool Baseline::IsFine(double ratio) const { return Finite(ratio) && ratio >= threshold_ * center_; }
-
-bool Baseline::IsSlow(double ratio) const {
-  if (!Finite(ratio)) return false;
-  const double sigma = Finite(values_.sigma) ? values_.sigma : 0.0;
-  return ratio < threshold_ * center_ && center_ - ratio > min_z_ * sigma;
-}
-
-std::vector<PairVerdict> CombineSamples(const std::vector<PairSample>& samples, int rail) {
-  // Sorted rather than mapped: a full schedule of a thousand nodes is half a million pairs.
-  std::vector<std::pair<NodePair, const PairSample*>> list;
-  list.reserve(samples.size());
+RailLevels BuildLevels(const std::vector<PairSample>& samples, int rail, int nodes) {
+  RailLevels out;
+  out.rail = rail;
+  out.sendrecv_typical = MedianOf(samples, rail, &PairSample::sendrecv_busbw);
+  out.all_reduce_typical = MedianOf(samples, rail, &PairSample::all_reduce_busbw);
+  std::map<NodePair, PairLevel> by_pair;
+  std::map<NodePair, std::pair<std::vector<double>, std::vector<double>>> bandwidths;
   for (const PairSample& s : samples) {
     if (s.rail != rail) continue;
-    list.emplace_back(s.pair.a < s.pair.b ? s.pair : NodePair{s.pair.b, s.pair.a}, &s);
+    const NodePair p = Ordered(s.pair);
+    const double y = SampleLog(s, out.sendrecv_typical, out.all_reduce_typical);
+    PairLevel& level = by_pair[p];
+    level.pair = p;
+    level.wrong += s.wrong;
+    if (Finite(y)) level.logs.push_back(y);
+    bandwidths[p].first.push_back(s.sendrecv_busbw);
+    bandwidths[p].second.push_back(s.all_reduce_busbw);
   }
-  std::stable_sort(list.begin(), list.end(),
-                   [](const auto& x, const auto& y) { return x.first < y.first; });
-  std::vector<PairVerdict> out;
-  std::vector<double> sr;
-  std::vector<double> ar;
-  for (size_t i = 0; i < list.size();) {
-    PairVerdict v;
-    v.pair = list[i].first;
-    sr.clear();
-    ar.clear();
-    for (; i < list.size() && list[i].first == v.pair; ++i) {
-      sr.push_back(list[i].second->sendrecv_busbw);
-      ar.push_back(list[i].second->all_reduce_busbw);
-      v.wrong += list[i].second->wrong;
-    }
-    v.sendrecv = Median(sr);
-    v.all_reduce = Median(ar);
-    v.samples = static_cast<int>(sr.size());
-    out.push_back(v);
+  out.pairs_of_node.assign(static_cast<size_t>(std::max(0, nodes)), {});
+  for (auto& [pair, level] : by_pair) {
+    if (level.logs.empty()) continue;
+    level.level = Median(level.logs);
+    level.spread = level.logs.size() >= 3 ? RobustSigma(level.logs) : 0.0;
+    level.sendrecv = Median(bandwidths[pair].first);
+    level.all_reduce = Median(bandwidths[pair].second);
+    const size_t index = out.pairs.size();
+    out.pairs.push_back(std::move(level));
+    for (int end : {pair.a, pair.b}) out.pairs_of_node[static_cast<size_t>(end)].push_back(index);
   }
   return out;
 }
 
-int RailAnalysis::Unexplained(int node, int* slow) const {
-  int total = 0;
-  int slow_count = 0;
-  for (size_t i : pairs_of_node[static_cast<size_t>(node)]) {
-    const PairVerdict& v = pairs[i];
-    if (slow_node[static_cast<size_t>(Other(v.pair, node))]) continue;
-    ++total;
-    if (v.slow) ++slow_count;
-  }
-  if (slow != nullptr) *slow = slow_count;
-  return total;
-}
-
-double RailAnalysis::MedianRatio(int node) const {
-  std::vector<double> ratios;
-  for (size_t i : pairs_of_node[static_cast<size_t>(node)]) {
-    if (slow_node[static_cast<size_t>(Other(pairs[i].pair, node))]) continue;
-    ratios.push_back(pairs[i].ratio);
-  }
-  return Median(std::move(ratios));
-}
-
-RailAnalysis AnalyzeRail(int rail, int nodes, const std::vector<PairSample>& samples,
-                         const LocateOptions& options) {
-  RailAnalysis a;
-  a.pairs = CombineSamples(samples, rail);
-  const size_t n = static_cast<size_t>(nodes);
-  a.pairs_of_node.assign(n, {});
-  a.slow_node.assign(n, 0);
-  for (size_t i = 0; i < a.pairs.size(); ++i) {
-    for (int end : {a.pairs[i].pair.a, a.pairs[i].pair.b}) {
-      a.pairs_of_node[static_cast<size_t>(end)].push_back(i);
-    }
-  }
-  // The yardstick is the typical node's typical pair (the median over nodes of each node's
-  // median pair), not the median pair: one slow node of four is in half of all pairs, but
-  // it is a minority among every other node's peers.
-  auto typical = [&](double PairVerdict::*metric) {
-    std::vector<double> per_node;
-    std::vector<double> values;
-    for (size_t x = 0; x < n; ++x) {
-      values.clear();
-      for (size_t i : a.pairs_of_node[x]) {
-        const PairVerdict& v = a.pairs[i];
-        if (v.wrong == 0 && Finite(v.*metric)) values.push_back(v.*metric);
+std::vector<NodePair> NoiseSample(const std::vector<NodePair>& pairs, int nodes) {
+  const std::set<NodePair> all(pairs.begin(), pairs.end());
+  constexpr size_t kNoisePairs = 64;
+  std::vector<NodePair> out;
+  std::set<NodePair> left = all;
+  while (!left.empty() && out.size() < kNoisePairs) {
+    std::vector<char> busy(static_cast<size_t>(nodes), 0);
+    for (auto it = left.begin(); it != left.end();) {
+      const auto a = static_cast<size_t>(it->a);
+      const auto b = static_cast<size_t>(it->b);
+      if (busy[a] || busy[b]) {
+        ++it;
+        continue;
       }
-      if (!values.empty()) per_node.push_back(Median(values));
-    }
-    return Median(std::move(per_node));
-  };
-  RailBaseline values;
-  values.rail = rail;
-  values.sendrecv_typical = typical(&PairVerdict::sendrecv);
-  values.all_reduce_typical = typical(&PairVerdict::all_reduce);
-  const Baseline provisional(values, 1.0, options);
-  for (PairVerdict& v : a.pairs) v.ratio = provisional.Ratio(v.sendrecv, v.all_reduce, v.wrong);
-  // The noise of a healthy pair: the spread of pairs between nodes whose median pair is
-  // not slow (all pairs when there are too few such pairs to say).
-  std::vector<char> typical_node(n, 0);
-  std::vector<double> ratios;
-  for (size_t x = 0; x < n; ++x) {
-    ratios.clear();
-    for (size_t i : a.pairs_of_node[x]) ratios.push_back(a.pairs[i].ratio);
-    typical_node[x] = !ratios.empty() && Median(ratios) >= options.threshold;
-  }
-  std::vector<double> healthy;
-  std::vector<double> all;
-  for (const PairVerdict& v : a.pairs) {
-    all.push_back(v.ratio);
-    if (typical_node[static_cast<size_t>(v.pair.a)] &&
-        typical_node[static_cast<size_t>(v.pair.b)]) {
-      healthy.push_back(v.ratio);
+      busy[a] = busy[b] = 1;
+      out.push_back(*it);
+      it = left.erase(it);
     }
   }
-  const std::vector<double>& spread = healthy.size() >= 3 ? healthy : all;
-  values.sigma = spread.empty() ? 0.0 : RobustSigma(spread);
-  const double center = spread.empty() ? 1.0 : Median(spread);
-  a.baseline = Baseline(values, center, options);
-
-  std::vector<int> unexplained(n, 0);
-  std::vector<int> slow_count(n, 0);
-  for (PairVerdict& v : a.pairs) {
-    v.slow = a.baseline.IsSlow(v.ratio);
-    for (int end : {v.pair.a, v.pair.b}) {
-      ++unexplained[static_cast<size_t>(end)];
-      if (v.slow) ++slow_count[static_cast<size_t>(end)];
-    }
-  }
-
-  // Explaining away: the node slow with the largest share of its peers goes first; its
-  // slow pairs then no longer count against its peers, so a healthy node that met two
-  // slow nodes is not taken for a third.
-  for (;;) {
-    int best = -1;
-    double best_share = 0;
-    double best_median = 0;
-    for (size_t x = 0; x < n; ++x) {
-      if (a.slow_node[x] || unexplained[x] < 2 || 2 * slow_count[x] <= unexplained[x]) continue;
-      const double share = static_cast<double>(slow_count[x]) / unexplained[x];
-      if (best >= 0 && share < best_share) continue;
-      const double median = a.MedianRatio(static_cast<int>(x));
-      if (best >= 0 && share == best_share && median >= best_median) continue;
-      best = static_cast<int>(x);
-      best_share = share;
-      best_median = median;
-    }
-    if (best < 0) break;
-    a.slow_node[static_cast<size_t>(best)] = 1;
-    a.slow_node_order.push_back(best);
-    for (size_t i : a.pairs_of_node[static_cast<size_t>(best)]) {
-      const size_t peer = static_cast<size_t>(Other(a.pairs[i].pair, best));
-      if (a.slow_node[peer]) continue;
-      --unexplained[peer];
-      if (a.pairs[i].slow) --slow_count[peer];
-    }
-  }
-  for (size_t i = 0; i < a.pairs.size(); ++i) {
-    const PairVerdict& v = a.pairs[i];
-    if (v.slow && !a.slow_node[static_cast<size_t>(v.pair.a)] &&
-        !a.slow_node[static_cast<size_t>(v.pair.b)]) {
-      a.slow_links.push_back(i);
-    }
-  }
-  return a;
+  return out;
 }
 
-Candidates FindCandidates(const ClusterLayout& layout, const std::vector<PairSample>& samples,
-                          const LocateOptions& options) {
-  Candidates c;
-  const int nodes = static_cast<int>(layout.names.size());
-  for (int r = 0; r < layout.rails; ++r) c.rails.push_back(AnalyzeRail(r, nodes, samples, options));
-  std::vector<char> suspect(static_cast<size_t>(nodes), 0);
-  std::set<NodePair> links;
-  for (const RailAnalysis& rail : c.rails) {
-    for (int x : rail.slow_node_order) {
-      if (!suspect[static_cast<size_t>(x)]) c.nodes.push_back(x);
-      suspect[static_cast<size_t>(x)] = 1;
+Noise EstimateNoise(const RailLevels& levels, const std::vector<NodePair>& sample) {
+  std::vector<double> differences;
+  for (const PairLevel& p : levels.pairs) {
+    if (!std::binary_search(sample.begin(), sample.end(), p.pair)) continue;
+    for (size_t i = 1; i < p.logs.size(); ++i) differences.push_back(p.logs[i] - p.logs[i - 1]);
+  }
+  Noise noise;
+  if (differences.empty()) return noise;
+  // The MAD about zero, not about the median: the differences of one pair have mean zero.
+  for (double& d : differences) d = std::abs(d);
+  noise.sigma = 1.4826 * Median(differences) / std::sqrt(2.0);
+  noise.df = kMadEfficiency * static_cast<double>(differences.size());
+  return noise;
+}
+
+double CriticalValue(double confidence, double tests, double df) {
+  const double alpha = std::clamp(1.0 - confidence, 1e-15, 0.5);
+  const double p = alpha / std::max(1.0, tests);
+  if (!(df > 0)) return std::numeric_limits<double>::infinity();
+  if (df >= 1000) {
+    return boost::math::quantile(boost::math::complement(boost::math::normal(), p));
+  }
+  return boost::math::quantile(boost::math::complement(boost::math::students_t(df), p));
+}
+
+PairCall Rule::Call(double diff, double se) const {
+  if (!Finite(diff) || !Finite(se) || !Finite(z) || !Finite(z_fine)) return PairCall::kUndecided;
+  // No noise figure yet (an infinite critical value) decides nothing; no error at all
+  // (identical repeats) needs no critical value.
+  const double slow_margin = se > 0 ? z * se : 0.0;
+  const double fine_margin = se > 0 ? z_fine * se : 0.0;
+  if (!Finite(slow_margin) || !Finite(fine_margin)) return PairCall::kUndecided;
+  if (diff + slow_margin < log_threshold) return PairCall::kSlow;
+  if (diff - fine_margin > log_threshold) return PairCall::kFine;
+  return PairCall::kUndecided;
+}
+
+std::vector<size_t> PairsAvoiding(const RailLevels& levels, const std::vector<char>& excluded,
+                                  size_t skip) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < levels.pairs.size(); ++i) {
+    const NodePair& p = levels.pairs[i].pair;
+    if (i == skip || excluded[static_cast<size_t>(p.a)] || excluded[static_cast<size_t>(p.b)]) {
+      continue;
     }
-    for (size_t i : rail.slow_links) links.insert(rail.pairs[i].pair);
+    out.push_back(i);
   }
-  std::sort(c.nodes.begin(), c.nodes.end());
-  c.links.assign(links.begin(), links.end());
-  for (const NodePair& p : c.links) {
-    suspect[static_cast<size_t>(p.a)] = 1;
-    suspect[static_cast<size_t>(p.b)] = 1;
+  return out;
+}
+
+Reference MakeReference(const RailLevels& levels, const std::vector<size_t>& pairs, double sigma) {
+  Reference ref;
+  std::vector<double> values;
+  double inverse_n = 0;
+  for (size_t i : pairs) {
+    values.push_back(levels.pairs[i].level);
+    inverse_n += 1.0 / levels.pairs[i].n();
   }
-  // Known good: in no candidate, measured on every rail, best median ratio first.
-  std::vector<std::pair<double, int>> ranked;
-  for (int x = 0; x < nodes; ++x) {
-    if (suspect[static_cast<size_t>(x)]) continue;
-    double sum = 0;
-    bool measured = true;
-    for (const RailAnalysis& rail : c.rails) {
-      const double m = rail.MedianRatio(x);
-      if (!Finite(m)) measured = false;
-      sum += m;
-    }
-    if (measured && !c.rails.empty())
-      ranked.emplace_back(-sum / static_cast<double>(c.rails.size()), x);
+  ref.count = static_cast<int>(values.size());
+  if (values.empty()) {
+    ref.level = std::numeric_limits<double>::quiet_NaN();
+    ref.se = std::numeric_limits<double>::infinity();
+    return ref;
   }
-  std::sort(ranked.begin(), ranked.end());
-  for (const auto& [score, x] : ranked) c.good.push_back(x);
+  ref.level = Median(values);
+  const double m = static_cast<double>(values.size());
+  // The noise of one pair's level (on average over the reference), or the pairs' own
+  // spread, whichever is larger: genuine differences between healthy pairs count too.
+  const double per_pair = sigma * std::sqrt(inverse_n / m);
+  const double spread = values.size() >= 3 ? RobustSigma(values) : 0.0;
+  ref.se = kMedianEfficiency * std::max(per_pair, spread) / std::sqrt(m);
+  return ref;
+}
+
+Comparison Compare(const PairLevel& pair, const Reference& reference, const Rule& rule) {
+  Comparison c;
+  c.diff = pair.level - reference.level;
+  const double sigma = std::max(rule.sigma, pair.spread);
+  const double n = static_cast<double>(std::max(1, pair.n()));
+  const double own = (pair.n() >= 3 ? kMedianEfficiency : 1.0) * sigma / std::sqrt(n);
+  c.se = std::sqrt(own * own + reference.se * reference.se);
+  // Wrong data is wrong at any noise.
+  c.call = pair.wrong > 0 ? PairCall::kSlow : rule.Call(c.diff, c.se);
   return c;
 }
 
-ConfirmationPlan PlanConfirmation(const Candidates& candidates, const LocateOptions& options) {
-  ConfirmationPlan plan;
-  const size_t g = candidates.good.size();
-  size_t cursor = 0;
-  auto next_good = [&] { return candidates.good[cursor++ % g]; };
-  for (int x : candidates.nodes) {
-    ConfirmationPlan::NodeRetest retest;
-    retest.node = x;
-    const size_t count = std::min(g, static_cast<size_t>(std::max(0, options.confirm_peers)));
-    for (size_t i = 0; i < count; ++i) retest.good.push_back(next_good());
-    plan.nodes.push_back(retest);
+NodeTest TestNode(const RailLevels& levels, int node, const std::vector<char>& slow_nodes,
+                  const Rule& rule, const Reference* shared) {
+  NodeTest t;
+  t.node = node;
+  Reference own;
+  if (shared == nullptr) {
+    std::vector<char> excluded = slow_nodes;
+    excluded[static_cast<size_t>(node)] = 1;
+    own = MakeReference(levels, PairsAvoiding(levels, excluded), rule.sigma);
   }
-  for (const NodePair& link : candidates.links) {
-    ConfirmationPlan::LinkRetest retest;
-    retest.link = link;
-    if (g > 0) {
-      retest.good_a = next_good();
-      retest.good_b = next_good();
-    }
-    plan.links.push_back(retest);
+  const Reference& ref = shared != nullptr ? *shared : own;
+  std::vector<double> diffs;
+  std::vector<double> errors;
+  bool fine = false;
+  for (size_t i : levels.pairs_of_node[static_cast<size_t>(node)]) {
+    const PairLevel& p = levels.pairs[i];
+    if (slow_nodes[static_cast<size_t>(Other(p.pair, node))]) continue;
+    const Comparison c = Compare(p, ref, rule);
+    ++t.pairs;
+    diffs.push_back(c.diff);
+    errors.push_back(c.se);
+    if (c.call == PairCall::kSlow) ++t.slow_pairs;
+    if (c.call == PairCall::kFine) fine = true;
   }
-  return plan;
-}
-
-std::vector<NodePair> ConfirmationPlan::Pairs() const {
-  std::vector<NodePair> pairs;
-  std::set<NodePair> seen;
-  auto add = [&](int x, int y) {
-    const NodePair p = x < y ? NodePair{x, y} : NodePair{y, x};
-    if (x != y && seen.insert(p).second) pairs.push_back(p);
-  };
-  // The i-th retest of every node before the (i+1)-th of any: first fit then fills each
-  // round with one retest per suspect.
-  size_t most = 0;
-  for (const NodeRetest& r : nodes) most = std::max(most, r.good.size());
-  for (size_t i = 0; i < most; ++i) {
-    for (const NodeRetest& r : nodes) {
-      if (i < r.good.size()) add(r.node, r.good[i]);
-    }
+  t.diff = Median(diffs);
+  bool slow = ref.count > 0 && t.pairs > 0 && t.slow_pairs == t.pairs;
+  if (diffs.size() >= 3) {
+    // The node as a whole: the median of its pairs, whose error shrinks with their number.
+    // (The reference's own error is shared by all of them: it does not shrink.)
+    const double spread =
+        kMedianEfficiency * Median(errors) / std::sqrt(static_cast<double>(diffs.size()));
+    const double se = std::sqrt(spread * spread + ref.se * ref.se);
+    fine = fine || t.diff - rule.z_fine * se > rule.log_threshold;
+    slow = slow || (ref.count > 0 && t.diff + rule.z * se < rule.log_threshold);
   }
-  for (const LinkRetest& r : links) add(r.link.a, r.link.b);
-  for (const LinkRetest& r : links) {
-    if (r.good_a >= 0) add(r.link.a, r.good_a);
-    if (r.good_b >= 0) add(r.link.b, r.good_b);
+  if (fine) {
+    t.call = PairCall::kFine;
+  } else if (slow) {
+    t.call = PairCall::kSlow;
   }
-  return pairs;
-}
-
-Decision Decide(const ClusterLayout& layout, const Candidates& candidates,
-                const ConfirmationPlan& plan, const std::vector<PairSample>& retests) {
-  Decision decision;
-  const int total_rails = layout.rails;
-  std::vector<std::map<NodePair, PairVerdict>> retest(candidates.rails.size());
-  for (size_t r = 0; r < candidates.rails.size(); ++r) {
-    retest[r] = RetestVerdicts(retests, static_cast<int>(r), candidates.rails[r].baseline);
-  }
-  auto name = [&](int node) { return layout.names[static_cast<size_t>(node)]; };
-
-  for (const ConfirmationPlan::NodeRetest& plan_node : plan.nodes) {
-    const int x = plan_node.node;
-    struct RailFacts {
-      int rail;
-      int peers, slow_peers, retests, slow_retests;
-      std::vector<double> slow_ratios, slow_sendrecv, retest_ratios;
-    };
-    std::vector<RailFacts> flagged;
-    for (size_t r = 0; r < candidates.rails.size(); ++r) {
-      const RailAnalysis& rail = candidates.rails[r];
-      if (!rail.slow_node[static_cast<size_t>(x)]) continue;
-      RailFacts f{static_cast<int>(r), 0, 0, 0, 0, {}, {}, {}};
-      f.peers = rail.Unexplained(x, &f.slow_peers);
-      for (size_t i : rail.pairs_of_node[static_cast<size_t>(x)]) {
-        const PairVerdict& v = rail.pairs[i];
-        if (v.slow && !rail.slow_node[static_cast<size_t>(Other(v.pair, x))]) {
-          f.slow_ratios.push_back(v.ratio);
-          f.slow_sendrecv.push_back(v.sendrecv);
-        }
-      }
-      for (int good : plan_node.good) {
-        if (const PairVerdict* v = Find(retest[r], x, good)) {
-          ++f.retests;
-          if (v->slow) ++f.slow_retests;
-          f.retest_ratios.push_back(v->ratio);
-        }
-      }
-      flagged.push_back(std::move(f));
-    }
-    if (flagged.empty()) continue;
-    std::vector<int> confirmed_rails;
-    for (const RailFacts& f : flagged) {
-      if (f.retests > 0 && 2 * f.slow_retests > f.retests) confirmed_rails.push_back(f.rail);
-    }
-    Suspect s;
-    s.nodes = {x};
-    s.confirmed = !confirmed_rails.empty();
-    std::vector<int> flagged_rails;
-    for (const RailFacts& f : flagged) flagged_rails.push_back(f.rail);
-    s.rails = s.confirmed ? confirmed_rails : flagged_rails;
-    s.kind =
-        static_cast<int>(s.rails.size()) == total_rails ? SuspectKind::kNode : SuspectKind::kNic;
-    std::vector<double> ratios, sendrecv, retest_ratios;
-    int peers = 0, slow_peers = 0, retests_n = 0, slow_retests = 0;
-    for (const RailFacts& f : flagged) {
-      if (std::find(s.rails.begin(), s.rails.end(), f.rail) == s.rails.end()) continue;
-      peers += f.peers;
-      slow_peers += f.slow_peers;
-      retests_n += f.retests;
-      slow_retests += f.slow_retests;
-      ratios.insert(ratios.end(), f.slow_ratios.begin(), f.slow_ratios.end());
-      sendrecv.insert(sendrecv.end(), f.slow_sendrecv.begin(), f.slow_sendrecv.end());
-      retest_ratios.insert(retest_ratios.end(), f.retest_ratios.begin(), f.retest_ratios.end());
-    }
-    s.ratio = Median(ratios);
-    s.agreeing = slow_peers + slow_retests;
-    s.measurements = peers + retests_n;
-    s.confidence = s.measurements > 0 ? static_cast<double>(s.agreeing) / s.measurements : 0.0;
-    const RailBaseline& base =
-        candidates.rails[static_cast<size_t>(s.rails.front())].baseline.values();
-    s.evidence = fmt::format(
-        "slow with {} of {} peers{}: median {} the typical pair (sendrecv {} against {})",
-        slow_peers, peers, RailsPhrase(s.rails, total_rails), Times(s.ratio), Gbs(Median(sendrecv)),
-        Gbs(base.sendrecv_typical));
-    if (plan_node.good.empty()) {
-      s.evidence += "; not retested: no known-good node to test it against";
-    } else {
-      s.evidence += fmt::format("; retested against known-good {}: {} of {} slow (median {})",
-                                NameList(layout, plan_node.good), slow_retests, retests_n,
-                                Times(Median(retest_ratios)));
-    }
-    (s.confirmed ? decision.named : decision.unconfirmed).push_back(std::move(s));
-  }
-
-  for (const ConfirmationPlan::LinkRetest& plan_link : plan.links) {
-    const NodePair link = plan_link.link;
-    std::vector<int> flagged_rails, confirmed_rails;
-    int agreeing = 0, measurements = 0, others = 0, fine_others = 0;
-    std::vector<double> ratios, sendrecv;
-    std::string retest_text;
-    for (size_t r = 0; r < candidates.rails.size(); ++r) {
-      const RailAnalysis& rail = candidates.rails[r];
-      const auto it = std::find_if(rail.slow_links.begin(), rail.slow_links.end(),
-                                   [&](size_t i) { return rail.pairs[i].pair == link; });
-      if (it == rail.slow_links.end()) continue;
-      flagged_rails.push_back(static_cast<int>(r));
-      const PairVerdict& v = rail.pairs[*it];
-      int rail_agreeing = 1, rail_measurements = 1;
-      // Both ends with their other peers: fine is what a link (not a node) predicts.
-      for (int end : {link.a, link.b}) {
-        for (size_t i : rail.pairs_of_node[static_cast<size_t>(end)]) {
-          const PairVerdict& o = rail.pairs[i];
-          if (o.pair == link || rail.slow_node[static_cast<size_t>(Other(o.pair, end))]) continue;
-          ++others;
-          ++rail_measurements;
-          if (rail.baseline.IsFine(o.ratio)) {
-            ++fine_others;
-            ++rail_agreeing;
-          }
-        }
-      }
-      const PairVerdict* again = Find(retest[r], link.a, link.b);
-      const PairVerdict* with_a =
-          plan_link.good_a >= 0 ? Find(retest[r], link.a, plan_link.good_a) : nullptr;
-      const PairVerdict* with_b =
-          plan_link.good_b >= 0 ? Find(retest[r], link.b, plan_link.good_b) : nullptr;
-      // The ends must be clearly fine with good nodes, not merely short of slow: an end at
-      // 0.55x in a noisy cluster is no evidence that the link, not the node, is at fault.
-      const auto fine = [&](const PairVerdict* t) {
-        return t != nullptr && rail.baseline.IsFine(t->ratio);
-      };
-      for (const PairVerdict* t : {again, with_a, with_b}) {
-        if (t == nullptr) continue;
-        ++rail_measurements;
-        if (t == again ? t->slow : fine(t)) ++rail_agreeing;
-      }
-      const bool confirmed = again != nullptr && again->slow && fine(with_a) && fine(with_b);
-      if (confirmed) confirmed_rails.push_back(static_cast<int>(r));
-      agreeing += rail_agreeing;
-      measurements += rail_measurements;
-      ratios.push_back(v.ratio);
-      sendrecv.push_back(v.sendrecv);
-      if (retest_text.empty() && again != nullptr) {
-        retest_text = fmt::format("; retested: {} again", Times(again->ratio));
-        if (with_a != nullptr) {
-          retest_text +=
-              fmt::format(", {}-{} {}", name(link.a), name(plan_link.good_a), Times(with_a->ratio));
-        }
-        if (with_b != nullptr) {
-          retest_text +=
-              fmt::format(", {}-{} {}", name(link.b), name(plan_link.good_b), Times(with_b->ratio));
-        }
-      }
-    }
-    if (flagged_rails.empty()) continue;
-    Suspect s;
-    s.kind = SuspectKind::kLink;
-    s.nodes = {link.a, link.b};
-    s.confirmed = !confirmed_rails.empty();
-    s.rails = s.confirmed ? confirmed_rails : flagged_rails;
-    s.ratio = Median(ratios);
-    s.agreeing = agreeing;
-    s.measurements = measurements;
-    s.confidence = measurements > 0 ? static_cast<double>(agreeing) / measurements : 0.0;
-    const RailBaseline& base =
-        candidates.rails[static_cast<size_t>(s.rails.front())].baseline.values();
-    s.evidence = fmt::format(
-        "slow between {} and {} only{}: {} the typical pair (sendrecv {} against {}); {} of "
-        "their {} other pairs fine",
-        name(link.a), name(link.b), RailsPhrase(s.rails, total_rails), Times(s.ratio),
-        Gbs(Median(sendrecv)), Gbs(base.sendrecv_typical), fine_others, others);
-    s.evidence += plan_link.good_a < 0 ? "; not retested: no known-good node to test it against"
-                                       : retest_text;
-    (s.confirmed ? decision.named : decision.unconfirmed).push_back(std::move(s));
-  }
-  SortSuspects(decision.named);
-  SortSuspects(decision.unconfirmed);
-  return decision;
+  return t;
 }
 
 namespace {
 
-// The per-node test's yardstick: the median node, and how far below it is slow.
-struct NodeBaseline {
-  double median = 0;
-  double center = 1;
-  double sigma = 0;
-  double Ratio(const NodeSample& s) const {
-    return s.wrong > 0 ? 0.0 : (median > 0 ? s.all_reduce_busbw / median : 1.0);
-  }
-};
-
-NodeBaseline MakeNodeBaseline(const std::vector<NodeSample>& samples) {
-  NodeBaseline b;
-  std::vector<double> bw;
-  for (const NodeSample& s : samples) {
-    if (s.wrong == 0 && Finite(s.all_reduce_busbw)) bw.push_back(s.all_reduce_busbw);
-  }
-  b.median = Median(bw);
-  std::vector<double> ratios;
-  for (const NodeSample& s : samples) ratios.push_back(b.Ratio(s));
-  b.center = Median(ratios);
-  b.sigma = RobustSigma(ratios);
-  return b;
-}
-
-bool NodeSlow(const NodeBaseline& b, double ratio, const LocateOptions& options) {
-  const double sigma = Finite(b.sigma) ? b.sigma : 0.0;
-  return ratio < options.threshold * b.center && b.center - ratio > options.min_robust_z * sigma;
+// The reference every node shares on a large cluster; none (each its own) on a small one.
+std::optional<Reference> SharedReference(const RailLevels& levels,
+                                         const std::vector<char>& slow_nodes, double sigma) {
+  if (static_cast<int>(levels.pairs_of_node.size()) <= kSharedReferenceNodes) return std::nullopt;
+  return MakeReference(levels, PairsAvoiding(levels, slow_nodes), sigma);
 }
 
 }  // namespace
 
-std::vector<int> IntraNodeCandidates(const std::vector<NodeSample>& samples,
-                                     const LocateOptions& options) {
-  std::vector<int> out;
-  if (samples.size() < 3) return out;  // no majority to call normal
-  const NodeBaseline b = MakeNodeBaseline(samples);
-  for (const NodeSample& s : samples) {
-    if (NodeSlow(b, b.Ratio(s), options)) out.push_back(s.node);
+std::vector<int> FindSlowNodes(const RailLevels& levels, const Rule& rule) {
+  const size_t n = levels.pairs_of_node.size();
+  std::vector<char> slow(n, 0);
+  std::vector<int> order;
+  for (;;) {
+    int best = -1;
+    double best_diff = 0;
+    const std::optional<Reference> shared = SharedReference(levels, slow, rule.sigma);
+    for (size_t x = 0; x < n; ++x) {
+      if (slow[x]) continue;
+      const NodeTest t =
+          TestNode(levels, static_cast<int>(x), slow, rule, shared ? &*shared : nullptr);
+      // A node with one pair left (two nodes, or three once one is slow) cannot be told
+      // from its peer: that is not a node test's to decide.
+      if (t.call != PairCall::kSlow || t.pairs < 2) continue;
+      if (best < 0 || t.diff < best_diff) {
+        best = static_cast<int>(x);
+        best_diff = t.diff;
+      }
+    }
+    if (best < 0) break;
+    slow[static_cast<size_t>(best)] = 1;
+    order.push_back(best);
+  }
+  return order;
+}
+
+namespace {
+
+// Every pair against the pairs that touch no slow node (itself left out when others are
+// left): the calls the matrix shows and the links come from.
+void CallPairs(RailVerdict& v) {
+  const RailLevels& levels = v.levels;
+  v.pairs.assign(levels.pairs.size(), {});
+  const std::vector<size_t> healthy = PairsAvoiding(levels, v.is_slow_node);
+  const Reference all = MakeReference(levels, healthy, v.rule.sigma);
+  Reference own;
+  for (size_t i = 0; i < levels.pairs.size(); ++i) {
+    const NodePair& p = levels.pairs[i].pair;
+    const bool touches_slow =
+        v.is_slow_node[static_cast<size_t>(p.a)] || v.is_slow_node[static_cast<size_t>(p.b)];
+    // Itself left out of a small reference; in a large one it barely moves the median.
+    std::vector<size_t> others;
+    if (healthy.size() <= kSharedReferencePairs) {
+      others = healthy;
+      others.erase(std::remove(others.begin(), others.end(), i), others.end());
+    }
+    const Reference& ref =
+        others.empty() ? all : (own = MakeReference(levels, others, v.rule.sigma));
+    v.pairs[i] = Compare(levels.pairs[i], ref, v.rule);
+    // A slow node's pairs were each slow against the pairs that avoid it: the node test.
+    if (touches_slow && v.pairs[i].call != PairCall::kSlow) {
+      const int x = v.is_slow_node[static_cast<size_t>(p.a)] ? p.a : p.b;
+      const int peer = Other(p, x);
+      if (!v.is_slow_node[static_cast<size_t>(peer)]) v.pairs[i].call = PairCall::kSlow;
+    }
+  }
+}
+
+// Nodes: slow (found), cleared (a fine pair), or undecided.
+void CallNodes(RailVerdict& v) {
+  const size_t n = v.levels.pairs_of_node.size();
+  v.node_calls.assign(n, PairCall::kUndecided);
+  const std::optional<Reference> shared = SharedReference(v.levels, v.is_slow_node, v.rule.sigma);
+  for (size_t x = 0; x < n; ++x) {
+    if (v.is_slow_node[x]) {
+      v.node_calls[x] = PairCall::kSlow;
+      continue;
+    }
+    const NodeTest t = TestNode(v.levels, static_cast<int>(x), v.is_slow_node, v.rule,
+                                shared ? &*shared : nullptr);
+    bool fine = t.call == PairCall::kFine;
+    for (size_t i : v.levels.pairs_of_node[x]) fine = fine || v.pairs[i].call == PairCall::kFine;
+    if (fine) {
+      v.node_calls[x] = PairCall::kFine;
+    } else if (t.pairs > 0) {
+      // Every pair of a node slow or undecided, and the node not found slow: undecided,
+      // never "nobody" while its whole row could be starred.
+      v.undecided_nodes.push_back(static_cast<int>(x));
+    } else {
+      v.node_calls[x] = PairCall::kFine;  // only slow nodes for peers: nothing to decide
+    }
+  }
+}
+
+// Links: slow pairs between two cleared nodes; slow pairs with an undecided end, and
+// undecided pairs, are undecided.
+void CallLinks(RailVerdict& v) {
+  for (size_t i = 0; i < v.levels.pairs.size(); ++i) {
+    const NodePair& p = v.levels.pairs[i].pair;
+    const auto a = static_cast<size_t>(p.a);
+    const auto b = static_cast<size_t>(p.b);
+    if (v.is_slow_node[a] || v.is_slow_node[b]) continue;
+    const PairCall call = v.pairs[i].call;
+    if (call == PairCall::kUndecided) {
+      v.undecided_pairs.push_back(i);
+    } else if (call == PairCall::kSlow) {
+      const bool ends_clear =
+          v.node_calls[a] == PairCall::kFine && v.node_calls[b] == PairCall::kFine;
+      // Three samples at least: a median of two is a mean, and one burst moves it.
+      if (ends_clear && v.levels.pairs[i].n() >= 3) {
+        v.slow_links.push_back(i);
+      } else {
+        v.undecided_pairs.push_back(i);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+RailVerdict JudgeRail(const std::vector<PairSample>& samples, int rail, int nodes,
+                      const LocateOptions& options, double tests) {
+  RailVerdict v;
+  v.levels = BuildLevels(samples, rail, nodes);
+  std::vector<NodePair> pairs;
+  for (const PairLevel& p : v.levels.pairs) pairs.push_back(p.pair);
+  v.noise_sample = NoiseSample(pairs, nodes);
+  std::sort(v.noise_sample.begin(), v.noise_sample.end());
+  v.noise = EstimateNoise(v.levels, v.noise_sample);
+  v.rule.log_threshold = std::log(options.threshold);
+  v.rule.sigma = v.noise.sigma;
+  v.rule.z = CriticalValue(options.confidence, tests, v.noise.df);
+  v.rule.z_fine = CriticalValue(options.confidence, 1, v.noise.df);
+  v.slow_nodes = FindSlowNodes(v.levels, v.rule);
+  v.is_slow_node.assign(static_cast<size_t>(nodes), 0);
+  for (int x : v.slow_nodes) v.is_slow_node[static_cast<size_t>(x)] = 1;
+  CallPairs(v);
+  CallNodes(v);
+  CallLinks(v);
+  std::vector<double> sendrecv;
+  std::vector<double> all_reduce;
+  for (size_t i : PairsAvoiding(v.levels, v.is_slow_node)) {
+    sendrecv.push_back(v.levels.pairs[i].sendrecv);
+    all_reduce.push_back(v.levels.pairs[i].all_reduce);
+  }
+  v.sendrecv_typical = Median(std::move(sendrecv));
+  v.all_reduce_typical = Median(std::move(all_reduce));
+  return v;
+}
+
+namespace {
+
+// A slow node's evidence on one rail: its pairs, their median, against the typical.
+struct NodeFacts {
+  int rail = 0;
+  int pairs = 0;
+  double diff = 0;
+  double sendrecv = 0;
+};
+
+NodeFacts FactsOf(const RailVerdict& v, int x) {
+  NodeFacts f;
+  f.rail = v.levels.rail;
+  std::vector<double> diffs;
+  std::vector<double> sendrecv;
+  for (size_t i : v.levels.pairs_of_node[static_cast<size_t>(x)]) {
+    if (v.is_slow_node[static_cast<size_t>(Other(v.levels.pairs[i].pair, x))]) continue;
+    ++f.pairs;
+    diffs.push_back(v.pairs[i].diff);
+    sendrecv.push_back(v.levels.pairs[i].sendrecv);
+  }
+  f.diff = Median(diffs);
+  f.sendrecv = Median(sendrecv);
+  return f;
+}
+
+Suspect NodeSuspect(const ClusterLayout& layout, const std::vector<RailVerdict>& rails, int x,
+                    bool decided) {
+  Suspect s;
+  s.nodes = {x};
+  s.confirmed = decided;
+  std::vector<double> diffs;
+  std::vector<double> sendrecv;
+  int pairs = 0;
+  for (const RailVerdict& v : rails) {
+    const bool flagged =
+        decided ? v.is_slow_node[static_cast<size_t>(x)] != 0
+                : std::count(v.undecided_nodes.begin(), v.undecided_nodes.end(), x) > 0;
+    if (!flagged) continue;
+    const NodeFacts f = FactsOf(v, x);
+    s.rails.push_back(f.rail);
+    diffs.push_back(f.diff);
+    sendrecv.push_back(f.sendrecv);
+    pairs += f.pairs;
+  }
+  s.kind =
+      static_cast<int>(s.rails.size()) == layout.rails ? SuspectKind::kNode : SuspectKind::kNic;
+  const double diff = Median(diffs);
+  s.ratio = std::exp(diff);
+  s.agreeing = decided ? pairs : 0;
+  s.measurements = pairs;
+  s.confidence = decided ? 1.0 : 0.0;
+  const RailVerdict& first = rails[static_cast<size_t>(s.rails.front())];
+  s.evidence = fmt::format(
+      "{} {} peers{}: median {} the pairs without it (sendrecv {} against {}); noise {:.2f} "
+      "(log sd, from repeats)",
+      decided ? "significantly slow with all" : "slow or undecided with all", pairs,
+      RailsPhrase(s.rails, layout.rails), Times(diff), Gbs(Median(sendrecv)),
+      Gbs(first.sendrecv_typical), first.noise.sigma);
+  return s;
+}
+
+Suspect LinkSuspect(const ClusterLayout& layout, const std::vector<RailVerdict>& rails,
+                    const NodePair& link, bool decided) {
+  Suspect s;
+  s.kind = SuspectKind::kLink;
+  s.nodes = {link.a, link.b};
+  s.confirmed = decided;
+  std::vector<double> diffs;
+  std::vector<double> sendrecv;
+  int samples = 0;
+  for (const RailVerdict& v : rails) {
+    const auto& list = decided ? v.slow_links : v.undecided_pairs;
+    for (size_t i : list) {
+      if (v.levels.pairs[i].pair != link) continue;
+      s.rails.push_back(v.levels.rail);
+      diffs.push_back(v.pairs[i].diff);
+      sendrecv.push_back(v.levels.pairs[i].sendrecv);
+      samples += v.levels.pairs[i].n();
+    }
+  }
+  const double diff = Median(diffs);
+  s.ratio = std::exp(diff);
+  s.agreeing = decided ? samples : 0;
+  s.measurements = samples;
+  s.confidence = decided ? 1.0 : 0.0;
+  auto name = [&](int node) { return layout.names[static_cast<size_t>(node)]; };
+  const RailVerdict& first = rails[static_cast<size_t>(s.rails.front())];
+  s.evidence = fmt::format(
+      "{} between {} and {}{}: {} the other pairs over {} measurements (sendrecv {} against "
+      "{})",
+      decided ? "significantly slow" : "slow-looking, undecided,", name(link.a), name(link.b),
+      RailsPhrase(s.rails, layout.rails), Times(diff), samples, Gbs(Median(sendrecv)),
+      Gbs(first.sendrecv_typical));
+  if (decided) s.evidence += "; both ends fine with other peers";
+  return s;
+}
+
+}  // namespace
+
+Decision Decide(const ClusterLayout& layout, const std::vector<RailVerdict>& rails) {
+  Decision d;
+  std::set<int> slow;
+  std::set<int> undecided;
+  std::set<NodePair> links;
+  std::set<NodePair> undecided_links;
+  for (const RailVerdict& v : rails) {
+    slow.insert(v.slow_nodes.begin(), v.slow_nodes.end());
+    undecided.insert(v.undecided_nodes.begin(), v.undecided_nodes.end());
+    for (size_t i : v.slow_links) links.insert(v.levels.pairs[i].pair);
+    for (size_t i : v.undecided_pairs) {
+      // Only pairs that look slow are worth listing; merely imprecise ones are counted.
+      if (v.pairs[i].diff < v.rule.log_threshold) undecided_links.insert(v.levels.pairs[i].pair);
+    }
+  }
+  for (int x : slow) d.named.push_back(NodeSuspect(layout, rails, x, true));
+  for (int x : undecided) {
+    if (!slow.count(x)) d.undecided.push_back(NodeSuspect(layout, rails, x, false));
+  }
+  for (const NodePair& p : links) d.named.push_back(LinkSuspect(layout, rails, p, true));
+  for (const NodePair& p : undecided_links) {
+    if (!links.count(p)) d.undecided.push_back(LinkSuspect(layout, rails, p, false));
+  }
+  SortSuspects(d.named);
+  SortSuspects(d.undecided);
+  return d;
+}
+
+std::vector<PairJudgement> Judgements(const std::vector<RailVerdict>& rails) {
+  std::vector<PairJudgement> out;
+  for (const RailVerdict& v : rails) {
+    for (size_t i = 0; i < v.levels.pairs.size(); ++i) {
+      const PairLevel& p = v.levels.pairs[i];
+      const Comparison& c = v.pairs[i];
+      PairJudgement j;
+      j.pair = p.pair;
+      j.rail = v.levels.rail;
+      j.samples = p.n();
+      j.sendrecv = p.sendrecv;
+      j.all_reduce = p.all_reduce;
+      j.wrong = p.wrong;
+      j.ratio = std::exp(c.diff);
+      const double half =
+          Finite(v.rule.z) ? v.rule.z * c.se : std::numeric_limits<double>::infinity();
+      j.low = std::exp(c.diff - half);
+      j.high = std::exp(c.diff + half);
+      j.call = c.call;
+      out.push_back(j);
+    }
   }
   return out;
 }
 
-Decision DecideIntraNode(const ClusterLayout& layout, const std::vector<NodeSample>& first,
-                         const std::vector<NodeSample>& second, const LocateOptions& options) {
-  Decision decision;
-  if (first.size() < 3) return decision;
-  const NodeBaseline b = MakeNodeBaseline(first);
-  for (int x : IntraNodeCandidates(first, options)) {
-    const auto in = [x](const std::vector<NodeSample>& list) -> const NodeSample* {
-      for (const NodeSample& s : list) {
-        if (s.node == x) return &s;
-      }
-      return nullptr;
-    };
-    const NodeSample* one = in(first);
-    const NodeSample* two = in(second);
+std::vector<NodePair> PairsToRemeasure(const std::vector<RailVerdict>& rails, int nodes) {
+  std::set<NodePair> want;
+  std::set<NodePair> all;
+  bool no_noise = false;
+  for (const RailVerdict& v : rails) {
+    for (const PairLevel& p : v.levels.pairs) all.insert(p.pair);
+    // An undecided node's pairs are slow or undecided (a fine one would clear it), and
+    // each of them is an undecided pair: no need to measure its decided ones again.
+    for (size_t i : v.undecided_pairs) want.insert(v.levels.pairs[i].pair);
+    no_noise = no_noise || v.noise.df < 4;
+  }
+  // The noise sample every time something is measured again: its pairs are measured
+  // whatever they showed, so their repeats tell the noise without the bias of measuring
+  // again only what looked slow.
+  const std::vector<NodePair>& sample = rails.front().noise_sample;
+  if (no_noise) return sample;
+  if (want.empty()) return {};
+  // Few nodes: every pair is some test's reference; measure them all again.
+  if (nodes <= 6) want = all;
+  std::vector<NodePair> out = sample;
+  for (const NodePair& p : want) {
+    if (!std::binary_search(sample.begin(), sample.end(), p)) out.push_back(p);
+  }
+  return out;
+}
+
+namespace {
+
+// Rails of two nodes against each other: a rail slower than the others is that rail's NIC
+// on one of the two nodes (or the cable, or the switch port between them).
+// Each rail's logs are relative to its own typical sample: this puts them on one scale.
+double Offset(const RailLevels& levels) {
+  return 0.5 * (std::log(levels.sendrecv_typical) + std::log(levels.all_reduce_typical));
+}
+
+std::vector<int> SlowRailsOfPair(const std::vector<RailVerdict>& rails) {
+  std::vector<int> slow;
+  for (size_t r = 0; r < rails.size(); ++r) {
+    if (rails[r].levels.pairs.empty()) continue;
+    std::vector<double> others;
+    double inverse_n = 0;
+    for (size_t o = 0; o < rails.size(); ++o) {
+      if (o == r || rails[o].levels.pairs.empty()) continue;
+      others.push_back(rails[o].levels.pairs[0].level + Offset(rails[o].levels));
+      inverse_n += 1.0 / rails[o].levels.pairs[0].n();
+    }
+    if (others.empty()) continue;
+    const double m = static_cast<double>(others.size());
+    Reference ref;
+    ref.level = Median(others);
+    ref.count = static_cast<int>(others.size());
+    ref.se = kMedianEfficiency * rails[r].rule.sigma * std::sqrt(inverse_n) / m;
+    PairLevel pair = rails[r].levels.pairs[0];
+    pair.level += Offset(rails[r].levels);
+    if (Compare(pair, ref, rails[r].rule).call == PairCall::kSlow) {
+      slow.push_back(static_cast<int>(r));
+    }
+  }
+  return slow;
+}
+
+// The pair against the expected bandwidth: slow, fine, or undecided.
+PairCall AgainstExpectation(const RailVerdict& v, double expect_gbs) {
+  if (!(expect_gbs > 0) || v.levels.pairs.empty()) return PairCall::kUndecided;
+  const PairLevel& p = v.levels.pairs[0];
+  Reference ref;
+  ref.level = std::log(expect_gbs / v.levels.sendrecv_typical);
+  ref.se = 0;
+  ref.count = 1;
+  // The level is relative to the typical sample of both collectives; against the expected
+  // sendrecv, use the sendrecv median alone.
+  PairLevel alone = p;
+  alone.level = std::log(p.sendrecv / v.levels.sendrecv_typical + 1e-9);
+  return Compare(alone, ref, v.rule).call;
+}
+
+}  // namespace
+
+TwoNodeVerdict JudgeTwoNodes(const ClusterLayout& layout, const std::vector<RailVerdict>& rails,
+                             const std::vector<NodeSample>& node_samples,
+                             const LocateOptions& options) {
+  TwoNodeVerdict t;
+  const std::string a = layout.names[0];
+  const std::string b = layout.names[1];
+  const std::vector<int> slow_rails = SlowRailsOfPair(rails);
+  const PairCall expected =
+      rails.empty() ? PairCall::kUndecided : AgainstExpectation(rails[0], options.expect_gbs);
+  std::string inside;
+  if (node_samples.size() == 2) {
+    inside = fmt::format(
+        "; each node's own ranks: {} {}, {} {} (a node far below the other is the likelier "
+        "culprit)",
+        a, Gbs(node_samples[0].all_reduce_busbw), b, Gbs(node_samples[1].all_reduce_busbw));
+  }
+  const std::string pairs_cannot = fmt::format(
+      "two nodes have one pair: it cannot tell whether {}, {} or the path between "
+      "them is slow",
+      a, b);
+  if (!slow_rails.empty()) {
+    t.status = LocateStatus::kAmbiguous;
+    t.decided = true;
+    t.unknown = fmt::format(
+        "rail {} is slower than the others between {} and {}: that rail's "
+        "NIC on {} or on {}, or their cable or switch port; {}{}",
+        slow_rails.front(), a, b, a, b, pairs_cannot, inside);
+    t.next_step = "run locate with a third node (a known-good host) to tell which end";
+    return t;
+  }
+  if (expected == PairCall::kSlow) {
+    t.status = LocateStatus::kAmbiguous;
+    t.decided = true;
+    t.unknown = fmt::format("the pair measures below {:.2f}x the expected {}; {}{}",
+                            options.threshold, Gbs(options.expect_gbs), pairs_cannot, inside);
+    t.next_step = "run locate with a third node (a known-good host) to tell which end";
+  } else if (expected == PairCall::kFine) {
+    t.status = LocateStatus::kClear;
+    t.decided = true;
+  } else {
+    t.status = LocateStatus::kInconclusive;
+    t.decided = options.expect_gbs <= 0;
+    t.unknown = options.expect_gbs > 0
+                    ? fmt::format(
+                          "the pair is neither clearly below nor clearly above {:.2f}x "
+                          "the expected {} at this noise; {}{}",
+                          options.threshold, Gbs(options.expect_gbs), pairs_cannot, inside)
+                    : pairs_cannot +
+                          ", nor whether it is slow at all: no other pair to compare "
+                          "with" +
+                          inside;
+    t.next_step = options.expect_gbs > 0
+                      ? "measure longer: raise --budget, -n/--iters or -b/--size"
+                      : "give --expect GBPS (the pair's expected sendrecv bus bandwidth, e.g. "
+                        "from `fabricscope check`) or add a third node";
+  }
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------
+// The per-node test.
+
+namespace {
+
+// Each node's per-node measurements as one level, in log bandwidth over the first
+// round's median node; a "pair" of a node with itself, so the pairs' tools apply.
+RailLevels NodeLevels(const std::vector<std::vector<NodeSample>>& rounds) {
+  RailLevels levels;
+  std::vector<double> first;
+  for (const NodeSample& s : rounds.front()) {
+    if (s.wrong == 0 && Finite(s.all_reduce_busbw)) first.push_back(s.all_reduce_busbw);
+  }
+  const double median = Median(first);
+  std::map<int, PairLevel> by_node;
+  for (const auto& round : rounds) {
+    for (const NodeSample& s : round) {
+      PairLevel& level = by_node[s.node];
+      level.pair = {s.node, s.node};
+      level.wrong += s.wrong;
+      level.logs.push_back(
+          s.wrong > 0 ? kWrongLog : std::log(std::max(s.all_reduce_busbw, 0.0) / median + 1e-9));
+      level.all_reduce = s.all_reduce_busbw;  // the latest
+    }
+  }
+  for (auto& [node, level] : by_node) {
+    level.level = Median(level.logs);
+    level.spread = level.logs.size() >= 3 ? RobustSigma(level.logs) : 0.0;
+    std::vector<double> bw;
+    for (double y : level.logs) bw.push_back(median * std::exp(y));
+    level.all_reduce = Median(bw);
+    levels.pairs.push_back(level);
+  }
+  levels.all_reduce_typical = median;
+  return levels;
+}
+
+}  // namespace
+
+IntraVerdict JudgeIntraNode(const ClusterLayout& layout,
+                            const std::vector<std::vector<NodeSample>>& rounds,
+                            const LocateOptions& options) {
+  IntraVerdict v;
+  if (rounds.empty() || rounds.front().size() < 3) return v;  // no majority to call normal
+  const RailLevels levels = NodeLevels(rounds);
+  std::vector<NodePair> every;
+  for (const PairLevel& p : levels.pairs) every.push_back(p.pair);
+  const Noise noise = EstimateNoise(levels, every);
+  Rule rule;
+  rule.log_threshold = std::log(options.threshold);
+  rule.sigma = noise.sigma;
+  rule.z = CriticalValue(options.confidence,
+                         static_cast<double>(levels.pairs.size()) * options.max_sweeps, noise.df);
+  rule.z_fine = CriticalValue(options.confidence, 1, noise.df);
+  for (size_t i = 0; i < levels.pairs.size(); ++i) {
+    std::vector<size_t> others;
+    for (size_t o = 0; o < levels.pairs.size(); ++o) {
+      if (o != i) others.push_back(o);
+    }
+    const Comparison c = Compare(levels.pairs[i], MakeReference(levels, others, noise.sigma), rule);
+    const bool slow = c.call == PairCall::kSlow;
+    if (!slow && !(c.call == PairCall::kUndecided && c.diff < rule.log_threshold)) continue;
+    const int x = levels.pairs[i].pair.a;
     Suspect s;
     s.kind = SuspectKind::kIntraNode;
     s.nodes = {x};
-    s.ratio = b.Ratio(*one);
-    s.measurements = two != nullptr ? 2 : 1;
-    s.agreeing = 1 + (two != nullptr && NodeSlow(b, b.Ratio(*two), options) ? 1 : 0);
-    s.confirmed = s.agreeing == 2;
-    s.confidence = static_cast<double>(s.agreeing) / s.measurements;
-    s.evidence =
-        fmt::format("its {} ranks all_reduce among themselves at {}, {} the median node's {}",
-                    layout.ranks[static_cast<size_t>(x)].size(), Gbs(one->all_reduce_busbw),
-                    Times(s.ratio), Gbs(b.median));
-    if (two != nullptr) s.evidence += fmt::format("; retest {}", Times(b.Ratio(*two)));
-    (s.confirmed ? decision.named : decision.unconfirmed).push_back(std::move(s));
+    s.ratio = std::exp(c.diff);
+    s.measurements = levels.pairs[i].n();
+    s.agreeing = slow ? s.measurements : 0;
+    s.confirmed = slow;
+    s.confidence = slow ? 1.0 : 0.0;
+    s.evidence = fmt::format(
+        "its {} ranks all_reduce among themselves at {} (median of {}), {:.2f}x the other "
+        "nodes; noise {:.2f} (log sd between its repeats){}",
+        layout.ranks[static_cast<size_t>(x)].size(), Gbs(levels.pairs[i].all_reduce),
+        s.measurements, s.ratio, noise.sigma, slow ? "" : ": undecided");
+    v.decided = v.decided && slow;
+    (slow ? v.decision.named : v.decision.undecided).push_back(std::move(s));
   }
-  return decision;
+  return v;
 }
 
 }  // namespace fabricscope::classify

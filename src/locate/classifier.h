@@ -1,116 +1,188 @@
-// Private: the classifier. It turns pair measurements into candidate slow nodes and slow
-// links (per rail), picks the known-good nodes to retest them against, and decides, from
-// the retests, which candidates are named.
+// Private: the classifier. It works on log bandwidth (a ratio is a difference there), takes
+// the noise from repeated measurements of the same pair, and calls each pair, node and
+// link slow, fine or undecided at a stated confidence. Each step is its own function, with
+// its own tests.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "fabricscope/locate.h"
 
 namespace fabricscope::classify {
 
-// One pair on one rail, its samples combined (medians), judged against the rail's baseline.
-struct PairVerdict {
+// One pair on one rail, all its samples: log bandwidth (mean of the two collectives' logs,
+// over the rail's typical sample) per sample, in measurement order.
+struct PairLevel {
   NodePair pair;
+  std::vector<double> logs;
+  double level = 0;   // median of logs
+  double spread = 0;  // its own robust standard deviation (0 below 3 samples)
   double sendrecv = 0;
   double all_reduce = 0;
   int64_t wrong = 0;
-  int samples = 0;
-  double ratio = 1.0;  // mean of the two bandwidths over their medians; 0 when data was wrong
-  bool slow = false;
+  int n() const { return static_cast<int>(logs.size()); }
 };
 
-// The yardstick of one rail: what a pair's bandwidth is compared with.
-class Baseline {
- public:
-  Baseline() = default;
-  Baseline(RailBaseline values, double center, const LocateOptions& options);
-  // A pair's bandwidths as one number: their mean ratio to the rail's medians.
-  double Ratio(double sendrecv, double all_reduce, int64_t wrong) const;
-  // Below threshold AND more than min_robust_z robust standard deviations under the center.
-  bool IsSlow(double ratio) const;
-  // At or above the threshold: clearly not slow (below it but within the noise is neither).
-  bool IsFine(double ratio) const;
-  const RailBaseline& values() const { return values_; }
-
- private:
-  RailBaseline values_;
-  double center_ = 1.0;
-  double threshold_ = 0.7;
-  double min_z_ = 3.0;
-};
-
-// Combines the samples of each pair of one rail (median per metric, wrong summed).
-std::vector<PairVerdict> CombineSamples(const std::vector<PairSample>& samples, int rail);
-
-// What the pair rounds say about one rail.
-struct RailAnalysis {
-  Baseline baseline;
-  std::vector<PairVerdict> pairs;
+// The pairs of one rail, and the typical sample's bandwidths the logs are relative to.
+struct RailLevels {
+  int rail = 0;
+  double sendrecv_typical = 0;
+  double all_reduce_typical = 0;
+  std::vector<PairLevel> pairs;                    // sorted by pair
   std::vector<std::vector<size_t>> pairs_of_node;  // indices into pairs
-  std::vector<char> slow_node;                     // per node: slow with most peers
-  std::vector<int> slow_node_order;                // the order they were found in
-  std::vector<size_t> slow_links;  // slow pairs neither of whose ends is a slow node
-
-  // Pairs of `node` whose peer is not a slow node, and how many of them are slow.
-  int Unexplained(int node, int* slow = nullptr) const;
-  // The median ratio of those pairs.
-  double MedianRatio(int node) const;
 };
 
-// Slow nodes: repeatedly the node slow with the largest share (over half) of its peers
-// that are not themselves slow nodes, with at least two such peers; a slow node explains
-// every slow pair it is in. Slow links: the slow pairs left.
-RailAnalysis AnalyzeRail(int rail, int nodes, const std::vector<PairSample>& samples,
-                         const LocateOptions& options);
+// Log of a sample's bandwidth over the typical: wrong data is log(1e-3), far below any
+// real pair; a collective that did not run is left out; neither ran: NaN.
+double SampleLog(const PairSample& s, double sendrecv_typical, double all_reduce_typical);
 
-// The candidates after the pair rounds, every rail.
-struct Candidates {
-  std::vector<RailAnalysis> rails;
-  std::vector<int> nodes;       // slow on some rail, in index order
-  std::vector<NodePair> links;  // slow link on some rail
-  std::vector<int> good;        // in no candidate on any rail, best median ratio first
+RailLevels BuildLevels(const std::vector<PairSample>& samples, int rail, int nodes);
+
+// The pairs whose repeats tell the noise: rounds of disjoint pairs (each round costs one
+// round) until 64 pairs, or every pair when there are fewer. Chosen by name, never by what
+// they measured, and measured again every time anything is.
+std::vector<NodePair> NoiseSample(const std::vector<NodePair>& pairs, int nodes);
+
+// The noise of one measurement in log bandwidth, from repeats of the same pair only (the
+// pairs of `sample`, sorted): 1.4826 x MAD of successive differences / sqrt 2 (robust to a
+// transient, blind to a fault, which moves every repeat of its pair alike). df: the
+// differences it rests on, times the MAD's efficiency (0.37); 0 when no pair was measured
+// twice.
+struct Noise {
+  double sigma = 0;
+  double df = 0;
+};
+Noise EstimateNoise(const RailLevels& levels, const std::vector<NodePair>& sample);
+
+// How many standard errors make a decision at `confidence` over `tests` tests
+// (Bonferroni), with Student's t at `df` degrees of freedom (normal at df >= 1000).
+double CriticalValue(double confidence, double tests, double df);
+
+// A pair, or a set of pairs, against a reference set of pairs: the difference of log
+// levels, its standard error, and the call.
+struct Comparison {
+  double diff = 0;  // log(bandwidth / reference)
+  double se = 0;
+  PairCall call = PairCall::kUndecided;
 };
 
-Candidates FindCandidates(const ClusterLayout& layout, const std::vector<PairSample>& samples,
-                          const LocateOptions& options);
-
-// Which known-good nodes each candidate is retested against.
-struct ConfirmationPlan {
-  struct NodeRetest {
-    int node = 0;
-    std::vector<int> good;
-  };
-  struct LinkRetest {
-    NodePair link;
-    int good_a = -1;  // retested with link.a
-    int good_b = -1;  // retested with link.b
-  };
-  std::vector<NodeRetest> nodes;
-  std::vector<LinkRetest> links;
-  // Every retest pair once, in an order that packs into few rounds.
-  std::vector<NodePair> Pairs() const;
+// The rules that turn a difference into a call: slow = more than `z` standard errors below
+// log(threshold); fine = more than `z_fine` standard errors above it. `z` is corrected for every
+// test of the run (a wrong slow call names someone); `z_fine` is the confidence of one test (a
+// wrong fine call only hides a fault).
+struct Rule {
+  double log_threshold = 0;
+  double z = 0;
+  double z_fine = 0;
+  double sigma = 0;
+  PairCall Call(double diff, double se) const;
 };
 
-// Spreads the retests over the known-good nodes, so the rounds stay few.
-ConfirmationPlan PlanConfirmation(const Candidates& candidates, const LocateOptions& options);
+// The median of the reference pairs' levels, its standard error (1.2533 x sd / sqrt m, the
+// sd the larger of the noise and their spread), and their count.
+struct Reference {
+  double level = 0;
+  double se = 0;
+  int count = 0;
+};
+Reference MakeReference(const RailLevels& levels, const std::vector<size_t>& pairs, double sigma);
 
-// Named (confirmed) suspects and the candidates the retests did not bear out.
+// One pair's level against a reference (the median of its samples: standard error
+// 1.2533 x noise / sqrt n from three samples on, the larger of the pooled noise and its
+// own spread).
+Comparison Compare(const PairLevel& pair, const Reference& reference, const Rule& rule);
+
+// The pairs of one rail that touch none of `excluded`; `skip`, when set, left out too.
+std::vector<size_t> PairsAvoiding(const RailLevels& levels, const std::vector<char>& excluded,
+                                  size_t skip = static_cast<size_t>(-1));
+
+// A node against the pairs that do not involve it (nor an already slow node): slow when
+// each of its pairs to peers that are not slow nodes is slow, or (three or more) their
+// median is significantly below the threshold; cleared when one of them is fine or their
+// median is significantly above the threshold; undecided otherwise.
+struct NodeTest {
+  int node = 0;
+  PairCall call = PairCall::kUndecided;
+  int pairs = 0;       // its pairs to peers that are not slow nodes
+  int slow_pairs = 0;  // of them, slow
+  double diff = 0;     // median difference of those pairs
+};
+// `shared`, when given, is the reference instead of the pairs that avoid the node: above
+// kSharedReferenceNodes nodes one node's pairs barely move the median, and computing it
+// per node would cost nodes x pairs.
+inline constexpr int kSharedReferenceNodes = 16;
+NodeTest TestNode(const RailLevels& levels, int node, const std::vector<char>& slow_nodes,
+                  const Rule& rule, const Reference* shared = nullptr);
+
+// Slow nodes, explained away one by one: of the nodes whose every pair is slow, the
+// slowest goes first; its pairs then leave every other node's test and the references.
+std::vector<int> FindSlowNodes(const RailLevels& levels, const Rule& rule);
+
+// One rail decided: each pair's call (pairs of a slow node slow by that), the slow nodes,
+// the slow links (a slow pair whose ends are both cleared), what is undecided.
+struct RailVerdict {
+  RailLevels levels;
+  std::vector<NodePair> noise_sample;  // sorted
+  Noise noise;
+  Rule rule;
+  std::vector<Comparison> pairs;  // per levels.pairs
+  std::vector<int> slow_nodes;
+  std::vector<char> is_slow_node;
+  std::vector<PairCall> node_calls;  // per node
+  std::vector<size_t> slow_links;    // indices into levels.pairs
+  std::vector<size_t> undecided_pairs;
+  std::vector<int> undecided_nodes;
+  // The typical healthy pair: median GB/s of the pairs that touch no slow node.
+  double sendrecv_typical = 0;
+  double all_reduce_typical = 0;
+  bool Decided() const { return undecided_pairs.empty() && undecided_nodes.empty(); }
+};
+
+// `tests`: how many decisions the confidence is split over (pairs x rails x sweeps).
+RailVerdict JudgeRail(const std::vector<PairSample>& samples, int rail, int nodes,
+                      const LocateOptions& options, double tests);
+
+// The suspects of every rail together: a node slow on every rail is a node, on some a nic;
+// a link lists its rails. Undecided nodes and slow-looking undecided pairs are listed as
+// undecided (not named).
 struct Decision {
   std::vector<Suspect> named;
-  std::vector<Suspect> unconfirmed;
+  std::vector<Suspect> undecided;
 };
+Decision Decide(const ClusterLayout& layout, const std::vector<RailVerdict>& rails);
 
-Decision Decide(const ClusterLayout& layout, const Candidates& candidates,
-                const ConfirmationPlan& plan, const std::vector<PairSample>& retests);
+// The judgements the matrix shows: every pair and rail, its ratio, interval and call.
+std::vector<PairJudgement> Judgements(const std::vector<RailVerdict>& rails);
 
-// The per-node test: nodes whose own ranks are slow together, in the first measurement;
-// `second` (the retest, may be empty) confirms them.
-std::vector<int> IntraNodeCandidates(const std::vector<NodeSample>& samples,
-                                     const LocateOptions& options);
-Decision DecideIntraNode(const ClusterLayout& layout, const std::vector<NodeSample>& first,
-                         const std::vector<NodeSample>& second, const LocateOptions& options);
+// Pairs to measure again: while the noise rests on few repeats, a sample of disjoint pairs;
+// then every undecided pair (with six nodes or fewer, every pair: each is a reference).
+std::vector<NodePair> PairsToRemeasure(const std::vector<RailVerdict>& rails, int nodes);
+
+// Two nodes: one pair, nothing to compare it with. Against the expected bandwidth when
+// given; what stays ambiguous is said in `unknown`.
+struct TwoNodeVerdict {
+  LocateStatus status = LocateStatus::kInconclusive;
+  std::string unknown;
+  std::string next_step;
+  bool decided = false;  // nothing more to measure
+};
+TwoNodeVerdict JudgeTwoNodes(const ClusterLayout& layout, const std::vector<RailVerdict>& rails,
+                             const std::vector<NodeSample>& node_samples,
+                             const LocateOptions& options);
+
+// The per-node test: each node's own ranks together, over the per-node rounds (every node
+// in every round). A node is named when its median is significantly below the threshold x
+// the other nodes' (the noise from its repeats, the same rule as pairs); below the
+// threshold but not significantly, it is undecided and `decided` is false (measure again).
+struct IntraVerdict {
+  Decision decision;
+  bool decided = true;
+};
+IntraVerdict JudgeIntraNode(const ClusterLayout& layout,
+                            const std::vector<std::vector<NodeSample>>& rounds,
+                            const LocateOptions& options);
 
 }  // namespace fabricscope::classify

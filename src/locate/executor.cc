@@ -2,6 +2,7 @@
 // runs sendrecv and all_reduce on it through the backend, and shares the numbers with
 // every rank, so that every rank runs the same planner and takes the same decisions.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -24,6 +25,7 @@ struct Record {
   double sendrecv = kNotMeasured;
   double all_reduce = kNotMeasured;
   double wrong = 0;
+  double elapsed = 0;  // rank 0's seconds since locate began: one clock for every rank
 };
 
 // A rank's facts as they travel in the all-gather: fixed size, hostname last.
@@ -97,6 +99,8 @@ class CollectiveMeasurer final : public PairMeasurer {
     return out;
   }
 
+  double Elapsed() const override { return elapsed_; }
+
   std::optional<RankTimes> MeasureWorld() override {
     RunOptions options = measure_;
     options.collectives = {Collective::kAllReduce};
@@ -153,7 +157,8 @@ class CollectiveMeasurer final : public PairMeasurer {
   }
 
   // Every rank's record reaches every rank (an all-gather over the job).
-  std::vector<Record> Share(const Record& mine) {
+  std::vector<Record> Share(Record mine) {
+    mine.elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     std::vector<Record> all(static_cast<size_t>(context_.nranks));
     CollectiveCall call;
     call.collective = Collective::kAllGather;
@@ -162,6 +167,7 @@ class CollectiveMeasurer final : public PairMeasurer {
     call.count = sizeof(Record) / sizeof(double);
     call.type = DataType::kDouble;
     context_.world->Run(call);
+    elapsed_ = all.front().elapsed;
     return all;
   }
 
@@ -173,6 +179,8 @@ class CollectiveMeasurer final : public PairMeasurer {
   int rail_ = -1;
   int step_ = 0;
   SweepPlan plan_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  double elapsed_ = 0;
 };
 
 // Every rank's host, pid and device, on every rank.

@@ -131,7 +131,9 @@ std::string LocateHeatmapSvg(const LocateReport& report, int rail) {
       continue;
     }
     const int a = s.nodes.front() / g.block;
-    if (s.kind == SuspectKind::kLink) {
+    if (s.kind == SuspectKind::kUplink) {
+      for (int x : s.nodes) outline(left, top + (x / g.block) * cell, side, cell);
+    } else if (s.kind == SuspectKind::kLink) {
       const int b = s.nodes.back() / g.block;
       outline(left + b * cell, top + a * cell, cell, cell);
       outline(left + a * cell, top + b * cell, cell, cell);

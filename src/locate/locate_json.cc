@@ -29,6 +29,7 @@ Json SuspectJson(const LocateReport& report, const Suspect& s) {
   j["nodes"] = std::move(names);
   j["node_indices"] = s.nodes;
   j["rails"] = s.rails;
+  if (!s.element.empty()) j["element"] = s.element;
   j["ratio"] = Number(s.ratio);
   j["confidence"] = Number(s.confidence);
   j["agreeing"] = s.agreeing;
@@ -38,9 +39,8 @@ Json SuspectJson(const LocateReport& report, const Suspect& s) {
   return j;
 }
 
-Json SampleJson(const PairSample& s, const char* phase) {
+Json SampleJson(const PairSample& s) {
   Json j;
-  j["phase"] = phase;
   j["a"] = s.pair.a;
   j["b"] = s.pair.b;
   j["rail"] = s.rail;
@@ -77,8 +77,12 @@ std::string LocateJson(const LocateReport& report) {
                  {"coverage", o.coverage},
                  {"seed", o.seed},
                  {"threshold", o.threshold},
+                 {"confidence", o.confidence},
+                 {"budget_s", o.budget_s},
+                 {"max_sweeps", o.max_sweeps},
+                 {"expect_gbs", o.expect_gbs},
+                 {"topology", o.topology.source},
                  {"min_robust_z", o.min_robust_z},
-                 {"confirm_peers", o.confirm_peers},
                  {"bytes", report.bytes},
                  {"iters", report.iters},
                  {"rails", report.layout.rails}};
@@ -97,7 +101,7 @@ std::string LocateJson(const LocateReport& report) {
   const LocateRounds& rounds = report.rounds;
   j["rounds"] = {{"per_node", rounds.per_node},
                  {"pairs", rounds.pairs},
-                 {"confirmation", rounds.confirmation},
+                 {"again", rounds.again},
                  {"world", rounds.world},
                  {"total", rounds.Total()}};
   Json baselines = Json::array();
@@ -105,7 +109,8 @@ std::string LocateJson(const LocateReport& report) {
     baselines.push_back({{"rail", b.rail},
                          {"sendrecv_busbw", Number(b.sendrecv_typical)},
                          {"all_reduce_busbw", Number(b.all_reduce_typical)},
-                         {"sigma", Number(b.sigma)}});
+                         {"sigma", Number(b.sigma)},
+                         {"noise_df", Number(b.noise_df)}});
   }
   j["baselines"] = std::move(baselines);
   Json matrices = Json::array();
@@ -120,15 +125,27 @@ std::string LocateJson(const LocateReport& report) {
   }
   j["matrix"] = std::move(matrices);
   Json measurements = Json::array();
-  for (const PairSample& s : report.samples) measurements.push_back(SampleJson(s, "pairs"));
-  for (const PairSample& s : report.confirmation_samples) {
-    measurements.push_back(SampleJson(s, "confirmation"));
-  }
+  for (const PairSample& s : report.samples) measurements.push_back(SampleJson(s));
   j["measurements"] = std::move(measurements);
+  j["sweeps"] = report.sweeps;
+  Json pairs = Json::array();
+  for (const PairJudgement& p : report.judgements) {
+    pairs.push_back({{"a", p.pair.a},
+                     {"b", p.pair.b},
+                     {"rail", p.rail},
+                     {"samples", p.samples},
+                     {"sendrecv_busbw", Number(p.sendrecv)},
+                     {"all_reduce_busbw", Number(p.all_reduce)},
+                     {"ratio", Number(p.ratio)},
+                     {"ratio_low", Number(p.low)},
+                     {"ratio_high", Number(p.high)},
+                     {"call", std::string(NameOf(p.call))}});
+  }
+  j["pairs"] = std::move(pairs);
   Json per_node = Json::array();
   for (const auto* list : {&report.node_samples, &report.node_retests}) {
     for (const NodeSample& s : *list) {
-      per_node.push_back({{"phase", list == &report.node_samples ? "per-node" : "retest"},
+      per_node.push_back({{"phase", list == &report.node_samples ? "per-node" : "again"},
                           {"node", s.node},
                           {"all_reduce_busbw", Number(s.all_reduce_busbw)},
                           {"wrong", s.wrong}});
@@ -138,9 +155,9 @@ std::string LocateJson(const LocateReport& report) {
   Json suspects = Json::array();
   for (const Suspect& s : report.suspects) suspects.push_back(SuspectJson(report, s));
   j["suspects"] = std::move(suspects);
-  Json unconfirmed = Json::array();
-  for (const Suspect& s : report.unconfirmed) unconfirmed.push_back(SuspectJson(report, s));
-  j["unconfirmed"] = std::move(unconfirmed);
+  Json undecided = Json::array();
+  for (const Suspect& s : report.undecided) undecided.push_back(SuspectJson(report, s));
+  j["undecided"] = std::move(undecided);
   if (report.world_times) {
     const RankTimes& t = *report.world_times;
     Json per_rank = Json::array();
@@ -164,7 +181,10 @@ std::string LocateJson(const LocateReport& report) {
   j["stragglers"] = std::move(stragglers);
   j["notes"] = report.notes;
   j["found"] = report.Found();
+  j["status"] = std::string(NameOf(report.status));
   j["verdict"] = matrix::Verdict(report);
+  j["unknown"] = report.unknown;
+  j["next_step"] = report.next_step;
   return j.dump(2) + "\n";
 }
 

@@ -1,6 +1,9 @@
-// The procedure: per-node round, pair rounds, classifier, confirmation, collective over
-// every rank. It only plans and decides; the measurer does the measuring.
+// The procedure: per-node round, pair rounds, classifier, remeasurement of what is
+// undecided, collective over every rank. It only plans and decides; the measurer measures.
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -8,6 +11,7 @@
 #include "fabricscope/error.h"
 #include "fabricscope/locate.h"
 #include "locate/classifier.h"
+#include "locate/topology.h"
 
 namespace fabricscope {
 
@@ -21,8 +25,36 @@ std::string_view NameOf(SuspectKind kind) {
       return "link";
     case SuspectKind::kIntraNode:
       return "intra-node";
+    case SuspectKind::kUplink:
+      return "uplink";
   }
   return "node";
+}
+
+std::string_view NameOf(PairCall call) {
+  switch (call) {
+    case PairCall::kFine:
+      return "fine";
+    case PairCall::kSlow:
+      return "slow";
+    case PairCall::kUndecided:
+      return "undecided";
+  }
+  return "undecided";
+}
+
+std::string_view NameOf(LocateStatus status) {
+  switch (status) {
+    case LocateStatus::kClear:
+      return "clear";
+    case LocateStatus::kFound:
+      return "found";
+    case LocateStatus::kInconclusive:
+      return "inconclusive";
+    case LocateStatus::kAmbiguous:
+      return "ambiguous";
+  }
+  return "inconclusive";
 }
 
 namespace {
@@ -31,21 +63,211 @@ void CheckOptions(const LocateOptions& o) {
   if (!(o.threshold > 0 && o.threshold < 1)) {
     throw UsageError("--threshold " + std::to_string(o.threshold) +
                      " must be between 0 and 1 (exclusive): a pair is slow below that fraction "
-                     "of the median, e.g. 0.7");
+                     "of the pairs it is compared with, e.g. 0.7");
+  }
+  if (!(o.confidence >= 0.5 && o.confidence < 1)) {
+    throw UsageError(fmt::format(
+        "--confidence {} must be at least 0.5 and below 1, e.g. 0.999 (a wrong name in at "
+        "most one run of a thousand)",
+        o.confidence));
+  }
+  if (!(o.budget_s >= 0)) {
+    throw UsageError(fmt::format("--budget {} must be 0 or more seconds", o.budget_s));
+  }
+  if (o.max_sweeps < 1) {
+    throw UsageError(fmt::format("--max-sweeps {} must be at least 1", o.max_sweeps));
+  }
+  if (!(o.expect_gbs >= 0)) {
+    throw UsageError(
+        fmt::format("--expect {} must be 0 (none) or a bandwidth in GB/s", o.expect_gbs));
   }
   if (!(o.min_robust_z >= 0)) {
     throw UsageError("the robust z limit must be 0 or more (got " + std::to_string(o.min_robust_z) +
                      ")");
   }
-  if (o.confirm_peers < 1) {
-    throw UsageError("--confirm " + std::to_string(o.confirm_peers) +
-                     " must be at least 1: each suspect is retested against that many "
-                     "known-good nodes");
-  }
 }
 
 void Append(std::vector<PairSample>& to, std::vector<PairSample> more) {
   to.insert(to.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+}
+
+// Measures `rounds` and counts them in `counter` under `phase`.
+void MeasureRounds(const std::vector<Round>& rounds, std::string_view phase, int& counter,
+                   const LocateOptions& options, PairMeasurer& measurer, LocateReport& report) {
+  for (size_t i = 0; i < rounds.size(); ++i) {
+    if (options.progress) {
+      options.progress(phase, static_cast<int>(i + 1), static_cast<int>(rounds.size()));
+    }
+    Append(report.samples, measurer.MeasureRound(rounds[i]));
+    ++counter;
+  }
+}
+
+// Every rail judged on everything measured so far.
+std::vector<classify::RailVerdict> JudgeAll(const LocateReport& report, size_t pairs) {
+  const int nodes = static_cast<int>(report.layout.names.size());
+  const LocateOptions& o = report.options;
+  // The confidence is split over every pair of every rail at every look.
+  const double tests = static_cast<double>(std::max<size_t>(1, pairs)) * report.layout.rails *
+                       static_cast<double>(o.max_sweeps);
+  std::vector<classify::RailVerdict> rails;
+  for (int r = 0; r < report.layout.rails; ++r) {
+    rails.push_back(classify::JudgeRail(report.samples, r, nodes, o, tests));
+  }
+  return rails;
+}
+
+bool AllDecided(const std::vector<classify::RailVerdict>& rails) {
+  return std::all_of(rails.begin(), rails.end(),
+                     [](const classify::RailVerdict& v) { return v.Decided(); });
+}
+
+// The pair rounds, then measurements again of what is undecided, until everything is
+// decided or the budget or the sweeps run out.
+std::vector<classify::RailVerdict> MeasurePairs(const std::vector<Round>& schedule,
+                                                PairMeasurer& measurer, LocateReport& report) {
+  const LocateOptions& o = report.options;
+  const int nodes = static_cast<int>(report.layout.names.size());
+  size_t pairs = 0;
+  for (const Round& round : schedule) pairs += round.pairs.size();
+  MeasureRounds(schedule, "pairs", report.rounds.pairs, o, measurer, report);
+  report.sweeps = 1;
+  // The budget is for measuring again: the first pass always runs whole.
+  const double start = measurer.Elapsed();
+  for (;;) {
+    std::vector<classify::RailVerdict> rails = JudgeAll(report, pairs);
+    bool decided = AllDecided(rails);
+    if (nodes == 2) {
+      const bool need_noise =
+          (o.expect_gbs > 0 || report.layout.rails > 1) && !rails.empty() && rails[0].noise.df < 4;
+      decided = classify::JudgeTwoNodes(report.layout, rails, report.node_samples, o).decided &&
+                !need_noise;
+    }
+    if (decided || report.sweeps >= o.max_sweeps || measurer.Elapsed() - start >= o.budget_s) {
+      return rails;
+    }
+    const std::vector<NodePair> again = classify::PairsToRemeasure(rails, nodes);
+    if (again.empty()) return rails;
+    MeasureRounds(PackRounds(again), "again", report.rounds.again, o, measurer, report);
+    ++report.sweeps;
+  }
+}
+
+// What is still undecided, in one sentence, and the command that would decide it.
+void ExplainInconclusive(const std::vector<classify::RailVerdict>& rails, LocateReport& report) {
+  size_t nodes = 0;
+  size_t pairs = 0;
+  double sigma = 0;
+  for (const classify::RailVerdict& v : rails) {
+    nodes += v.undecided_nodes.size();
+    pairs += v.undecided_pairs.size();
+    sigma = std::max(sigma, v.noise.sigma);
+  }
+  const LocateOptions& o = report.options;
+  const bool out_of_time = report.sweeps < o.max_sweeps;
+  report.unknown = fmt::format(
+      "{} node{} and {} pair{} undecided after {} sweep{} ({}): the noise is {:.2f} (sd of log "
+      "bandwidth between repeats of one pair, {:.0f}% between two measurements), too much to "
+      "decide at {:.1f}% confidence whether they are below {:.2f}x",
+      nodes, nodes == 1 ? "" : "s", pairs, pairs == 1 ? "" : "s", report.sweeps,
+      report.sweeps == 1 ? "" : "s",
+      out_of_time ? fmt::format("the --budget of {:g} s for measuring again spent", o.budget_s)
+                  : fmt::format("--max-sweeps {}", o.max_sweeps),
+      sigma, 100.0 * (std::exp(sigma * std::sqrt(2.0)) - 1.0), 100.0 * o.confidence, o.threshold);
+  report.next_step = fmt::format(
+      "measure more: rerun with --budget {:g} --max-sweeps {} (about four times the "
+      "measurements halves the noise of each decision), or make each measurement steadier "
+      "with -n/--iters four times higher or a larger -b/--size",
+      std::max(4.0 * o.budget_s, 60.0), 4 * o.max_sweeps);
+}
+
+void DecidePairs(const std::vector<classify::RailVerdict>& rails, LocateReport& report) {
+  report.judgements = classify::Judgements(rails);
+  for (const classify::RailVerdict& v : rails) {
+    RailBaseline b;
+    b.rail = v.levels.rail;
+    b.sendrecv_typical = v.sendrecv_typical;
+    b.all_reduce_typical = v.all_reduce_typical;
+    b.sigma = v.noise.sigma;
+    b.noise_df = v.noise.df;
+    report.baselines.push_back(b);
+  }
+  if (report.layout.names.size() == 2) {
+    const classify::TwoNodeVerdict two =
+        classify::JudgeTwoNodes(report.layout, rails, report.node_samples, report.options);
+    report.status = two.status;
+    report.unknown = two.unknown;
+    report.next_step = two.next_step;
+    return;
+  }
+  classify::Decision decision = classify::Decide(report.layout, rails);
+  report.suspects = std::move(decision.named);
+  report.undecided = std::move(decision.undecided);
+  if (!report.suspects.empty()) {
+    report.status = LocateStatus::kFound;
+  } else if (!AllDecided(rails)) {
+    report.status = LocateStatus::kInconclusive;
+  }
+  if (!AllDecided(rails)) ExplainInconclusive(rails, report);
+  topology::Blame(report.options.topology, report);
+}
+
+// The per-node rounds (three, then more while a node is undecided, within the passes and
+// the budget) and their verdict, added to the pairs'.
+classify::IntraVerdict MeasureIntraNode(PairMeasurer& measurer, LocateReport& report) {
+  constexpr size_t kFirstRounds = 3;  // repeats from the start: the noise needs them
+  const LocateOptions& options = report.options;
+  const double start = measurer.Elapsed();
+  std::vector<std::vector<NodeSample>> rounds;
+  classify::IntraVerdict verdict;
+  for (;;) {
+    if (options.progress) {
+      options.progress("per-node", static_cast<int>(rounds.size() + 1),
+                       static_cast<int>(std::max(rounds.size() + 1, kFirstRounds)));
+    }
+    rounds.push_back(measurer.MeasureNodes());
+    ++report.rounds.per_node;
+    if (rounds.size() < kFirstRounds) continue;
+    verdict = classify::JudgeIntraNode(report.layout, rounds, options);
+    if (verdict.decided || static_cast<int>(rounds.size()) >= options.max_sweeps ||
+        measurer.Elapsed() - start >= options.budget_s) {
+      break;
+    }
+  }
+  report.node_samples = rounds.front();
+  for (size_t r = 1; r < rounds.size(); ++r) {
+    report.node_retests.insert(report.node_retests.end(), rounds[r].begin(), rounds[r].end());
+  }
+  return verdict;
+}
+
+// The per-node verdict joins the pairs'.
+void AddIntraNode(classify::IntraVerdict verdict, LocateReport& report) {
+  for (Suspect& s : verdict.decision.named) report.suspects.push_back(std::move(s));
+  for (Suspect& s : verdict.decision.undecided) report.undecided.push_back(std::move(s));
+  if (!verdict.decision.named.empty() && report.status != LocateStatus::kAmbiguous) {
+    report.status = LocateStatus::kFound;
+  } else if (!verdict.decided && report.status == LocateStatus::kClear) {
+    report.status = LocateStatus::kInconclusive;
+    report.unknown = "a node's own ranks are below the threshold but not significantly";
+    report.next_step = "measure more: raise --max-sweeps or --budget, or -n/--iters";
+  }
+}
+
+void FindStragglersOf(PairMeasurer& measurer, LocateReport& report) {
+  if (report.options.progress) report.options.progress("world", 1, 1);
+  report.world_times = measurer.MeasureWorld();
+  ++report.rounds.world;
+  if (!report.world_times) return;
+  std::vector<int> node_of_rank(report.world_times->per_rank_us.size(), -1);
+  for (size_t n = 0; n < report.layout.ranks.size(); ++n) {
+    for (int r : report.layout.ranks[n]) {
+      if (r >= 0 && static_cast<size_t>(r) < node_of_rank.size()) {
+        node_of_rank[static_cast<size_t>(r)] = static_cast<int>(n);
+      }
+    }
+  }
+  report.stragglers = FindStragglers(*report.world_times, node_of_rank, report.options);
 }
 
 }  // namespace
@@ -54,16 +276,14 @@ LocateReport Locate(const LocateOptions& options, const ClusterLayout& layout,
                     PairMeasurer& measurer) {
   CheckOptions(options);
   const int nodes = static_cast<int>(layout.names.size());
-  // With three nodes a slow node is in two of the three pairs: its bandwidth is the
-  // majority, and nothing tells it from one unusually fast pair.
-  if (nodes < 4) {
+  if (nodes < 2) {
     const std::string found = Joined(layout.names);
     throw UsageError(
-        "locate needs at least 4 nodes to tell a slow node from a slow link; the "
-        "job has " +
+        "locate compares nodes with each other and needs at least 2; the job has " +
         std::to_string(nodes) + (found.empty() ? "" : " (" + found + ")") +
-        ". Start one process per host on 4 or more hosts, or treat processes "
-        "(--group-by process) or ranks (--group-by rank) as nodes");
+        ". Start one process per host on 2 or more hosts (4 or more to tell a slow node from "
+        "a slow link), or treat processes (--group-by process) or ranks (--group-by rank) as "
+        "nodes");
   }
   LocateReport report;
   report.options = options;
@@ -73,72 +293,14 @@ LocateReport Locate(const LocateOptions& options, const ClusterLayout& layout,
   const bool per_node =
       options.per_node && std::any_of(layout.ranks.begin(), layout.ranks.end(),
                                       [](const auto& ranks) { return ranks.size() >= 2; });
-  auto tell = [&](std::string_view phase, size_t round, size_t rounds) {
-    if (options.progress) {
-      options.progress(phase, static_cast<int>(round + 1), static_cast<int>(rounds));
-    }
-  };
-  if (per_node) {
-    tell("per-node", 0, 1);
-    report.node_samples = measurer.MeasureNodes();
-    ++report.rounds.per_node;
-  }
-
+  classify::IntraVerdict inside;
+  if (per_node) inside = MeasureIntraNode(measurer, report);
   const std::vector<Round> schedule = options.mode == LocateMode::kFull
                                           ? RoundRobinSchedule(nodes)
                                           : QuickSchedule(nodes, options.coverage, options.seed);
-  for (const Round& round : schedule) {
-    tell("pairs", static_cast<size_t>(report.rounds.pairs), schedule.size());
-    Append(report.samples, measurer.MeasureRound(round));
-    ++report.rounds.pairs;
-  }
-
-  const classify::Candidates candidates = classify::FindCandidates(layout, report.samples, options);
-  for (const classify::RailAnalysis& rail : candidates.rails) {
-    report.baselines.push_back(rail.baseline.values());
-  }
-  const classify::ConfirmationPlan plan = classify::PlanConfirmation(candidates, options);
-  const std::vector<Round> retests = PackRounds(plan.Pairs());
-  for (const Round& round : retests) {
-    tell("confirmation", static_cast<size_t>(report.rounds.confirmation), retests.size());
-    Append(report.confirmation_samples, measurer.MeasureRound(round));
-    ++report.rounds.confirmation;
-  }
-  classify::Decision decision =
-      classify::Decide(layout, candidates, plan, report.confirmation_samples);
-
-  if (per_node) {
-    std::vector<NodeSample> retest;
-    if (!classify::IntraNodeCandidates(report.node_samples, options).empty()) {
-      tell("per-node", 0, 1);
-      retest = measurer.MeasureNodes();
-      ++report.rounds.per_node;
-    }
-    classify::Decision inside =
-        classify::DecideIntraNode(layout, report.node_samples, retest, options);
-    for (Suspect& s : inside.named) decision.named.push_back(std::move(s));
-    for (Suspect& s : inside.unconfirmed) decision.unconfirmed.push_back(std::move(s));
-    report.node_retests = std::move(retest);
-  }
-  report.suspects = std::move(decision.named);
-  report.unconfirmed = std::move(decision.unconfirmed);
-
-  if (options.stragglers) {
-    tell("world", 0, 1);
-    report.world_times = measurer.MeasureWorld();
-    ++report.rounds.world;
-    if (report.world_times) {
-      std::vector<int> node_of_rank(report.world_times->per_rank_us.size(), -1);
-      for (size_t n = 0; n < layout.ranks.size(); ++n) {
-        for (int r : layout.ranks[n]) {
-          if (r >= 0 && static_cast<size_t>(r) < node_of_rank.size()) {
-            node_of_rank[static_cast<size_t>(r)] = static_cast<int>(n);
-          }
-        }
-      }
-      report.stragglers = FindStragglers(*report.world_times, node_of_rank, options);
-    }
-  }
+  DecidePairs(MeasurePairs(schedule, measurer, report), report);
+  AddIntraNode(std::move(inside), report);
+  if (options.stragglers) FindStragglersOf(measurer, report);
   return report;
 }
 

@@ -7,8 +7,6 @@
 #include <cmath>
 #include <limits>
 
-#include "locate/classifier.h"
-
 namespace fabricscope::matrix {
 namespace {
 
@@ -30,22 +28,18 @@ PairGrid BuildGrid(const LocateReport& report, int rail, int max_cells) {
   g.sendrecv.assign(size, kNone);
   g.all_reduce.assign(size, kNone);
   g.ratio.assign(size, kNone);
-  RailBaseline values;
-  for (const RailBaseline& b : report.baselines) {
-    if (b.rail == rail) values = b;
-  }
-  const classify::Baseline baseline(values, 1.0, report.options);
-  for (const PairSample& s : report.samples) {
-    if (s.rail != rail) continue;
-    const int x = s.pair.a / g.block;
-    const int y = s.pair.b / g.block;
-    const double ratio = baseline.Ratio(s.sendrecv_busbw, s.all_reduce_busbw, s.wrong);
+  g.slow.assign(size, 0);
+  for (const PairJudgement& j : report.judgements) {
+    if (j.rail != rail) continue;
+    const int x = j.pair.a / g.block;
+    const int y = j.pair.b / g.block;
     for (const auto& [row, col] : {std::pair{x, y}, std::pair{y, x}}) {
       const size_t at =
           static_cast<size_t>(row) * static_cast<size_t>(g.cells) + static_cast<size_t>(col);
-      KeepSlowest(g.sendrecv, at, s.sendrecv_busbw);
-      KeepSlowest(g.all_reduce, at, s.all_reduce_busbw);
-      KeepSlowest(g.ratio, at, ratio);
+      KeepSlowest(g.sendrecv, at, j.sendrecv);
+      KeepSlowest(g.all_reduce, at, j.all_reduce);
+      KeepSlowest(g.ratio, at, j.ratio);
+      if (j.call == PairCall::kSlow) g.slow[at] = 1;
     }
   }
   return g;
@@ -54,6 +48,7 @@ PairGrid BuildGrid(const LocateReport& report, int rail, int max_cells) {
 std::string Describe(const LocateReport& report, const Suspect& s) {
   auto name = [&](int node) { return report.layout.names[static_cast<size_t>(node)]; };
   std::string text(NameOf(s.kind));
+  if (s.kind == SuspectKind::kUplink) return text + " " + s.element;
   text += " " + name(s.nodes.front());
   if (s.kind == SuspectKind::kLink) text += "-" + name(s.nodes.back());
   if (s.kind == SuspectKind::kNic || (s.kind == SuspectKind::kLink && report.layout.rails > 1 &&
@@ -67,19 +62,23 @@ std::string Describe(const LocateReport& report, const Suspect& s) {
 }
 
 std::string Verdict(const LocateReport& report) {
-  if (report.suspects.empty()) {
-    if (report.unconfirmed.empty()) {
-      return fmt::format("nobody named: no node or link measured below {:.2f}x the typical pair",
-                         report.options.threshold);
-    }
-    return fmt::format(
-        "nobody named: {} candidate{} below {:.2f}x the typical pair not confirmed "
-        "by the retest",
-        report.unconfirmed.size(), report.unconfirmed.size() == 1 ? "" : "s",
-        report.options.threshold);
+  const double confidence = 100.0 * report.options.confidence;
+  switch (report.status) {
+    case LocateStatus::kClear:
+      return fmt::format(
+          "nobody named: every node and pair decided fine (above {:.2f}x the others at {:.1f}% "
+          "confidence)",
+          report.options.threshold, confidence);
+    case LocateStatus::kInconclusive:
+      return "inconclusive, nobody named: " + report.unknown;
+    case LocateStatus::kAmbiguous:
+      return "ambiguous: " + report.unknown;
+    case LocateStatus::kFound:
+      break;
   }
-  std::string text = fmt::format("{} culprit{} named: ", report.suspects.size(),
-                                 report.suspects.size() == 1 ? "" : "s");
+  std::string text =
+      fmt::format("{} culprit{} named at {:.1f}% confidence: ", report.suspects.size(),
+                  report.suspects.size() == 1 ? "" : "s", confidence);
   for (size_t i = 0; i < report.suspects.size(); ++i) {
     text += (i ? "; " : "") + Describe(report, report.suspects[i]);
   }

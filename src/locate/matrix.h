@@ -16,16 +16,17 @@ struct PairGrid {
   // cells x cells, row-major and symmetric; NaN where nothing was measured.
   std::vector<double> sendrecv;
   std::vector<double> all_reduce;
-  std::vector<double> ratio;  // bandwidth over the rail's typical pair (see Baseline::Ratio)
+  std::vector<double> ratio;  // bandwidth over the pairs it was compared with
+  std::vector<char> slow;     // the classifier called it slow: the star, the verdict's evidence
   double At(const std::vector<double>& values, int row, int col) const {
     return values[static_cast<size_t>(row) * static_cast<size_t>(cells) + static_cast<size_t>(col)];
   }
 };
 
-// The pair rounds' samples of `rail`.
+// The judgements of `rail` (every measurement of a pair combined).
 PairGrid BuildGrid(const LocateReport& report, int rail, int max_cells);
 
-// "1 culprit named: node fs3" / "nobody named: ...": the report's one-line answer.
+// "1 culprit named: node fs3" / "nobody named: ..." / "inconclusive: ...": the answer.
 std::string Verdict(const LocateReport& report);
 
 // "node fs3", "link fs2-fs5", "nic fs3 rail 1".

@@ -17,7 +17,8 @@ namespace fabricscope {
 namespace {
 
 constexpr const char* kFaultForms =
-    "node:N, nic:N/RAIL, link:A-B or intra:N, each optionally :FACTOR (0 < FACTOR < 1, the "
+    "node:N, nic:N/RAIL, link:A-B, intra:N or uplink:FIRST-LAST (the uplinks of a leaf "
+    "switch with nodes FIRST to LAST), each optionally :FACTOR (0 < FACTOR < 1, the "
     "bandwidth left; default 0.25), e.g. node:3, link:2-7:0.5";
 
 [[noreturn]] void BadFault(std::string_view text, const std::string& why) {
@@ -60,6 +61,14 @@ SimulatedFault ParseSimulatedFault(std::string_view text) {
     fault.kind = SuspectKind::kNic;
     fault.node = ParseIndex(where.substr(0, slash), text, "the node");
     fault.rail = ParseIndex(where.substr(slash + 1), text, "the rail");
+  } else if (kind == "uplink") {
+    const size_t dash = where.find('-');
+    if (dash == std::string_view::npos)
+      BadFault(text, "an uplink is FIRST-LAST (its leaf's nodes)");
+    fault.kind = SuspectKind::kUplink;
+    fault.node = ParseIndex(where.substr(0, dash), text, "the first node");
+    fault.peer = ParseIndex(where.substr(dash + 1), text, "the last node");
+    if (fault.peer < fault.node) BadFault(text, "the last node comes before the first");
   } else if (kind == "link") {
     const size_t dash = where.find('-');
     if (dash == std::string_view::npos) BadFault(text, "a link is A-B");
@@ -80,6 +89,18 @@ struct SimulatedCluster::Impl {
   std::vector<std::vector<double>> nic;        // per node, per rail
   std::vector<double> intra;                   // per node
   std::map<std::pair<int, int>, double> link;  // (a < b)
+  std::vector<SimulatedFault> uplinks;         // nodes node..peer behind one slow leaf uplink
+
+  // The uplinks a pair crosses: one end behind the leaf, the other not.
+  double UplinkFactor(int a, int b) const {
+    double f = 1.0;
+    for (const SimulatedFault& u : uplinks) {
+      const bool in_a = a >= u.node && a <= u.peer;
+      const bool in_b = b >= u.node && b <= u.peer;
+      if (in_a != in_b) f = std::min(f, u.factor);
+    }
+    return f;
+  }
 
   explicit Impl(SimulatedClusterOptions o) : options(std::move(o)), rng(options.seed) {}
 
@@ -136,6 +157,10 @@ SimulatedCluster::SimulatedCluster(SimulatedClusterOptions options)
         impl_->nic[x][static_cast<size_t>(f.rail)] =
             std::min(impl_->nic[x][static_cast<size_t>(f.rail)], f.factor);
         break;
+      case SuspectKind::kUplink:
+        check_node(f.peer);
+        impl_->uplinks.push_back(f);
+        break;
       case SuspectKind::kLink: {
         check_node(f.peer);
         const auto key = std::minmax(f.node, f.peer);
@@ -163,7 +188,7 @@ std::vector<PairSample> SimulatedCluster::MeasureRound(const Round& round) {
   for (const NodePair& p : round.pairs) {
     const size_t a = static_cast<size_t>(p.a);
     const size_t b = static_cast<size_t>(p.b);
-    double path = std::min(m.node[a], m.node[b]);
+    double path = std::min({m.node[a], m.node[b], m.UplinkFactor(p.a, p.b)});
     if (const auto it = m.link.find(std::minmax(p.a, p.b)); it != m.link.end()) {
       path = std::min(path, it->second);
     }
@@ -228,6 +253,8 @@ std::optional<RankTimes> SimulatedCluster::MeasureWorld() {
   t.avg_us = sum / nranks;
   return t;
 }
+
+double SimulatedCluster::Elapsed() const { return rounds_ * impl_->options.round_s; }
 
 ClusterLayout SimulatedCluster::Layout() const {
   const SimulatedClusterOptions& o = impl_->options;

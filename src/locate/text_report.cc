@@ -22,9 +22,11 @@ void WriteMatrix(const LocateReport& report, const matrix::PairGrid& grid,
   const auto& names = report.layout.names;
   size_t width = 9;  // "0.00592*": three digits, a star
   for (const auto& n : names) width = std::max(width, n.size() + 1);
-  out << fmt::format("#\n# {} bus bandwidth (GB/s){}, typical pair {}; * below {:.2f}x\n", metric,
-                     report.layout.rails > 1 ? fmt::format(", rail {}", rail) : std::string(),
-                     Cell(median), report.options.threshold);
+  out << fmt::format(
+      "#\n# {} bus bandwidth (GB/s, median of each pair's measurements){}, typical {}; * slow: "
+      "below {:.2f}x the other pairs at {:.1f}% confidence\n",
+      metric, report.layout.rails > 1 ? fmt::format(", rail {}", rail) : std::string(),
+      Cell(median), report.options.threshold, 100.0 * report.options.confidence);
   out << "# " << std::string(width, ' ');
   for (const auto& n : names) out << fmt::format("{:>{}}", n, width);
   out << "\n";
@@ -32,8 +34,10 @@ void WriteMatrix(const LocateReport& report, const matrix::PairGrid& grid,
     out << "# " << fmt::format("{:<{}}", names[static_cast<size_t>(row)], width);
     for (int col = 0; col < grid.cells; ++col) {
       std::string cell = row == col ? "-" : Cell(grid.At(values, row, col));
-      const double ratio = grid.At(grid.ratio, row, col);
-      if (!std::isnan(ratio) && ratio < report.options.threshold) cell += "*";
+      if (grid.slow[static_cast<size_t>(row) * static_cast<size_t>(grid.cells) +
+                    static_cast<size_t>(col)]) {
+        cell += "*";
+      }
       out << fmt::format("{:>{}}", cell, width);
     }
     out << "\n";
@@ -62,11 +66,17 @@ void WriteLocateText(const LocateReport& report, std::ostream& out) {
   }
   out << "\n";
   out << fmt::format(
-      "# {} schedule: {} per-node + {} pair + {} confirmation + {} collective = {} rounds\n",
+      "# {} schedule: {} per-node + {} pair + {} again + {} collective = {} rounds, {} sweep{}\n",
       report.options.mode == LocateMode::kFull
           ? "full"
           : fmt::format("quick (coverage {})", report.options.coverage),
-      r.per_node, r.pairs, r.confirmation, r.world, r.Total());
+      r.per_node, r.pairs, r.again, r.world, r.Total(), report.sweeps,
+      report.sweeps == 1 ? "" : "s");
+  for (const RailBaseline& b : report.baselines) {
+    out << fmt::format(
+        "# noise{}: {:.3f} (sd of log bandwidth between repeats of one pair, {:.0f} df)\n",
+        layout.rails > 1 ? fmt::format(" rail {}", b.rail) : std::string(), b.sigma, b.noise_df);
+  }
   for (const std::string& note : report.notes) out << "# note: " << note << "\n";
 
   if (static_cast<int>(layout.names.size()) <= kMaxTextNodes) {
@@ -90,12 +100,12 @@ void WriteLocateText(const LocateReport& report, std::ostream& out) {
 
   out << "#\n";
   if (!report.suspects.empty()) {
-    out << "# suspects (confirmed by the retest against known-good nodes):\n";
+    out << "# suspects (significant at the stated confidence):\n";
     WriteSuspects(report, report.suspects, out);
   }
-  if (!report.unconfirmed.empty()) {
-    out << "# candidates not confirmed (not named):\n";
-    WriteSuspects(report, report.unconfirmed, out);
+  if (!report.undecided.empty()) {
+    out << "# undecided (not named):\n";
+    WriteSuspects(report, report.undecided, out);
   }
   if (report.world_times) {
     if (report.stragglers.empty()) {
@@ -114,6 +124,7 @@ void WriteLocateText(const LocateReport& report, std::ostream& out) {
     }
   }
   out << "# verdict: " << matrix::Verdict(report) << "\n";
+  if (!report.next_step.empty()) out << "# to decide: " << report.next_step << "\n";
 }
 
 }  // namespace fabricscope

@@ -1,9 +1,12 @@
-// The classifier on hand-made measurements: slow node against slow link, explaining away,
-// wrong data, noise, and what the retests decide.
+// The classifier on hand-made measurements, one part at a time: log levels, noise from
+// repeats, the critical value, the rule, references, the node test, explaining away, the
+// rail's verdict, the suspects, what to remeasure, two nodes, and the per-node test.
 #include "locate/classifier.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
 #include <vector>
 
@@ -31,20 +34,36 @@ std::vector<int> Sorted(std::vector<int> v) {
 
 using Bandwidth = std::function<double(int a, int b, int rail)>;
 
-// Every pair once (the full schedule), bandwidth from `bw`, the same for both metrics
-// except a fixed small spread so the MAD is not zero.
-std::vector<PairSample> AllPairs(int nodes, int rails, const Bandwidth& bw) {
+// Every pair `repeats` times (sweeps of the full schedule), bandwidth from `bw`, the same
+// for both metrics, times a fixed jitter of +-2% so that repeats differ (noise about 0.015).
+std::vector<PairSample> AllPairs(int nodes, int rails, const Bandwidth& bw, int repeats = 4) {
   std::vector<PairSample> samples;
   int i = 0;
-  for (int a = 0; a < nodes; ++a) {
-    for (int b = a + 1; b < nodes; ++b) {
-      for (int r = 0; r < rails; ++r) {
-        const double jitter = 1.0 + 0.01 * ((i++ % 5) - 2);  // +-2%
-        samples.push_back({{a, b}, r, bw(a, b, r) * jitter, bw(a, b, r) * jitter, 0});
+  for (int k = 0; k < repeats; ++k) {
+    for (int a = 0; a < nodes; ++a) {
+      for (int b = a + 1; b < nodes; ++b) {
+        for (int r = 0; r < rails; ++r) {
+          const double jitter = 1.0 + 0.01 * (((3 * i++ + k) % 5) - 2);
+          samples.push_back({{a, b}, r, bw(a, b, r) * jitter, bw(a, b, r) * jitter, 0});
+        }
       }
     }
   }
   return samples;
+}
+
+// The rule of a quiet cluster: threshold 0.7, z 4 to name, 3 to clear, noise 0.05.
+Rule QuietRule() {
+  Rule rule;
+  rule.log_threshold = std::log(0.7);
+  rule.z = 4;
+  rule.z_fine = 3;
+  rule.sigma = 0.05;
+  return rule;
+}
+
+RailVerdict Judge(int nodes, const std::vector<PairSample>& samples, int rail = 0) {
+  return JudgeRail(samples, rail, nodes, LocateOptions{}, 1000);
 }
 
 Bandwidth SlowNode(int node, double factor) {
@@ -55,238 +74,276 @@ Bandwidth SlowLink(int x, int y, double factor) {
   return [=](int a, int b, int) { return (a == x && b == y) ? 10.0 * factor : 10.0; };
 }
 
-TEST(Classifier, SlowWithEveryPeerIsANode) {
-  const ClusterLayout layout = Layout(6);
-  const Candidates c = FindCandidates(layout, AllPairs(6, 1, SlowNode(2, 0.25)), LocateOptions{});
-  EXPECT_EQ(c.nodes, std::vector<int>{2});
-  EXPECT_TRUE(c.links.empty());
-  EXPECT_EQ(c.good.size(), 5u);
-  EXPECT_EQ(std::count(c.good.begin(), c.good.end(), 2), 0);
-  ASSERT_EQ(c.rails.size(), 1u);
-  EXPECT_NEAR(c.rails[0].baseline.values().sendrecv_typical, 10.0, 0.2);
+TEST(SampleLog, MeanOfTheTwoLogsAndWrongDataFarBelow) {
+  const PairSample s{{0, 1}, 0, 5.0, 20.0, 0};
+  EXPECT_NEAR(SampleLog(s, 10.0, 10.0), 0.5 * (std::log(0.5) + std::log(2.0)), 1e-6);
+  PairSample wrong = s;
+  wrong.wrong = 3;
+  EXPECT_LT(SampleLog(wrong, 10.0, 10.0), std::log(0.01));
+  PairSample one = s;
+  one.all_reduce_busbw = std::nan("");  // a collective that did not run is left out
+  EXPECT_NEAR(SampleLog(one, 10.0, 10.0), std::log(0.5), 1e-6);
+  one.sendrecv_busbw = std::nan("");
+  EXPECT_TRUE(std::isnan(SampleLog(one, 10.0, 10.0)));
 }
 
-TEST(Classifier, SlowWithOnePeerIsALink) {
-  const ClusterLayout layout = Layout(6);
-  const Candidates c = FindCandidates(layout, AllPairs(6, 1, SlowLink(1, 4, 0.3)), LocateOptions{});
-  EXPECT_TRUE(c.nodes.empty());
-  EXPECT_EQ(c.links, (std::vector<NodePair>{{1, 4}}));
-  EXPECT_EQ(Sorted(c.good), (std::vector<int>{0, 2, 3, 5}));
-}
-
-TEST(Classifier, FourNodesAreEnoughToTellThemApart) {
-  // A slow node of four is in half of all pairs: the yardstick is the typical node's
-  // median pair, which stays healthy.
-  const ClusterLayout layout = Layout(4);
-  const Candidates link = FindCandidates(layout, AllPairs(4, 1, SlowLink(0, 1, 0.3)), {});
-  EXPECT_TRUE(link.nodes.empty());
-  EXPECT_EQ(link.links, (std::vector<NodePair>{{0, 1}}));
-  EXPECT_EQ(Sorted(link.good), (std::vector<int>{2, 3}));
-  const Candidates node = FindCandidates(layout, AllPairs(4, 1, SlowNode(0, 0.3)), {});
-  EXPECT_EQ(node.nodes, std::vector<int>{0});
-  EXPECT_TRUE(node.links.empty());
-  EXPECT_NEAR(node.rails[0].baseline.values().sendrecv_typical, 10.0, 0.2);
-}
-
-TEST(Classifier, TwoSlowNodesDoNotMakeTheirPeersLookSlow) {
-  // As quick mode may pair them: node 0 meets slow 1, slow 2 and healthy 3, so two of its
-  // three pairs are slow; both are explained once 1 and 2 are found, and 0 is not a third.
-  const ClusterLayout layout = Layout(8);
-  const std::vector<NodePair> pairs = {{0, 1}, {0, 2}, {0, 3}, {1, 4}, {1, 5},
-                                       {2, 6}, {2, 7}, {3, 4}, {3, 5}, {4, 6},
-                                       {5, 7}, {6, 7}, {3, 6}, {4, 7}, {5, 6}};
-  std::vector<PairSample> samples;
-  int i = 0;
-  for (const NodePair& p : pairs) {
-    const bool slow = p.a == 1 || p.b == 1 || p.a == 2 || p.b == 2;
-    const double bw = (slow ? 2.0 : 10.0) * (1.0 + 0.01 * ((i++ % 5) - 2));
-    samples.push_back({p, 0, bw, bw, 0});
+TEST(BuildLevels, OneLevelPerPairFromAllItsSamples) {
+  const RailLevels levels = BuildLevels(AllPairs(4, 1, SlowLink(1, 2, 0.5), 3), 0, 4);
+  ASSERT_EQ(levels.pairs.size(), 6u);
+  ASSERT_EQ(levels.pairs_of_node.size(), 4u);
+  for (const auto& of : levels.pairs_of_node) EXPECT_EQ(of.size(), 3u);
+  for (const PairLevel& p : levels.pairs) {
+    EXPECT_EQ(p.n(), 3);
+    const double expected = p.pair == NodePair{1, 2} ? std::log(0.5) : 0.0;
+    EXPECT_NEAR(p.level, expected, 0.03) << p.pair.a << "-" << p.pair.b;
   }
-  const Candidates c = FindCandidates(layout, samples, {});
-  EXPECT_EQ(c.nodes, (std::vector<int>{1, 2}));
-  EXPECT_TRUE(c.links.empty());
-  EXPECT_EQ(c.rails[0].Unexplained(0), 1);  // only 0-3 is left to judge node 0 by
 }
 
-TEST(Classifier, SlowNodeAndSlowLinkTogether) {
-  const ClusterLayout layout = Layout(6);
-  const Bandwidth bw = [](int a, int b, int) {
-    if (a == 5 || b == 5) return 3.0;
-    if (a == 0 && b == 3) return 4.0;
-    return 10.0;
+TEST(EstimateNoise, FromRepeatsOfOnePairNotFromTheFault) {
+  // A fault that takes one node to a quarter makes the pairs differ by a factor of four;
+  // repeats of each pair still differ by +-2% only.
+  const RailLevels faulty = BuildLevels(AllPairs(6, 1, SlowNode(2, 0.25), 4), 0, 6);
+  std::vector<NodePair> every;
+  for (const PairLevel& p : faulty.pairs) every.push_back(p.pair);
+  EXPECT_EQ(NoiseSample(every, 6).size(), 15u);  // fewer than 64: all of them
+  const Noise noise = EstimateNoise(faulty, every);
+  EXPECT_GT(noise.sigma, 0.0);
+  EXPECT_LT(noise.sigma, 0.05);
+  EXPECT_GT(noise.df, 10.0);
+  // One measurement per pair: no repeats, no noise figure.
+  const Noise none = EstimateNoise(BuildLevels(AllPairs(6, 1, SlowNode(2, 0.25), 1), 0, 6), every);
+  EXPECT_EQ(none.df, 0.0);
+}
+
+TEST(NoiseSample, RoundsOfDisjointPairsUntil64) {
+  std::vector<NodePair> every;
+  for (int a = 0; a < 40; ++a) {
+    for (int b = a + 1; b < 40; ++b) every.push_back({a, b});
+  }
+  const std::vector<NodePair> sample = NoiseSample(every, 40);
+  EXPECT_EQ(sample.size(), 80u);  // four rounds of 20 disjoint pairs
+  EXPECT_EQ(PackRounds(sample).size(), 4u);
+}
+
+TEST(CriticalValue, GrowsWithTheTestsAndWithFewDegreesOfFreedom) {
+  const double one = CriticalValue(0.999, 1, 1e6);
+  EXPECT_NEAR(one, 3.09, 0.01);  // the normal quantile at 0.999
+  EXPECT_GT(CriticalValue(0.999, 1000, 1e6), one);
+  EXPECT_GT(CriticalValue(0.999, 1, 5), one);  // Student's t
+  EXPECT_TRUE(std::isinf(CriticalValue(0.999, 1, 0)));
+}
+
+TEST(Rule, SlowFineOrUndecided) {
+  const Rule rule = QuietRule();
+  EXPECT_EQ(rule.Call(std::log(0.25), 0.05), PairCall::kSlow);
+  EXPECT_EQ(rule.Call(0.0, 0.05), PairCall::kFine);
+  EXPECT_EQ(rule.Call(std::log(0.25), 0.5), PairCall::kUndecided);   // too noisy to say
+  EXPECT_EQ(rule.Call(std::log(0.65), 0.05), PairCall::kUndecided);  // near the threshold
+  EXPECT_EQ(rule.Call(std::nan(""), 0.05), PairCall::kUndecided);
+}
+
+TEST(Compare, MoreSamplesNarrowTheError) {
+  const RailLevels few = BuildLevels(AllPairs(6, 1, SlowNode(0, 0.5), 2), 0, 6);
+  const RailLevels many = BuildLevels(AllPairs(6, 1, SlowNode(0, 0.5), 12), 0, 6);
+  const Rule rule = QuietRule();
+  const std::vector<char> none(6, 0);
+  const Comparison a =
+      Compare(few.pairs[0], MakeReference(few, PairsAvoiding(few, none, 0), 0.05), rule);
+  const Comparison b =
+      Compare(many.pairs[0], MakeReference(many, PairsAvoiding(many, none, 0), 0.05), rule);
+  EXPECT_LT(b.se, a.se);
+  EXPECT_NEAR(b.diff, std::log(0.5), 0.05);
+}
+
+TEST(PairsAvoiding, LeavesOutPairsOfExcludedNodes) {
+  const RailLevels levels = BuildLevels(AllPairs(4, 1, SlowNode(0, 1.0), 1), 0, 4);
+  std::vector<char> excluded(4, 0);
+  excluded[0] = 1;
+  EXPECT_EQ(PairsAvoiding(levels, excluded).size(), 3u);     // 1-2, 1-3, 2-3
+  EXPECT_EQ(PairsAvoiding(levels, excluded, 5).size(), 2u);  // and not pair 5 (2-3)
+}
+
+TEST(TestNode, EveryPairSlowIsASlowNodeOneFinePairClearsIt) {
+  const Rule rule = QuietRule();
+  const std::vector<char> none(6, 0);
+  const RailLevels node = BuildLevels(AllPairs(6, 1, SlowNode(2, 0.25)), 0, 6);
+  const NodeTest slow = TestNode(node, 2, none, rule);
+  EXPECT_EQ(slow.call, PairCall::kSlow);
+  EXPECT_EQ(slow.pairs, 5);
+  EXPECT_EQ(slow.slow_pairs, 5);
+  EXPECT_NEAR(std::exp(slow.diff), 0.25, 0.02);
+  // The end of a slow link is slow with one peer and fine with the others: cleared.
+  const RailLevels link = BuildLevels(AllPairs(6, 1, SlowLink(1, 4, 0.25)), 0, 6);
+  EXPECT_EQ(TestNode(link, 1, none, rule).call, PairCall::kFine);
+}
+
+TEST(FindSlowNodes, ExplainsAwayAHealthyNodeThatMetTwoSlowOnes) {
+  const Bandwidth two = [](int a, int b, int) {
+    return (a == 1 || b == 1 || a == 3 || b == 3) ? 2.5 : 10.0;
   };
-  const Candidates c = FindCandidates(layout, AllPairs(6, 1, bw), {});
-  EXPECT_EQ(c.nodes, std::vector<int>{5});
-  EXPECT_EQ(c.links, (std::vector<NodePair>{{0, 3}}));
-  EXPECT_EQ(Sorted(c.good), (std::vector<int>{1, 2, 4}));
+  const RailLevels levels = BuildLevels(AllPairs(6, 1, two), 0, 6);
+  EXPECT_EQ(Sorted(FindSlowNodes(levels, QuietRule())), (std::vector<int>{1, 3}));
 }
 
-TEST(Classifier, WrongDataCountsAsTheSlowestLink) {
-  const ClusterLayout layout = Layout(5);
-  std::vector<PairSample> samples = AllPairs(5, 1, [](int, int, int) { return 10.0; });
+TEST(FindSlowNodes, ThreeNodesTwoSlowPairsShareTheSlowNode) {
+  const RailLevels levels = BuildLevels(AllPairs(3, 1, SlowNode(2, 0.25)), 0, 3);
+  EXPECT_EQ(FindSlowNodes(levels, QuietRule()), std::vector<int>{2});
+  // One slow pair of three: its two ends each have a fine pair: no node.
+  const RailLevels link = BuildLevels(AllPairs(3, 1, SlowLink(0, 1, 0.25)), 0, 3);
+  EXPECT_TRUE(FindSlowNodes(link, QuietRule()).empty());
+}
+
+TEST(JudgeRail, ASlowNodeStarsItsWholeRowAndIsFound) {
+  const RailVerdict v = Judge(6, AllPairs(6, 1, SlowNode(2, 0.25)));
+  EXPECT_EQ(v.slow_nodes, std::vector<int>{2});
+  for (size_t i = 0; i < v.levels.pairs.size(); ++i) {
+    const NodePair& p = v.levels.pairs[i].pair;
+    const bool of_2 = p.a == 2 || p.b == 2;
+    EXPECT_EQ(v.pairs[i].call, of_2 ? PairCall::kSlow : PairCall::kFine) << p.a << "-" << p.b;
+  }
+  EXPECT_TRUE(v.slow_links.empty());
+  EXPECT_TRUE(v.Decided());
+  EXPECT_NEAR(v.sendrecv_typical, 10.0, 0.2);  // the healthy pairs, not the slow node's
+}
+
+TEST(JudgeRail, ASlowPairBetweenClearedEndsIsALink) {
+  const RailVerdict v = Judge(6, AllPairs(6, 1, SlowLink(1, 4, 0.4)));
+  EXPECT_TRUE(v.slow_nodes.empty());
+  ASSERT_EQ(v.slow_links.size(), 1u);
+  EXPECT_EQ(v.levels.pairs[v.slow_links[0]].pair, (NodePair{1, 4}));
+  EXPECT_TRUE(v.Decided());
+}
+
+TEST(JudgeRail, TwoSamplesAreNotEnoughToNameALink) {
+  // A median of two is a mean: one burst of other traffic moves it. Undecided, not named.
+  const RailVerdict v = Judge(20, AllPairs(20, 1, SlowLink(1, 4, 0.4), 2));
+  EXPECT_TRUE(v.slow_links.empty());
+  EXPECT_FALSE(v.Decided());
+  // Measured again: the noise sample (7 rounds of 10 disjoint pairs) and the link.
+  const std::vector<NodePair> again = PairsToRemeasure({v}, 20);
+  EXPECT_LE(again.size(), 71u);
+  EXPECT_NE(std::find(again.begin(), again.end(), NodePair{1, 4}), again.end());
+}
+
+TEST(JudgeRail, OneMeasurementPerPairDecidesNothing) {
+  const RailVerdict v = Judge(8, AllPairs(8, 1, SlowNode(2, 0.25), 1));
+  EXPECT_TRUE(v.slow_nodes.empty());
+  EXPECT_FALSE(v.Decided());
+  // A noise sample first: rounds of disjoint pairs, all 28 pairs of eight nodes (below 64).
+  EXPECT_EQ(PairsToRemeasure({v}, 8).size(), 28u);
+}
+
+TEST(JudgeRail, WrongDataIsSlowAtAnyNoise) {
+  std::vector<PairSample> samples = AllPairs(6, 1, SlowNode(0, 1.0));
   for (PairSample& s : samples) {
-    if (s.pair == NodePair{2, 3}) s.wrong = 7;
+    if (s.pair == NodePair{2, 5}) s.wrong = 7;
   }
-  const Candidates c = FindCandidates(layout, samples, {});
-  EXPECT_EQ(c.links, (std::vector<NodePair>{{2, 3}}));
-  const auto& pairs = c.rails[0].pairs;
-  const auto it = std::find_if(pairs.begin(), pairs.end(), [](const PairVerdict& v) {
-    return v.pair == NodePair{2, 3};
-  });
-  ASSERT_NE(it, pairs.end());
-  EXPECT_EQ(it->ratio, 0.0);
-}
-
-TEST(Classifier, ThresholdAndRobustZBothHaveToSaySlow) {
-  Baseline tight({0, 10, 10, 0.01}, 1.0, LocateOptions{});
-  EXPECT_TRUE(tight.IsSlow(0.6));
-  EXPECT_FALSE(tight.IsSlow(0.75));  // tight cluster, but above the threshold
-  Baseline noisy({0, 10, 10, 0.2}, 1.0, LocateOptions{});
-  EXPECT_FALSE(noisy.IsSlow(0.6));  // below the threshold, but only 2 sigma down
-  EXPECT_TRUE(noisy.IsSlow(0.3));
-  EXPECT_DOUBLE_EQ(tight.Ratio(5, 15, 0), 1.0);
-  EXPECT_DOUBLE_EQ(tight.Ratio(5, 5, 1), 0.0);
-}
-
-TEST(Classifier, NoFaultNoCandidates) {
-  const ClusterLayout layout = Layout(16);
-  const Candidates c =
-      FindCandidates(layout, AllPairs(16, 1, [](int, int, int) { return 10.0; }), {});
-  EXPECT_TRUE(c.nodes.empty());
-  EXPECT_TRUE(c.links.empty());
-  EXPECT_EQ(c.good.size(), 16u);
-}
-
-TEST(Classifier, SlowOnOneRailOnlyIsThatRailsCandidate) {
-  const ClusterLayout layout = Layout(6, 2);
-  const Bandwidth bw = [](int a, int b, int rail) {
-    return (rail == 1 && (a == 4 || b == 4)) ? 2.0 : 10.0;
-  };
-  const Candidates c = FindCandidates(layout, AllPairs(6, 2, bw), {});
-  EXPECT_EQ(c.nodes, std::vector<int>{4});
-  EXPECT_FALSE(c.rails[0].slow_node[4]);
-  EXPECT_TRUE(c.rails[1].slow_node[4]);
-}
-
-// Retest samples as a measurer would return them, from a bandwidth function.
-std::vector<PairSample> Retests(const std::vector<NodePair>& pairs, int rails,
-                                const Bandwidth& bw) {
-  std::vector<PairSample> out;
-  for (const NodePair& p : pairs) {
-    for (int r = 0; r < rails; ++r) out.push_back({p, r, bw(p.a, p.b, r), bw(p.a, p.b, r), 0});
-  }
-  return out;
-}
-
-TEST(Decide, RetestsAgainstKnownGoodNodesConfirmASlowNode) {
-  const ClusterLayout layout = Layout(6);
-  const LocateOptions options;
-  const Bandwidth bw = SlowNode(2, 0.25);
-  const Candidates c = FindCandidates(layout, AllPairs(6, 1, bw), options);
-  const ConfirmationPlan plan = PlanConfirmation(c, options);
-  ASSERT_EQ(plan.nodes.size(), 1u);
-  EXPECT_EQ(plan.nodes[0].good.size(), 3u);
-  EXPECT_EQ(PackRounds(plan.Pairs()).size(), 3u);  // node 2 meets one good node per round
-  const Decision d = Decide(layout, c, plan, Retests(plan.Pairs(), 1, bw));
-  ASSERT_EQ(d.named.size(), 1u);
-  const Suspect& s = d.named[0];
-  EXPECT_EQ(s.kind, SuspectKind::kNode);
-  EXPECT_EQ(s.nodes, std::vector<int>{2});
-  EXPECT_TRUE(s.confirmed);
-  EXPECT_EQ(s.agreeing, 5 + 3);
-  EXPECT_EQ(s.measurements, 5 + 3);
-  EXPECT_DOUBLE_EQ(s.confidence, 1.0);
-  EXPECT_NEAR(s.ratio, 0.25, 0.02);
-  EXPECT_NE(s.evidence.find("slow with 5 of 5 peers"), std::string::npos) << s.evidence;
-  EXPECT_NE(s.evidence.find("3 of 3 slow"), std::string::npos) << s.evidence;
-  EXPECT_TRUE(d.unconfirmed.empty());
-}
-
-TEST(Decide, ALinkThatIsFineOnRetestIsNotNamed) {
-  const ClusterLayout layout = Layout(6);
-  const LocateOptions options;
-  const Candidates c = FindCandidates(layout, AllPairs(6, 1, SlowLink(1, 4, 0.3)), options);
-  const ConfirmationPlan plan = PlanConfirmation(c, options);
-  ASSERT_EQ(plan.links.size(), 1u);
-  EXPECT_GE(plan.links[0].good_a, 0);
-  EXPECT_NE(plan.links[0].good_a, plan.links[0].good_b);
-  // A burst of other traffic, gone by the retest.
-  const Decision transient =
-      Decide(layout, c, plan, Retests(plan.Pairs(), 1, [](int, int, int) { return 10.0; }));
-  EXPECT_TRUE(transient.named.empty());
-  ASSERT_EQ(transient.unconfirmed.size(), 1u);
-  EXPECT_FALSE(transient.unconfirmed[0].confirmed);
-  // The real thing: slow again, both ends fine with good nodes.
-  const Decision real = Decide(layout, c, plan, Retests(plan.Pairs(), 1, SlowLink(1, 4, 0.3)));
-  ASSERT_EQ(real.named.size(), 1u);
-  const Suspect& s = real.named[0];
-  EXPECT_EQ(s.kind, SuspectKind::kLink);
-  EXPECT_EQ(s.nodes, (std::vector<int>{1, 4}));
-  // The pair, 4 + 4 other pairs of its ends, 3 retests: all agree.
-  EXPECT_EQ(s.measurements, 1 + 8 + 3);
-  EXPECT_EQ(s.agreeing, s.measurements);
-  EXPECT_NE(s.evidence.find("slow between n1 and n4 only"), std::string::npos) << s.evidence;
-  EXPECT_NE(s.evidence.find("8 of their 8 other pairs fine"), std::string::npos) << s.evidence;
-}
-
-TEST(Decide, ALinkWhoseEndIsSlowWithAGoodNodeIsNotNamedALink) {
-  const ClusterLayout layout = Layout(6);
-  const LocateOptions options;
-  const Candidates c = FindCandidates(layout, AllPairs(6, 1, SlowLink(1, 4, 0.3)), options);
-  const ConfirmationPlan plan = PlanConfirmation(c, options);
-  // By the retest, node 1 has become slow with everyone.
-  const Decision d = Decide(layout, c, plan, Retests(plan.Pairs(), 1, SlowNode(1, 0.3)));
-  EXPECT_TRUE(d.named.empty());
-  EXPECT_EQ(d.unconfirmed.size(), 1u);
-}
-
-TEST(Decide, ALinkWhoseEndIsOnlyShortOfSlowIsNotConfirmed) {
-  const ClusterLayout layout = Layout(6);
-  const LocateOptions options;
-  const Candidates c = FindCandidates(layout, AllPairs(6, 1, SlowLink(1, 4, 0.3)), options);
-  const ConfirmationPlan plan = PlanConfirmation(c, options);
-  // Node 1 at 0.6x with its good node: below the threshold, so no evidence of a link.
-  const int good_a = plan.links[0].good_a;
-  const Decision d = Decide(layout, c, plan, Retests(plan.Pairs(), 1, [&](int a, int b, int) {
-                              if (a == 1 && b == 4) return 3.0;
-                              if ((a == 1 && b == good_a) || (a == good_a && b == 1)) return 6.0;
-                              return 10.0;
-                            }));
-  EXPECT_TRUE(d.named.empty());
-  ASSERT_EQ(d.unconfirmed.size(), 1u);
-  const Baseline& b = c.rails[0].baseline;
-  EXPECT_FALSE(b.IsFine(0.6));
-  EXPECT_TRUE(b.IsFine(0.7));
+  const RailVerdict v = Judge(6, samples);
+  ASSERT_EQ(v.slow_links.size(), 1u);
+  EXPECT_EQ(v.levels.pairs[v.slow_links[0]].pair, (NodePair{2, 5}));
 }
 
 TEST(Decide, SlowOnOneOfTwoRailsIsANic) {
   const ClusterLayout layout = Layout(6, 2);
-  const LocateOptions options;
   const Bandwidth bw = [](int a, int b, int rail) {
     return (rail == 1 && (a == 4 || b == 4)) ? 2.0 : 10.0;
   };
-  const Candidates c = FindCandidates(layout, AllPairs(6, 2, bw), options);
-  const ConfirmationPlan plan = PlanConfirmation(c, options);
-  const Decision d = Decide(layout, c, plan, Retests(plan.Pairs(), 2, bw));
+  const std::vector<PairSample> samples = AllPairs(6, 2, bw);
+  const Decision d = Decide(layout, {Judge(6, samples, 0), Judge(6, samples, 1)});
   ASSERT_EQ(d.named.size(), 1u);
   EXPECT_EQ(d.named[0].kind, SuspectKind::kNic);
   EXPECT_EQ(d.named[0].rails, std::vector<int>{1});
+  EXPECT_TRUE(d.named[0].confirmed);
   EXPECT_NE(d.named[0].evidence.find("on rail 1"), std::string::npos) << d.named[0].evidence;
 }
 
-TEST(Decide, IntraNodeNeedsTheRetestToAgree) {
+TEST(Decide, SlowOnEveryRailIsANodeAndUndecidedIsNotNamed) {
+  const ClusterLayout layout = Layout(6);
+  const Decision node = Decide(layout, {Judge(6, AllPairs(6, 1, SlowNode(3, 0.3)))});
+  ASSERT_EQ(node.named.size(), 1u);
+  EXPECT_EQ(node.named[0].kind, SuspectKind::kNode);
+  EXPECT_EQ(node.named[0].nodes, std::vector<int>{3});
+  const Decision early = Decide(layout, {Judge(6, AllPairs(6, 1, SlowLink(1, 4, 0.4), 2))});
+  EXPECT_TRUE(early.named.empty());
+  ASSERT_EQ(early.undecided.size(), 1u);
+  EXPECT_EQ(early.undecided[0].kind, SuspectKind::kLink);
+  EXPECT_FALSE(early.undecided[0].confirmed);
+}
+
+TEST(Judgements, TheMatrixShowsTheClassifiersCalls) {
+  const RailVerdict v = Judge(4, AllPairs(4, 1, SlowNode(1, 0.25)));
+  const std::vector<PairJudgement> j = Judgements({v});
+  ASSERT_EQ(j.size(), 6u);
+  for (const PairJudgement& p : j) {
+    const bool of_1 = p.pair.a == 1 || p.pair.b == 1;
+    EXPECT_EQ(p.call == PairCall::kSlow, of_1);
+    EXPECT_LE(p.low, p.ratio);
+    EXPECT_GE(p.high, p.ratio);
+    EXPECT_EQ(p.samples, 4);
+  }
+}
+
+TEST(JudgeTwoNodes, APairAloneCannotSayWhichNode) {
+  const ClusterLayout layout = Layout(2);
+  const std::vector<PairSample> slow = AllPairs(2, 1, SlowNode(0, 0.25), 12);  // 2.5 GB/s
+  LocateOptions options;
+  const TwoNodeVerdict none = JudgeTwoNodes(layout, {Judge(2, slow)}, {}, options);
+  EXPECT_EQ(none.status, LocateStatus::kInconclusive);
+  EXPECT_NE(none.unknown.find("cannot tell whether n0, n1 or the path"), std::string::npos)
+      << none.unknown;
+  EXPECT_NE(none.next_step.find("--expect"), std::string::npos);
+  options.expect_gbs = 10;
+  const TwoNodeVerdict below = JudgeTwoNodes(layout, {Judge(2, slow)}, {}, options);
+  EXPECT_EQ(below.status, LocateStatus::kAmbiguous);
+  EXPECT_NE(below.unknown.find("below 0.70x the expected 10 GB/s"), std::string::npos)
+      << below.unknown;
+  const TwoNodeVerdict fine =
+      JudgeTwoNodes(layout, {Judge(2, AllPairs(2, 1, SlowNode(0, 1.0), 12))}, {}, options);
+  EXPECT_EQ(fine.status, LocateStatus::kClear);
+}
+
+TEST(JudgeTwoNodes, ASlowRailIsThatRailsNicOnOneOfTheTwo) {
+  const ClusterLayout layout = Layout(2, 2);
+  const Bandwidth bw = [](int, int, int rail) { return rail == 1 ? 3.0 : 10.0; };
+  const std::vector<PairSample> samples = AllPairs(2, 2, bw, 12);
+  const std::vector<NodeSample> inside = {{0, 150.0, 0}, {1, 40.0, 0}};
+  const TwoNodeVerdict v =
+      JudgeTwoNodes(layout, {Judge(2, samples, 0), Judge(2, samples, 1)}, inside, {});
+  EXPECT_EQ(v.status, LocateStatus::kAmbiguous);
+  EXPECT_NE(v.unknown.find("rail 1 is slower"), std::string::npos) << v.unknown;
+  EXPECT_NE(v.unknown.find("n1 40 GB/s"), std::string::npos) << v.unknown;  // the per-node test
+}
+
+// Per-node rounds: node 3's own ranks at 30 against about 100 (with a +-2% jitter).
+std::vector<std::vector<NodeSample>> NodeRounds(int rounds, double slow_bw) {
+  std::vector<std::vector<NodeSample>> out;
+  for (int r = 0; r < rounds; ++r) {
+    std::vector<NodeSample> round;
+    for (int x = 0; x < 5; ++x) {
+      const double jitter = 1.0 + 0.01 * (((3 * x + r) % 5) - 2);
+      round.push_back({x, (x == 3 ? slow_bw : 100.0) * jitter, 0});
+    }
+    out.push_back(round);
+  }
+  return out;
+}
+
+TEST(JudgeIntraNode, ASlowInteriorIsNamedOnlyWhenSignificant) {
   const ClusterLayout layout = Layout(5, 2);
-  std::vector<NodeSample> first;
-  for (int x = 0; x < 5; ++x) first.push_back({x, x == 3 ? 30.0 : 100.0 + x, 0});
-  EXPECT_EQ(IntraNodeCandidates(first, {}), std::vector<int>{3});
-  std::vector<NodeSample> again = first;
-  const Decision confirmed = DecideIntraNode(layout, first, again, {});
-  ASSERT_EQ(confirmed.named.size(), 1u);
-  EXPECT_EQ(confirmed.named[0].kind, SuspectKind::kIntraNode);
-  again[3].all_reduce_busbw = 101;
-  const Decision cleared = DecideIntraNode(layout, first, again, {});
-  EXPECT_TRUE(cleared.named.empty());
-  EXPECT_EQ(cleared.unconfirmed.size(), 1u);
+  const IntraVerdict slow = JudgeIntraNode(layout, NodeRounds(3, 30.0), {});
+  ASSERT_EQ(slow.decision.named.size(), 1u);
+  EXPECT_EQ(slow.decision.named[0].kind, SuspectKind::kIntraNode);
+  EXPECT_EQ(slow.decision.named[0].nodes, std::vector<int>{3});
+  EXPECT_TRUE(slow.decided);
+  // Healthy interiors: nobody.
+  const IntraVerdict fine = JudgeIntraNode(layout, NodeRounds(3, 100.0), {});
+  EXPECT_TRUE(fine.decision.named.empty());
+  EXPECT_TRUE(fine.decided);
+  // One round has no noise figure: below the threshold is undecided, not named.
+  const IntraVerdict once = JudgeIntraNode(layout, NodeRounds(1, 30.0), {});
+  EXPECT_TRUE(once.decision.named.empty());
+  ASSERT_EQ(once.decision.undecided.size(), 1u);
+  EXPECT_FALSE(once.decided);
 }
 
 TEST(Stragglers, TheLateRankHasTheShortestTime) {

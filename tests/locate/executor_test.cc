@@ -81,16 +81,20 @@ TEST(RunLocateJob, SixThreadRanksAsNodesOverGloo) {
   LocateJobOptions job;
   job.grouping = NodeGrouping::kRank;
   job.measure = Threads(6);
-  // Six ranks share this machine's cores with whatever else runs: a lenient threshold keeps
-  // scheduler noise from being taken for a fault (the test beds check the default).
-  job.locate.threshold = 0.2;
+  // Six ranks share this machine's cores with whatever else runs: healthy pairs, all of
+  // them; three passes at most keep the test short (the answer may be inconclusive, never
+  // a name).
+  job.locate.max_sweeps = 3;
   const LocateReport r = RunLocateJob(job, *backend, LaunchInfo{}, NoEnvironment());
   ASSERT_EQ(r.layout.names.size(), 6u);
   EXPECT_EQ(r.layout.rails, 1);
   EXPECT_EQ(r.rounds.pairs, 5);
   EXPECT_EQ(r.rounds.per_node, 0);
   EXPECT_EQ(r.rounds.world, 1);
-  EXPECT_EQ(r.samples.size(), 15u);  // every pair once
+  EXPECT_GE(r.samples.size(), 15u);  // every pair, then some again
+  EXPECT_LE(r.sweeps, 3);
+  EXPECT_EQ(r.judgements.size(), 15u);
+  EXPECT_GT(r.baselines[0].noise_df, 0.0);  // the noise from the pairs measured again
   for (const PairSample& s : r.samples) {
     EXPECT_GT(s.sendrecv_busbw, 0) << s.pair.a << "-" << s.pair.b;
     EXPECT_GT(s.all_reduce_busbw, 0);
@@ -112,7 +116,7 @@ TEST(RunLocateJob, OneHostIsNotEnoughNodes) {
     RunLocateJob(job, *backend, LaunchInfo{}, NoEnvironment());
     FAIL() << "no error";
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("at least 4 nodes"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("at least 2"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("--group-by"), std::string::npos) << e.what();
   }
 }

@@ -31,9 +31,11 @@ class LocateCliTest : public fabricscope::test::BinaryTest {
 TEST_F(LocateCliTest, HelpListsTheFlagsAndExitCodes) {
   const Outcome o = Run("locate --help");
   EXPECT_EQ(o.exit_code, 0);
-  for (const char* flag : {"--backend", "--launcher", "--group-by", "--mode", "--coverage",
-                           "--size", "--threshold", "--confirm", "--json", "--svg", "--simulate",
-                           "--inject", "Exit codes: 0 nobody named, 1 a culprit named"}) {
+  for (const char* flag :
+       {"--backend", "--launcher", "--group-by", "--mode", "--coverage", "--size", "--threshold",
+        "--confidence", "--budget", "--max-sweeps", "--expect", "--json", "--svg", "--simulate",
+        "--inject", "Exit codes: 0 nobody named", "1 a culprit named",
+        "4 inconclusive or ambiguous"}) {
     EXPECT_NE(o.out.find(flag), std::string::npos) << flag;
   }
   const Outcome top = Run("--help");
@@ -46,10 +48,13 @@ TEST_F(LocateCliTest, SimulatedSlowNodeIsNamedWithExitCode1) {
   const Outcome o = Run("locate --simulate 12 --inject node:7:0.4 --json " + json.string() +
                         " --svg " + svg.string());
   EXPECT_EQ(o.exit_code, 1) << o.err;
-  EXPECT_NE(o.out.find("# verdict: 1 culprit named: node sim07"), std::string::npos) << o.out;
-  EXPECT_NE(o.out.find("slow with 11 of 11 peers"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("# verdict: 1 culprit named at 99.9% confidence: node sim07"),
+            std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("significantly slow with all 11 peers"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("# noise: 0.0"), std::string::npos) << o.out;  // 0.03 / sqrt 2
   // The 12 x 12 matrix: a header line and one line per node, per metric.
-  EXPECT_NE(o.out.find("# sendrecv bus bandwidth (GB/s)"), std::string::npos);
+  EXPECT_NE(o.out.find("# sendrecv bus bandwidth (GB/s, median"), std::string::npos);
   EXPECT_NE(o.out.find("# sim11 "), std::string::npos);
   const auto j = nlohmann::json::parse(Slurp(json));
   EXPECT_EQ(j["command"], "locate");
@@ -58,12 +63,18 @@ TEST_F(LocateCliTest, SimulatedSlowNodeIsNamedWithExitCode1) {
   EXPECT_EQ(j["suspects"][0]["kind"], "node");
   EXPECT_EQ(j["suspects"][0]["nodes"], nlohmann::json::array({"sim07"}));
   EXPECT_EQ(j["rounds"]["pairs"], 11);
-  EXPECT_EQ(j["rounds"]["confirmation"], 3);
+  EXPECT_GE(j["rounds"]["again"], 11);  // 12 nodes: every pair again, for the noise
+  EXPECT_GE(j["sweeps"], 2);
   EXPECT_EQ(j["found"], true);
+  EXPECT_EQ(j["status"], "found");
+  // Every pair of sim07 and only those starred: the matrix and the verdict agree.
+  for (const auto& p : j["pairs"]) {
+    EXPECT_EQ(p["call"] == "slow", p["a"] == 7 || p["b"] == 7) << p.dump();
+  }
   ASSERT_EQ(j["matrix"].size(), 1u);
   EXPECT_EQ(j["matrix"][0]["sendrecv_busbw"].size(), 12u);
   EXPECT_TRUE(j["matrix"][0]["sendrecv_busbw"][3][3].is_null());  // the diagonal
-  EXPECT_EQ(j["measurements"].size(), 66u + 3u);                  // every pair, then the retests
+  EXPECT_GE(j["measurements"].size(), 2u * 66u);                  // every pair, twice
   const std::string heatmap = Slurp(svg);
   EXPECT_EQ(heatmap.rfind("<svg", 0), 0u);
   EXPECT_NE(heatmap.find("</svg>"), std::string::npos);
@@ -78,7 +89,9 @@ TEST_F(LocateCliTest, SimulatedClusterWithoutFaultExitsZero) {
   EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
   EXPECT_TRUE(o.out.empty()) << o.out;  // the report went to --output
   const std::string text = Slurp(report);
-  EXPECT_NE(text.find("# verdict: nobody named"), std::string::npos) << text;
+  EXPECT_NE(text.find("# verdict: nobody named: every node and pair decided fine"),
+            std::string::npos)
+      << text;
   // Beyond 16 nodes the text leaves the matrix to the JSON and the SVG.
   EXPECT_NE(text.find("the 40 x 40 matrix is in the JSON"), std::string::npos) << text;
 }
@@ -92,7 +105,7 @@ TEST_F(LocateCliTest, QuickModeAtScaleAsJsonOnStdout) {
   EXPECT_EQ(j["suspects"].size(), 1u);
   EXPECT_EQ(j["suspects"][0]["nodes"][0], "sim1500");
   EXPECT_TRUE(j["matrix"].empty());  // 2048^2 cells: the measurements list has them
-  EXPECT_EQ(j["measurements"].size(), 3u * 1024u + 3u);
+  EXPECT_GE(j["measurements"].size(), 3u * 1024u);
 }
 
 TEST_F(LocateCliTest, SimulatedRailsAndLinks) {
@@ -108,7 +121,7 @@ TEST_F(LocateCliTest, SimulatedRailsAndLinks) {
   EXPECT_EQ(j["suspects"][0]["rails"], nlohmann::json::array({1}));
   EXPECT_EQ(j["suspects"][1]["kind"], "link");
   EXPECT_EQ(j["suspects"][1]["nodes"], nlohmann::json::array({"sim2", "sim8"}));
-  EXPECT_EQ(j["rounds"]["per_node"], 1);  // two ranks per node: the per-node test ran
+  EXPECT_EQ(j["rounds"]["per_node"], 3);  // two ranks per node: the per-node rounds ran
   EXPECT_TRUE(fs::exists(svg));
   EXPECT_TRUE(fs::exists(dir_ / "rails.rail1.svg"));
 }
@@ -124,12 +137,12 @@ TEST_F(LocateCliTest, FourProcessesAsNodesOverGloo) {
   std::string script;
   for (int r = 0; r < 4; ++r) {
     const std::string out = (dir_ / ("out." + std::to_string(r))).string();
-    // Scheduler noise on a shared machine is not a fault: a lenient threshold (the test
-    // bed checks the default on links that set the pace).
+    // Scheduler noise on a shared machine is not a fault: the default threshold, three
+    // passes at most (the answer may be inconclusive, exit 4, never a name).
     script += "(RANK=" + std::to_string(r) +
               " WORLD_SIZE=4 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " " +
               FABRICSCOPE_BINARY +
-              " locate -t 2 --group-by process -b 64K -n 2 -T 60 --threshold 0.2 --json " +
+              " locate -t 2 --group-by process -b 64K -n 2 -T 60 --max-sweeps 3 --json " +
               json.string() + " >" + out + " 2>" + out + ".err </dev/null; echo $? >" + out +
               ".rc) & ";
   }
@@ -137,7 +150,9 @@ TEST_F(LocateCliTest, FourProcessesAsNodesOverGloo) {
   ASSERT_EQ(std::system(("sh -c '" + script + "'").c_str()), 0);
   for (int r = 0; r < 4; ++r) {
     const std::string out = (dir_ / ("out." + std::to_string(r))).string();
-    EXPECT_EQ(Slurp(out + ".rc"), "0\n") << "process " << r << ": " << Slurp(out + ".err");
+    const std::string rc = Slurp(out + ".rc");
+    EXPECT_TRUE(rc == "0\n" || (r == 0 && rc == "4\n"))
+        << "process " << r << " exit " << rc << ": " << Slurp(out + ".err");
     if (r > 0) {
       EXPECT_EQ(Slurp(out), "") << "only rank 0 reports";
     }
@@ -152,13 +167,13 @@ TEST_F(LocateCliTest, FourProcessesAsNodesOverGloo) {
   EXPECT_GE(j["per_node"].size(), 4u);
   size_t pairs = 0;
   for (const auto& m : j["measurements"]) {
-    if (m["phase"] != "pairs") continue;
     ++pairs;
     EXPECT_GT(m["sendrecv_busbw"].get<double>(), 0);
     EXPECT_GT(m["all_reduce_busbw"].get<double>(), 0);
     EXPECT_EQ(m["wrong"], 0);
   }
-  EXPECT_EQ(pairs, 6u * 2u);  // 6 pairs x 2 rails
+  EXPECT_GE(pairs, 2u * 6u * 2u);  // 6 pairs x 2 rails, at least twice (4 nodes: all again)
+  EXPECT_EQ(pairs % 12u, 0u);
   EXPECT_EQ(j["suspects"].size(), 0u) << j["suspects"].dump(2);
   EXPECT_EQ(j["world_times"]["per_rank_us"].size(), 8u);
 }
@@ -173,36 +188,33 @@ TEST_F(LocateCliTest, MpiBackendUnderMpirun) {
       "--oversubscribe --mca btl self,vader --mca btl_vader_single_copy_mechanism none "
       "--mca mpi_yield_when_idle 1 -np 5 " +
       std::string(FABRICSCOPE_BINARY) +
-      " locate --backend mpi --group-by process -b 64K -n 2 -T 60 --threshold 0.2 --format json");
-  // 0 or 1: five ranks oversubscribed on a loaded CI machine can look slow by chance, and
-  // whether they do is timing, not what this test is about (the MPI path end to end). That
-  // a fault-free run names nobody is shown on the test bed and in the simulation tests.
-  ASSERT_TRUE(o.exit_code == 0 || o.exit_code == 1) << o.exit_code << o.out << o.err;
+      " locate --backend mpi --group-by process -b 64K -n 2 -T 60 --max-sweeps 3 --format json");
+  // 0 or 4: five ranks oversubscribed on a loaded CI machine are noisy, and the answer may
+  // be inconclusive; a name (1) would be a wrong one.
+  ASSERT_TRUE(o.exit_code == 0 || o.exit_code == 4) << o.exit_code << o.out << o.err;
   const auto j = nlohmann::json::parse(o.out);  // one report: rank 0's
   EXPECT_EQ(j["backend"], "mpi");
   EXPECT_EQ(j["nodes"].size(), 5u);
   EXPECT_EQ(j["rounds"]["pairs"], 5);  // odd: a node sits out each round
-  // Every pair once in the pair rounds; a run that flagged someone adds confirmation
-  // measurements after them, which are checked like the rest.
-  size_t pair_phase = 0;
-  for (const auto& m : j["measurements"]) pair_phase += m["phase"] == "pairs" ? 1u : 0u;
-  EXPECT_EQ(pair_phase, 10u);
-  EXPECT_EQ(j["measurements"].size() > 10u, j["rounds"]["confirmation"].get<int>() > 0)
-      << j["rounds"].dump();
+  // Every pair in the pair rounds, then some again for the noise and what is undecided.
+  EXPECT_GT(j["measurements"].size(), 10u);
+  EXPECT_EQ(j["pairs"].size(), 10u);
   for (const auto& m : j["measurements"]) {
     EXPECT_GT(m["sendrecv_busbw"].get<double>(), 0);
     EXPECT_EQ(m["wrong"], 0);
   }
-  EXPECT_EQ(o.exit_code == 1, !j["suspects"].empty()) << j["suspects"].dump(2);
+  EXPECT_TRUE(j["suspects"].empty()) << j["suspects"].dump(2);
 }
 
 TEST_F(LocateCliTest, BadInputsGetAClearErrorAndExitCode) {
-  ExpectRefused("locate", 2, "at least 4 nodes");  // one process: one host
-  ExpectRefused("locate -t 2 --group-by rank", 2, "the job has 2");
+  ExpectRefused("locate", 2, "at least 2");  // one process: one host
   ExpectRefused("locate --mode fast", 2, "unknown --mode 'fast'");
   ExpectRefused("locate --group-by rack", 2, "unknown node grouping 'rack'");
   ExpectRefused("locate --threshold 1.5", 2, "--threshold");
-  ExpectRefused("locate --confirm 0", 2, "--confirm");
+  ExpectRefused("locate --confidence 1", 2, "--confidence 1 must be at least 0.5 and below 1");
+  ExpectRefused("locate --budget -1", 2, "--budget");
+  ExpectRefused("locate --max-sweeps 0", 2, "--max-sweeps 0 must be at least 1");
+  ExpectRefused("locate --expect -3", 2, "--expect -3 must be 0");
   ExpectRefused("locate --coverage 0 --mode quick", 2, "--coverage");
   ExpectRefused("locate --format xml", 2, "unknown --format 'xml'");
   ExpectRefused("locate -b 12Q", 2, "-b/--size");
@@ -210,7 +222,7 @@ TEST_F(LocateCliTest, BadInputsGetAClearErrorAndExitCode) {
   ExpectRefused("locate -n 0", 2, "-n/--iters");
   ExpectRefused("locate --backend bogus", 2, "unknown backend 'bogus'");
   ExpectRefused("locate --inject node:1", 2, "--inject describes a simulated cluster");
-  ExpectRefused("locate --simulate 3", 2, "at least 4 nodes");
+  ExpectRefused("locate --simulate 1", 2, "at least 2");
   ExpectRefused("locate --simulate 8 --inject node:9", 2, "nodes 0-7");
   ExpectRefused("locate --simulate 8 --inject nic:1/1", 2, "rails 0-0");
   ExpectRefused("locate --simulate 8 --inject bogus", 2, "bad fault 'bogus'");
@@ -221,6 +233,13 @@ TEST_F(LocateCliTest, BadInputsGetAClearErrorAndExitCode) {
   ExpectRefused("locate --simulate 8 --svg /nonexistent-dir/r.svg", 3, "cannot write the heatmap");
   ExpectRefused("locate --simulate 8 --output /nonexistent-dir/r.txt", 3,
                 "cannot write the report");
+  ExpectRefused("locate --simulate 8 --topology /nonexistent-dir/map", 3,
+                "cannot read the topology '/nonexistent-dir/map'");
+  const fs::path bad = dir_ / "map";
+  std::ofstream(bad) << "sim0 leaf0\nsim1\n";
+  ExpectRefused("locate --simulate 8 --topology " + bad.string(), 2,
+                bad.string() + ":2: expected 'HOST SWITCH'");
+  ExpectRefused("locate --simulate 8 --inject uplink:5-2", 2, "the last node comes before");
 }
 
 }  // namespace

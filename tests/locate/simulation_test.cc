@@ -1,7 +1,8 @@
-// The planner and classifier driven by a simulated cluster at 1000 and more nodes: how many
+// The planner and classifier driven by a simulated cluster of 2 to 4096 nodes: how many
 // rounds locate takes, and that it names exactly the culprit (and nobody without a fault).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -43,46 +44,48 @@ void ExpectNamed(const LocateReport& r, SuspectKind kind, std::vector<int> nodes
   EXPECT_TRUE(r.suspects[0].confirmed);
 }
 
-TEST(Simulation, FullScheduleFindsTheSlowNodeOf1024) {
+TEST(Simulation, FullScheduleFindsTheSlowNodeOf256) {
   SimulatedClusterOptions c;
-  c.nodes = 1024;
+  c.nodes = 256;
   c.noise = 0.05;
-  c.faults = {Fault(SuspectKind::kNode, 517, -1, 0.5)};
+  c.faults = {Fault(SuspectKind::kNode, 117, -1, 0.5)};
   const Outcome o = Simulate(c);
-  ExpectNamed(o.report, SuspectKind::kNode, {517});
-  EXPECT_EQ(o.report.rounds.pairs, 1023);
-  EXPECT_EQ(o.report.rounds.confirmation, 3);  // one known-good peer per round
+  ExpectNamed(o.report, SuspectKind::kNode, {117});
+  EXPECT_EQ(o.report.rounds.pairs, 255);
+  EXPECT_EQ(o.report.rounds.again, 1);  // one round of disjoint pairs again: the noise
+  EXPECT_EQ(o.report.sweeps, 2);
+  EXPECT_EQ(o.report.status, LocateStatus::kFound);
   EXPECT_EQ(o.report.rounds.world, 1);
   EXPECT_EQ(o.report.rounds.per_node, 0);  // one rank per node
+  EXPECT_EQ(o.report.samples.size(), 256u * 255u / 2u + 128u);
   EXPECT_EQ(o.measured_rounds, o.report.rounds.Total());
-  EXPECT_EQ(o.report.samples.size(), 1024u * 1023u / 2u);
-  EXPECT_GT(o.report.suspects[0].confidence, 0.99);
+  EXPECT_NEAR(o.report.baselines[0].sigma, 0.05 / std::sqrt(2.0), 0.01);  // mean of two logs
   EXPECT_TRUE(o.report.stragglers.empty());
 }
 
-TEST(Simulation, FullScheduleFindsTheSlowLinkOf1000) {
+TEST(Simulation, FullScheduleFindsTheSlowLinkOf200) {
   SimulatedClusterOptions c;
-  c.nodes = 1000;
+  c.nodes = 200;
   c.noise = 0.05;
-  c.transient_rate = 0.001;  // ~500 of the half million pairs hit by a burst
-  c.faults = {Fault(SuspectKind::kLink, 812, 33, 0.5)};
+  c.transient_rate = 0.005;  // ~100 of the 20,000 pairs hit by a burst
+  c.faults = {Fault(SuspectKind::kLink, 112, 33, 0.5)};
   const Outcome o = Simulate(c);
-  ExpectNamed(o.report, SuspectKind::kLink, {33, 812});
-  EXPECT_EQ(o.report.rounds.pairs, 999);
-  EXPECT_LE(o.report.rounds.confirmation, 4);
+  ExpectNamed(o.report, SuspectKind::kLink, {33, 112});
+  EXPECT_EQ(o.report.rounds.pairs, 199);
+  EXPECT_LE(o.report.rounds.again, 8);  // the noise sample, then the few undecided pairs
 }
 
 TEST(Simulation, NoFaultNamesNobodyEvenWithNoiseAndTransients) {
   SimulatedClusterOptions c;
-  c.nodes = 1001;  // odd: a bye every round
+  c.nodes = 201;  // odd: a bye every round
   c.noise = 0.05;
   c.transient_rate = 0.01;
   const Outcome o = Simulate(c);
   EXPECT_TRUE(o.report.suspects.empty());
-  EXPECT_EQ(o.report.rounds.pairs, 1001);
-  // Transients deep enough to look slow are candidates, and the retest clears them.
-  for (const Suspect& s : o.report.unconfirmed) EXPECT_FALSE(s.confirmed);
-  EXPECT_LE(o.report.rounds.confirmation, 4);
+  EXPECT_EQ(o.report.status, LocateStatus::kClear);
+  EXPECT_EQ(o.report.rounds.pairs, 201);
+  // Transients deep enough to look slow are measured again, and cleared.
+  EXPECT_LE(o.report.rounds.again, 6);
 }
 
 TEST(Simulation, QuickModeFindsTwoSlowNodesOf4096InAFewRounds) {
@@ -98,8 +101,7 @@ TEST(Simulation, QuickModeFindsTwoSlowNodesOf4096InAFewRounds) {
   EXPECT_EQ(o.report.suspects[0].nodes, std::vector<int>{100});
   EXPECT_EQ(o.report.suspects[1].nodes, std::vector<int>{3001});
   EXPECT_EQ(o.report.rounds.pairs, 3);
-  EXPECT_EQ(o.report.rounds.confirmation, 3);
-  EXPECT_EQ(o.report.samples.size(), 3u * 2048u);
+  EXPECT_GE(o.report.samples.size(), 3u * 2048u);
 }
 
 TEST(Simulation, RailsTellASlowNicFromASlowNode) {
@@ -112,7 +114,7 @@ TEST(Simulation, RailsTellASlowNicFromASlowNode) {
   ExpectNamed(nic.report, SuspectKind::kNic, {9});
   EXPECT_EQ(nic.report.suspects[0].rails, std::vector<int>{2});
   EXPECT_EQ(nic.report.rounds.pairs, 63);  // the rails measure in the same rounds
-  EXPECT_EQ(nic.report.rounds.per_node, 1);
+  EXPECT_EQ(nic.report.rounds.per_node, 3);
 
   c.faults = {Fault(SuspectKind::kNode, 9, -1, 0.3)};
   const Outcome node = Simulate(c);
@@ -127,9 +129,9 @@ TEST(Simulation, PerNodeTestFindsASlowNodeInterior) {
   c.faults = {Fault(SuspectKind::kIntraNode, 20, -1, 0.3)};
   const Outcome o = Simulate(c);
   ExpectNamed(o.report, SuspectKind::kIntraNode, {20});
-  EXPECT_EQ(o.report.rounds.per_node, 2);  // the test, and its retest
+  EXPECT_EQ(o.report.rounds.per_node, 3);  // three rounds: the noise from their repeats
   EXPECT_EQ(o.report.node_samples.size(), 32u);
-  EXPECT_EQ(o.report.node_retests.size(), 32u);
+  EXPECT_EQ(o.report.node_retests.size(), 64u);
 }
 
 TEST(Simulation, StragglersFromPerRankTimes) {
@@ -200,15 +202,96 @@ TEST(Simulation, SameSeedSameReport) {
   EXPECT_EQ(a.report.suspects.size(), b.report.suspects.size());
 }
 
-TEST(Simulation, FewerThanFourNodesIsAUsageError) {
+TEST(Simulation, OneNodeIsAUsageError) {
   SimulatedClusterOptions c;
-  c.nodes = 3;
+  c.nodes = 1;
   SimulatedCluster sim(c);
   try {
     Locate({}, sim.Layout(), sim);
     FAIL() << "no error";
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("at least 4 nodes"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("at least 2"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Simulation, ThreeNodesTwoSlowPairsNameTheirCommonNode) {
+  SimulatedClusterOptions c;
+  c.nodes = 3;
+  c.noise = 0.1;
+  c.faults = {Fault(SuspectKind::kNode, 1, -1, 0.25)};
+  const Outcome o = Simulate(c);
+  ExpectNamed(o.report, SuspectKind::kNode, {1});
+  EXPECT_EQ(o.report.status, LocateStatus::kFound);
+}
+
+TEST(Simulation, TwoNodesSayWhatStaysAmbiguous) {
+  SimulatedClusterOptions c;
+  c.nodes = 2;
+  c.rails = 2;
+  c.noise = 0.05;
+  c.faults = {Fault(SuspectKind::kNic, 1, -1, 0.3, 1)};
+  const Outcome nic = Simulate(c);
+  EXPECT_TRUE(nic.report.suspects.empty());
+  EXPECT_EQ(nic.report.status, LocateStatus::kAmbiguous);
+  EXPECT_NE(nic.report.unknown.find("rail 1 is slower"), std::string::npos) << nic.report.unknown;
+  EXPECT_NE(nic.report.unknown.find("sim0 or on sim1"), std::string::npos) << nic.report.unknown;
+  EXPECT_FALSE(nic.report.next_step.empty());
+
+  c.rails = 1;
+  c.faults = {Fault(SuspectKind::kNode, 0, -1, 0.3)};
+  LocateOptions options;
+  options.expect_gbs = c.bandwidth;  // what check expects of the platform
+  const Outcome slow = Simulate(c, options);
+  EXPECT_EQ(slow.report.status, LocateStatus::kAmbiguous);
+  EXPECT_NE(slow.report.unknown.find("cannot tell whether sim0, sim1 or the path"),
+            std::string::npos)
+      << slow.report.unknown;
+  c.faults.clear();
+  EXPECT_EQ(Simulate(c, options).report.status, LocateStatus::kClear);
+  // Without an expectation, nothing to compare the pair with: say so.
+  const Outcome alone = Simulate(c);
+  EXPECT_EQ(alone.report.status, LocateStatus::kInconclusive);
+  EXPECT_NE(alone.report.next_step.find("--expect"), std::string::npos);
+}
+
+TEST(Simulation, OutOfBudgetIsInconclusiveWithTheNoiseAndTheCommand) {
+  SimulatedClusterOptions c;
+  c.nodes = 8;
+  c.noise = 0.6;
+  c.transient_rate = 0.1;
+  c.faults = {Fault(SuspectKind::kLink, 2, 5, 0.6)};
+  LocateOptions options;
+  options.budget_s = 10;  // ten rounds of measuring again (a simulated round is 1 s)
+  const Outcome o = Simulate(c, options);
+  EXPECT_EQ(o.report.status, LocateStatus::kInconclusive);
+  EXPECT_TRUE(o.report.suspects.empty());
+  EXPECT_LE(o.report.rounds.again, 10 + 7);  // the last pass started within the budget
+  EXPECT_NE(o.report.unknown.find("--budget of 10 s"), std::string::npos) << o.report.unknown;
+  EXPECT_NE(o.report.unknown.find("the noise is 0."), std::string::npos) << o.report.unknown;
+  EXPECT_NE(o.report.next_step.find("--budget 60"), std::string::npos) << o.report.next_step;
+}
+
+TEST(Simulation, NeverNobodyWhileARowIsStarred) {
+  // Noisy, small, a node at 0.55x: whatever the seed, either that node is named, or the
+  // answer is inconclusive; a clear verdict has no starred pair at all.
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    SimulatedClusterOptions c;
+    c.nodes = 4;
+    c.noise = 0.4;
+    c.transient_rate = 0.05;
+    c.seed = seed;
+    c.faults = {Fault(SuspectKind::kNode, 3, -1, 0.55)};
+    LocateOptions options;
+    options.max_sweeps = 3;
+    const Outcome o = Simulate(c, options);
+    for (const Suspect& s : o.report.suspects) {
+      EXPECT_EQ(s.nodes, std::vector<int>{3}) << "seed " << seed << ": " << s.evidence;
+    }
+    if (o.report.status == LocateStatus::kClear) {
+      for (const PairJudgement& j : o.report.judgements) {
+        EXPECT_NE(j.call, PairCall::kSlow) << "seed " << seed;
+      }
+    }
   }
 }
 
@@ -241,7 +324,13 @@ TEST(Simulation, BadFaultsAndOptionsAreRefused) {
   bad.threshold = 1.2;
   EXPECT_THROW(Locate(bad, sim.Layout(), sim), UsageError);
   bad = {};
-  bad.confirm_peers = 0;
+  bad.confidence = 1.0;
+  EXPECT_THROW(Locate(bad, sim.Layout(), sim), UsageError);
+  bad = {};
+  bad.max_sweeps = 0;
+  EXPECT_THROW(Locate(bad, sim.Layout(), sim), UsageError);
+  bad = {};
+  bad.budget_s = -1;
   EXPECT_THROW(Locate(bad, sim.Layout(), sim), UsageError);
 }
 

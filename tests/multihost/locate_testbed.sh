@@ -4,11 +4,18 @@
 #
 #   locate_testbed.sh FABRICSCOPE [SCENARIO...]
 #
+# Environment (defaults in brackets): LOCATE_TESTBED_HOSTS [6], LOCATE_TESTBED_BASE [200mbit;
+# empty: no limit, the shared CPU sets the pace and healthy pairs vary several-fold],
+# LOCATE_TESTBED_SLOW [100mbit], LOCATE_TESTBED_RUNS [1: each scenario that many times],
+# LOCATE_TESTBED_PREFIX [fsloc], LOCATE_TESTBED_ARGS [--max-sweeps 6] (more locate flags).
+# docs/locate.md has the 10-run acceptance command (4 hosts, a host at 300 Mbit/s).
+#
 # Scenarios (all by default):
-#   none   no fault: nobody is named, exit 0
-#   node   host 4's link at half speed (tbf): exactly "node fsloc4" is named, exit 1
-#   link   the traffic between hosts 2 and 5 at half speed (htb class + u32 filter on the
-#          peer's address, both ways): exactly "link fsloc2-fsloc5" is named, exit 1
+#   none   no fault: nobody is named, exit 0 (or 4, inconclusive: never a name)
+#   node   host 4's link at the slow rate (tbf): exactly "node fsloc4" is named, exit 1 (or
+#          4, inconclusive: never a wrong name)
+#   link   the traffic between hosts 2 and 4 at the slow rate (htb class + u32 filter on the
+#          peer's address, both ways): exactly "link fsloc2-fsloc4" is named, exit 1 (or 4)
 #   rails  six nodes of two rails each: node i's rail 0 is namespace i, its rail 1
 #          namespace i+6, both with the hostname fsnode<i>, so each rail has a link of its
 #          own, as in a rail-optimized cluster; node 3's rail-1 link at half speed:
@@ -21,11 +28,17 @@
 # the next run removes it first: `netns.sh up` starts from nothing).
 set -euo pipefail
 
-readonly HOSTS=6
-readonly NAMESPACES=12  # the rails scenario's second rail: namespaces 7-12
-readonly PREFIX=fsloc  # not the other tests' prefixes: they may share the machine
-readonly BASE_RATE=200mbit
-readonly SLOW_RATE=100mbit
+readonly HOSTS=${LOCATE_TESTBED_HOSTS:-6}
+readonly NAMESPACES=$((2 * HOSTS))  # the rails scenario's second rail
+readonly PREFIX=${LOCATE_TESTBED_PREFIX:-fsloc}  # not the other tests': they may share the machine
+readonly BASE_RATE=${LOCATE_TESTBED_BASE-200mbit}
+readonly SLOW_RATE=${LOCATE_TESTBED_SLOW:-100mbit}
+readonly RUNS=${LOCATE_TESTBED_RUNS:-1}
+read -r -a EXTRA_ARGS <<<"${LOCATE_TESTBED_ARGS:---max-sweeps 6}"
+[ "$HOSTS" -ge 4 ] || {
+  echo "LOCATE_TESTBED_HOSTS must be 4 or more (the link scenario slows hosts 2 and 4)" >&2
+  exit 2
+}
 [ $# -ge 1 ] || {
   echo "usage: $0 FABRICSCOPE [none|node|link|rails ...]" >&2
   exit 2
@@ -39,13 +52,17 @@ source "$(dirname "${BASH_SOURCE[0]}")/testbed_lib.sh"
 testbed_begin locate-testbed "$PREFIX" "$bin" tc jq
 
 "$netns" up "$NAMESPACES" "$PREFIX" >/dev/null
-for ((i = 1; i <= NAMESPACES; i++)); do "$netns" slow "$PREFIX$i" "$BASE_RATE" >/dev/null; done
+# The base rate on every link (none when empty); `restore` puts a host back to it.
+restore() { if [ -n "$BASE_RATE" ]; then "$netns" slow "$1" "$BASE_RATE" >/dev/null; else "$netns" slow "$1" off >/dev/null; fi; }
+if [ -n "$BASE_RATE" ]; then
+  for ((i = 1; i <= NAMESPACES; i++)); do "$netns" slow "$PREFIX$i" "$BASE_RATE" >/dev/null; done
+fi
 
 port=29700
 # Runs locate with one process per SPEC ("namespace=hostname"; process r is rank r), the
 # environment launcher, SIZE per measurement; rank 0 writes LABEL.out, LABEL.json and
-# LABEL.svg. Checks every process's exit code: EXPECTED for rank 0 (0 nobody named, 1 a
-# culprit), 0 for the others.
+# LABEL.svg. Checks every process's exit code: one of EXPECTED ("0|4": 0 nobody named, 1 a
+# culprit, 4 inconclusive) for rank 0, 0 for the others.
 run_locate() {
   local label=$1 expected=$2 size=$3 r rc ns name
   shift 3
@@ -58,15 +75,18 @@ run_locate() {
     # shellcheck disable=SC2016  # $0 and $@ are the inner shell's
     timeout -k 5 120 ip netns exec "$ns" unshare --uts -- sh -c 'hostname "$0" && exec "$@"' \
       "$name" env RANK="$r" WORLD_SIZE="${#specs[@]}" LOCAL_RANK=0 MASTER_ADDR=10.77.0.1 \
-      MASTER_PORT="$port" "$bin" locate -b "$size" -n 2 -T 60 --json "$tmp/$label.json" \
+      MASTER_PORT="$port" "$bin" locate -b "$size" -n 2 -T 60 "${EXTRA_ARGS[@]}" --json "$tmp/$label.json" \
       --svg "$tmp/$label.svg" >"$tmp/$label.out.$r" 2>"$tmp/$label.err.$r" </dev/null &
     pids+=($!)
   done
   for ((r = 0; r < ${#specs[@]}; r++)); do
     rc=0
     wait "${pids[r]}" || rc=$?
-    check "$label: process $r exits $([ "$r" -eq 0 ] && echo "$expected" || echo 0)" \
-      equal "$rc" "$([ "$r" -eq 0 ] && echo "$expected" || echo 0)"
+    if [ "$r" -eq 0 ]; then
+      check "$label: process 0 exits $expected (got $rc)" one_of "$rc" "$expected"
+    else
+      check "$label: process $r exits 0" equal "$rc" 0
+    fi
   done
 }
 
@@ -84,50 +104,65 @@ check_common() {
     "$(jq -r '"\(.nodes | length) \(.config.rails)"' "$json")" "$HOSTS $threads"
   check "$label: nodes are the hosts" equal "$(jq -r '[.nodes[].name] | join(" ")' "$json")" \
     "$(for ((i = 1; i <= HOSTS; i++)); do printf '%s%d ' "$node_prefix" "$i"; done | sed 's/ $//')"
-  check "$label: every pair measured in $((HOSTS - 1)) rounds" equal \
-    "$(jq -r '"\(.rounds.pairs) \([.measurements[] | select(.phase == "pairs")] | length)"' "$json")" \
-    "$((HOSTS - 1)) $((HOSTS * (HOSTS - 1) * threads / 2))"
+  check "$label: every pair measured in $((HOSTS - 1)) rounds, then again" equal \
+    "$(jq -r '"\(.rounds.pairs) \(.pairs | length) \((.measurements | length) > (.pairs | length))"' "$json")" \
+    "$((HOSTS - 1)) $((HOSTS * (HOSTS - 1) * threads / 2)) true"
+  check "$label: the noise measured from repeats" equal \
+    "$(jq -r '[.baselines[].noise_df > 0] | all' "$json")" true
   check "$label: no wrong data" equal "$(jq '[.measurements[].wrong] | add' "$json")" 0
   check "$label: the heatmap is an SVG" contains "$tmp/$label.svg" "</svg>"
   check "$label: only rank 0 reports" equal "$(cat "$tmp/$label".out.[1-9]*)" ""
   log "$label: $(grep '^# verdict' "$tmp/$label.out.0")"
+  verdicts+=("$label: $(jq -r .status "$json") $(named "$json" | tr '\n' ' ')")
+}
+
+# "rc is one of a|b|c".
+one_of() { case "|$2|" in *"|$1|"*) return 0 ;; esac; return 1; }
+
+# Never a wrong name: the named are exactly EXPECTED, or nobody with an inconclusive status.
+right_or_inconclusive() {
+  local json=$1 expected=$2 status
+  status=$(jq -r .status "$json")
+  [ "$(named "$json")" = "$expected" ] || { [ "$(named "$json")" = "" ] && [ "$status" = inconclusive ]; }
 }
 
 scenario_none() {
   # shellcheck disable=SC2046  # one word per host
-  run_locate none 0 1M $(hosts)
+  run_locate none "0|4" 1M $(hosts)
   check_common none 1
   check "none: nobody named" equal "$(named "$tmp/none.json")" ""
-  check "none: the verdict says so" contains "$tmp/none.out.0" "# verdict: nobody named"
+  check "none: the verdict says so" grep -Eq "# verdict: (nobody named|inconclusive, nobody named)" \
+    "$tmp/none.out.0"
 }
 
 scenario_node() {
   "$netns" slow "${PREFIX}4" "$SLOW_RATE" >/dev/null
   # shellcheck disable=SC2046
-  run_locate node 1 1M $(hosts)
-  "$netns" slow "${PREFIX}4" "$BASE_RATE" >/dev/null
+  run_locate node "1|4" 1M $(hosts)
+  restore "${PREFIX}4"
   check_common node 1
-  check "node: exactly node ${PREFIX}4 named" equal "$(named "$tmp/node.json")" "node ${PREFIX}4"
-  check "node: confirmed against known-good nodes" equal \
-    "$(jq -r '.suspects[0] | "\(.confirmed) \(.evidence | test("3 of 3 slow"))"' "$tmp/node.json")" \
-    "true true"
-  check "node: the verdict says so" contains "$tmp/node.out.0" \
-    "# verdict: 1 culprit named: node ${PREFIX}4"
-  check "node: outlined in the heatmap" contains "$tmp/node.svg" 'stroke="black"'
+  check "node: node ${PREFIX}4 named, or inconclusive (never a wrong name)" \
+    right_or_inconclusive "$tmp/node.json" "node ${PREFIX}4"
+  if [ "$(named "$tmp/node.json")" = "node ${PREFIX}4" ]; then
+    check "node: every pair of it slow, significantly" equal \
+      "$(jq -r '.suspects[0] | "\(.confirmed) \(.evidence | test("significantly slow with all"))"' \
+        "$tmp/node.json")" "true true"
+    check "node: the verdict says so" contains "$tmp/node.out.0" \
+      "confidence: node ${PREFIX}4"
+    check "node: outlined in the heatmap" contains "$tmp/node.svg" 'stroke="black"'
+  fi
 }
 
 scenario_link() {
-  "$netns" slowlink "${PREFIX}2" "${PREFIX}5" "$SLOW_RATE" >/dev/null
+  "$netns" slowlink "${PREFIX}2" "${PREFIX}4" "$SLOW_RATE" >/dev/null
   # shellcheck disable=SC2046
-  run_locate link 1 1M $(hosts)
-  "$netns" slowlink "${PREFIX}2" "${PREFIX}5" off >/dev/null
+  run_locate link "1|4" 1M $(hosts)
+  "$netns" slowlink "${PREFIX}2" "${PREFIX}4" off >/dev/null
   check "link: 'slowlink off' leaves no class or filter toward the peer" equal \
-    "$(tc -n "${PREFIX}2" class show dev eth0 | grep -c '1:105' || true)" 0
+    "$(tc -n "${PREFIX}2" class show dev eth0 | grep -c '1:104' || true)" 0
   check_common link 1
-  check "link: exactly link ${PREFIX}2-${PREFIX}5 named" equal "$(named "$tmp/link.json")" \
-    "link ${PREFIX}2,${PREFIX}5"
-  check "link: both ends fine with their other peers" equal \
-    "$(jq -r '.suspects[0].evidence | test("8 of their 8 other pairs fine")' "$tmp/link.json")" true
+  check "link: link ${PREFIX}2-${PREFIX}4 named, or inconclusive (never a wrong name)" \
+    right_or_inconclusive "$tmp/link.json" "link ${PREFIX}2,${PREFIX}4"
 }
 
 scenario_rails() {
@@ -137,10 +172,10 @@ scenario_rails() {
   done
   "$netns" slow "$PREFIX$((3 + HOSTS))" "$SLOW_RATE" >/dev/null  # node 3, rail 1
   run_locate rails 1 1M "${specs[@]}"
-  "$netns" slow "$PREFIX$((3 + HOSTS))" "$BASE_RATE" >/dev/null
+  restore "$PREFIX$((3 + HOSTS))"
   check_common rails 2 fsnode
   check "rails: each node's rails are its two namespaces' ranks" equal \
-    "$(jq -c '.nodes[2].ranks' "$tmp/rails.json")" "[2,8]"
+    "$(jq -c '.nodes[2].ranks' "$tmp/rails.json")" "[2,$((2 + HOSTS))]"
   # The per-node test names the same culprit: on this test bed a node's two ranks are two
   # namespaces, so its "interior" is the slow link too (on a GPU node it is NVLink).
   check "rails: exactly nic fsnode3 rail 1 named (and node 3's interior, which crosses it)" \
@@ -152,16 +187,21 @@ scenario_rails() {
 }
 
 start=$(now_ms)
-for s in "${scenarios[@]}"; do
-  t0=$(now_ms)
-  case "$s" in
-    none | node | link | rails) "scenario_$s" ;;
-    *)
-      echo "unknown scenario '$s'" >&2
-      exit 2
-      ;;
-  esac
-  log "$s: $(($(now_ms) - t0)) ms"
+verdicts=()
+for ((run = 1; run <= RUNS; run++)); do
+  for s in "${scenarios[@]}"; do
+    t0=$(now_ms)
+    case "$s" in
+      none | node | link | rails) "scenario_$s" ;;
+      *)
+        echo "unknown scenario '$s'" >&2
+        exit 2
+        ;;
+    esac
+    log "run $run, $s: $(($(now_ms) - t0)) ms"
+  done
 done
+log "verdicts, one line per run and scenario:"
+printf '  %s\n' "${verdicts[@]}"
 log "$(($(now_ms) - start)) ms, $failures failure(s)"
 [ "$failures" -eq 0 ]
