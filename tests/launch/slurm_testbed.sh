@@ -170,9 +170,14 @@ test_locate() {
   # are its nodes here (--group-by process).
   on_ctl srun -N 2 -n 4 "$bin" locate --group-by process -b 256K -n 2 -T 60 \
     --json "$tmp/out/locate.json" >"$tmp/locate.out" 2>"$tmp/locate.err" || rc=$?
-  check "locate under srun exits 0 (no fault: nobody named)" equal "$rc" 0
+  # No fault: nobody is named. Four processes on two shared cores may be too noisy to clear
+  # every pair, and then locate says so (exit 4, inconclusive) rather than guess.
+  check "locate under srun names nobody (exit 0 cleared or 4 inconclusive)" \
+    test "$rc" -eq 0 -o "$rc" -eq 4
   check "locate measured 4 processes" equal "$(jq '.nodes | length' "$tmp/out/locate.json")" 4
   check "locate's verdict names nobody" equal "$(jq '.found' "$tmp/out/locate.json")" false
+  check "and its status agrees with its exit code" equal \
+    "$(jq -r '.status' "$tmp/out/locate.json")" "$([ "$rc" -eq 0 ] && echo clear || echo inconclusive)"
   # Doctor's drift: only the third node sets NCCL_ALGO.
   rc=0
   # shellcheck disable=SC2016  # expanded by each task's shell
