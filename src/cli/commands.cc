@@ -3,6 +3,7 @@
 #include "cli/check_command.h"
 #include "cli/command.h"
 #include "cli/doctor_command.h"
+#include "cli/fabric_command.h"
 #include "cli/locate_command.h"
 #include "cli/model_command.h"
 #include "cli/run_command.h"
@@ -29,6 +30,10 @@ const std::vector<Command>& Commands() {
        SetupDoctorCommand},
       {"model", "predict collective performance for a platform and scale, or simulate the fabric",
        SetupModelCommand},
+      {"fabric",
+       "the InfiniBand fabric: links, error counters, cabling, routing balance (infiniband-diags "
+       "live or saved)",
+       SetupFabricCommand},
   };
   return commands;
 }
