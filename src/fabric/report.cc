@@ -66,9 +66,12 @@ bool FoldIntoCause(const Finding& imbalance, std::vector<Finding>& findings) {
   const auto parts = PartsOf(imbalance.subject);
   for (auto& cause : findings) {
     if (cause.category != "link" && cause.category != "cabling") continue;
+    // The same port, or (a link down) the parallel link between the same two switches.
     const bool port_match =
         cause.category == "link" && (cause.subject.find(parts[0]) != std::string::npos ||
-                                     cause.subject.find(parts[2]) != std::string::npos);
+                                     cause.subject.find(parts[2]) != std::string::npos ||
+                                     (cause.subject.find(parts[1] + "[") != std::string::npos &&
+                                      cause.subject.find(parts[3] + "[") != std::string::npos));
     const bool node_match =
         cause.category == "cabling" && (cause.subject == parts[1] || cause.subject == parts[3]);
     if (port_match || node_match) {

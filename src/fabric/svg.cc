@@ -108,6 +108,26 @@ std::string FormatSvg(const FabricReport& report) {
         Escape(b_name), RateName(link.a_port->lanes, link.a_port->lane_gbps),
         Escape(link.a_port->state), flows);
   }
+  // Ports down that a finding points at: a red stub above the node.
+  for (const auto& node : report.fabric.nodes) {
+    const auto a = at.find(node.name);
+    if (a == at.end()) continue;
+    for (const auto& port : node.ports) {
+      if (port.state != "Down") continue;
+      const bool named =
+          std::any_of(report.findings.begin(), report.findings.end(), [&](const Finding& f) {
+            return std::find(f.evidence.begin(), f.evidence.end(), port.evidence) !=
+                   f.evidence.end();
+          });
+      if (!named) continue;
+      const double x = a->second.x - 20 + 5.0 * port.number;
+      svg << fmt::format(
+          "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#e53935\" "
+          "stroke-width=\"2\"><title>{} {}/{}</title></line>\n",
+          x, a->second.y - 10, x, a->second.y - 40, Escape(PortName(node.name, port.number)),
+          Escape(port.state), Escape(port.physical));
+    }
+  }
   for (const auto& [name, p] : at) {
     const bool host = report.topology.host_leaf.contains(name);
     const std::string fill = flagged.contains(name) ? "#ffe0b2" : (host ? "#e8f5e9" : "#e3f2fd");
