@@ -13,6 +13,9 @@ packages=(
   # analyze's tests: the libFuzzer target (clang, its runtime), and the HTML report rendered
   # by headless Chromium (about 10 s to install) with the screenshot decoded by zlib.
   clang libclang-rt-14-dev zlib1g-dev chromium
+  # fabric's test bed: a simulated InfiniBand fabric (ibsim, libumad2sim) routed by the real
+  # opensm and read by the real infiniband-diags (docs/fabric.md).
+  ibsim-utils libumad2sim0 opensm infiniband-diags
 )
 
 missing=()

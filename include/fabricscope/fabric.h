@@ -196,6 +196,38 @@ struct RoutingAnalysis {
 RoutingAnalysis AnalyzeRouting(const Fabric& fabric, const std::vector<std::string>& hosts);
 std::vector<Finding> RoutingFindings(const Fabric& fabric, const RoutingAnalysis& routing);
 
+// --------------------------------------------------------------------------- prediction
+
+// `fabricscope model --fabric DIR`: the collective's busbw on this fabric as routed now and
+// with balanced routes, from max-min fair sharing of every link (the simulator's) over the
+// flows routed through the forwarding tables.
+struct PredictOptions {
+  std::vector<std::string> hosts;         // ring order; empty: every HCA in name order
+  std::string collective = "all_reduce";  // all_reduce (ring) or alltoall
+  double efficiency = 1.0;                // fraction of a link's data rate a flow reaches
+};
+
+struct RoutedPrediction {
+  std::string routing;     // "as routed", "balanced"
+  double busbw_gbs = 0;    // GB/s
+  std::string bottleneck;  // the link the slowest flow is limited by
+  double bottleneck_flows = 0;
+};
+
+struct FabricPrediction {
+  std::string collective;
+  std::vector<std::string> hosts;
+  double host_gbs = 0;  // a host link's data rate x efficiency, GB/s
+  std::string unroutable;
+  RoutedPrediction as_routed;
+  RoutedPrediction balanced;
+};
+
+// Throws UsageError for an unknown collective, fewer than two hosts, or no forwarding tables.
+FabricPrediction PredictOnFabric(const Fabric& fabric, const PredictOptions& options);
+std::string FormatPredictionText(const FabricPrediction& prediction);
+std::string FormatPredictionJson(const FabricPrediction& prediction);
+
 // --------------------------------------------------------------------------- the report
 
 // Everything `fabricscope fabric` hands to a reporter.

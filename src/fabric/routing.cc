@@ -105,13 +105,6 @@ std::vector<PortBalance> Balance(const Fabric& fabric) {
   return out;
 }
 
-// A flow between two hosts with its weight (share of a host's line rate).
-struct Flow {
-  const Node* src;
-  const Node* dst;
-  double weight;
-};
-
 double HostGbps(const Fabric& fabric, const std::vector<const Node*>& hosts) {
   std::vector<double> rates;
   for (const Node* h : hosts) {
@@ -122,31 +115,42 @@ double HostGbps(const Fabric& fabric, const std::vector<const Node*>& hosts) {
   return rates.empty() ? 0 : Majority(rates);
 }
 
-// Loads per directed link, as routed; `unroutable` gets the first failure.
-std::map<std::string, LinkLoad> RoutedLoads(const Fabric& fabric, const std::vector<Flow>& flows,
-                                            std::string& unroutable) {
+// Loads per directed link of the flows over their paths.
+std::map<std::string, LinkLoad> LoadsOf(const std::vector<Flow>& flows,
+                                        const std::vector<std::vector<Hop>>& paths) {
   std::map<std::string, LinkLoad> loads;
-  for (const auto& f : flows) {
-    std::string why;
-    for (const auto& hop : TraceRoute(fabric, *f.src, *f.dst, &why)) {
+  for (size_t i = 0; i < flows.size(); ++i) {
+    for (const auto& hop : paths[i]) {
       LinkLoad& l = loads[hop.from + "->" + hop.to];
       l.from = hop.from;
       l.to = hop.to;
       l.capacity_gbps = hop.capacity_gbps;
-      l.flows += f.weight;
+      l.flows += flows[i].weight;
     }
-    if (!why.empty() && unroutable.empty()) unroutable = why;
   }
   return loads;
 }
 
-// The same flows spread evenly: each leaf-to-leaf flow on the spine path whose busier link
-// stays least loaded (greedy), host links as they are.
-std::map<std::string, LinkLoad> BalancedLoads(const Fabric& fabric,
-                                              const std::vector<Flow>& flows) {
-  std::map<std::string, LinkLoad> loads;
-  // Up and down links between each leaf and spine.
-  std::map<std::pair<std::string, std::string>, std::vector<Hop>> between;
+}  // namespace
+
+std::vector<std::vector<Hop>> RoutedPaths(const Fabric& fabric, const std::vector<Flow>& flows,
+                                          std::string* unroutable) {
+  std::vector<std::vector<Hop>> paths;
+  for (const auto& f : flows) {
+    std::string why;
+    paths.push_back(TraceRoute(fabric, *f.src, *f.dst, &why));
+    if (!why.empty() && unroutable->empty()) *unroutable = why;
+  }
+  return paths;
+}
+
+namespace {
+
+// Up and down links between each pair of adjacent switches.
+using SwitchLinks = std::map<std::pair<std::string, std::string>, std::vector<Hop>>;
+
+SwitchLinks LinksBetweenSwitches(const Fabric& fabric) {
+  SwitchLinks between;
   for (const auto& node : fabric.nodes) {
     if (node.kind != NodeKind::kSwitch) continue;
     for (const auto& p : node.ports) {
@@ -156,56 +160,81 @@ std::map<std::string, LinkLoad> BalancedLoads(const Fabric& fabric,
       }
     }
   }
-  auto add = [&](const Hop& hop, double w) {
-    LinkLoad& l = loads[hop.from + "->" + hop.to];
-    l.from = hop.from;
-    l.to = hop.to;
-    l.capacity_gbps = hop.capacity_gbps;
-    l.flows += w;
+  return between;
+}
+
+// The leaf-spine-leaf hops whose busier link stays least loaded after adding `weight`.
+std::vector<Hop> LeastLoaded(const SwitchLinks& between, const std::string& src_leaf,
+                             const std::string& dst_leaf, double weight,
+                             const std::map<std::string, double>& load) {
+  auto level = [&](const Hop& hop) {
+    const auto it = load.find(hop.from + "->" + hop.to);
+    const double now = it == load.end() ? 0 : it->second;
+    return (now + weight) / std::max(hop.capacity_gbps, 1e-9);
   };
-  auto level = [&](const Hop& hop, double w) {
-    const auto it = loads.find(hop.from + "->" + hop.to);
-    const double now = it == loads.end() ? 0 : it->second.flows;
-    return (now + w) / std::max(hop.capacity_gbps, 1e-9);
-  };
-  for (const auto& f : flows) {
-    const Hop up = HopFrom(fabric, *f.src, f.src->ports.front().number);
-    const Hop down_hca = HopFrom(fabric, *f.dst, f.dst->ports.front().number);
-    if (up.next == nullptr || down_hca.next == nullptr) continue;
-    const Node* src_leaf = up.next;
-    const Node* dst_leaf = down_hca.next;
-    add(up, f.weight);
-    // The leaf's port towards the destination host.
-    const Port* dst_port = PortOf(*f.dst, f.dst->ports.front().number);
-    const Hop last = HopFrom(fabric, *dst_leaf, dst_port->peer_port);
-    if (src_leaf != dst_leaf) {
-      const Hop* best_up = nullptr;
-      const Hop* best_down = nullptr;
-      double best = std::numeric_limits<double>::infinity();
-      for (const auto& [key, ups] : between) {
-        if (key.first != src_leaf->name) continue;
-        const auto downs = between.find({key.second, dst_leaf->name});
-        if (downs == between.end()) continue;
-        for (const auto& u : ups) {
-          for (const auto& d : downs->second) {
-            const double l = std::max(level(u, f.weight), level(d, f.weight));
-            if (l < best) {
-              best = l;
-              best_up = &u;
-              best_down = &d;
-            }
-          }
+  std::vector<Hop> best_pair;
+  double best = std::numeric_limits<double>::infinity();
+  for (const auto& [key, ups] : between) {
+    if (key.first != src_leaf) continue;
+    const auto downs = between.find({key.second, dst_leaf});
+    if (downs == between.end()) continue;
+    for (const auto& u : ups) {
+      for (const auto& d : downs->second) {
+        const double l = std::max(level(u), level(d));
+        if (l < best) {
+          best = l;
+          best_pair = {u, d};
         }
       }
-      if (best_up != nullptr) {
-        add(*best_up, f.weight);
-        add(*best_down, f.weight);
-      }
     }
-    if (last.next != nullptr) add(last, f.weight);
   }
-  return loads;
+  return best_pair;
 }
+
+}  // namespace
+
+std::vector<std::vector<Hop>> BalancedPaths(const Fabric& fabric, const std::vector<Flow>& flows) {
+  const SwitchLinks between = LinksBetweenSwitches(fabric);
+  std::map<std::string, double> load;
+  std::vector<std::vector<Hop>> paths;
+  for (const auto& f : flows) {
+    std::vector<Hop> path;
+    const Hop up = HopFrom(fabric, *f.src, f.src->ports.front().number);
+    const Port& dst_port = f.dst->ports.front();
+    const Hop into_dst = HopFrom(fabric, *f.dst, dst_port.number);
+    if (up.next != nullptr && into_dst.next != nullptr) {
+      path.push_back(up);
+      if (up.next != into_dst.next) {
+        for (const auto& hop :
+             LeastLoaded(between, up.next->name, into_dst.next->name, f.weight, load)) {
+          path.push_back(hop);
+        }
+      }
+      path.push_back(HopFrom(fabric, *into_dst.next, dst_port.peer_port));
+    }
+    for (const auto& hop : path) load[hop.from + "->" + hop.to] += f.weight;
+    paths.push_back(std::move(path));
+  }
+  return paths;
+}
+
+std::vector<Flow> CollectiveFlows(const std::vector<const Node*>& hosts, bool ring) {
+  std::vector<Flow> flows;
+  if (hosts.size() < 2) return flows;
+  const double share = 1.0 / static_cast<double>(hosts.size() - 1);
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    if (ring) {
+      flows.push_back(Flow{hosts[i], hosts[(i + 1) % hosts.size()], 1.0});
+      continue;
+    }
+    for (size_t j = 0; j < hosts.size(); ++j) {
+      if (i != j) flows.push_back(Flow{hosts[i], hosts[j], share});
+    }
+  }
+  return flows;
+}
+
+namespace {
 
 double Factor(const std::map<std::string, LinkLoad>& loads, double host_gbps) {
   double factor = 1;
@@ -219,7 +248,7 @@ CollectiveLoad LoadOf(const Fabric& fabric, const std::string& collective,
                       const std::vector<Flow>& flows, double host_gbps) {
   CollectiveLoad load;
   load.collective = collective;
-  const auto routed = RoutedLoads(fabric, flows, load.unroutable);
+  const auto routed = LoadsOf(flows, RoutedPaths(fabric, flows, &load.unroutable));
   for (const auto& [name, l] : routed) load.links.push_back(l);
   std::sort(load.links.begin(), load.links.end(), [](const LinkLoad& a, const LinkLoad& b) {
     const double la = a.flows / std::max(a.capacity_gbps, 1e-9);
@@ -228,7 +257,7 @@ CollectiveLoad LoadOf(const Fabric& fabric, const std::string& collective,
     return NaturalLess(a.from, b.from);
   });
   load.limit_factor = Factor(routed, host_gbps);
-  load.balanced_factor = Factor(BalancedLoads(fabric, flows), host_gbps);
+  load.balanced_factor = Factor(LoadsOf(flows, BalancedPaths(fabric, flows)), host_gbps);
   return load;
 }
 
@@ -263,15 +292,8 @@ RoutingAnalysis AnalyzeRouting(const Fabric& fabric, const std::vector<std::stri
   for (const Node* h : hosts) analysis.hosts.push_back(h->name);
   if (hosts.size() < 2 || fabric.tables.empty()) return analysis;
   const double host_gbps = HostGbps(fabric, hosts);
-  std::vector<Flow> ring;
-  std::vector<Flow> alltoall;
-  const double share = 1.0 / static_cast<double>(hosts.size() - 1);
-  for (size_t i = 0; i < hosts.size(); ++i) {
-    ring.push_back(Flow{hosts[i], hosts[(i + 1) % hosts.size()], 1.0});
-    for (size_t j = 0; j < hosts.size(); ++j) {
-      if (i != j) alltoall.push_back(Flow{hosts[i], hosts[j], share});
-    }
-  }
+  const std::vector<Flow> ring = CollectiveFlows(hosts, true);
+  const std::vector<Flow> alltoall = CollectiveFlows(hosts, false);
   analysis.ring = LoadOf(fabric, "all_reduce (ring)", ring, host_gbps);
   analysis.alltoall = LoadOf(fabric, "alltoall", alltoall, host_gbps);
   return analysis;

@@ -230,3 +230,51 @@ TEST_F(FabricCli, NoToolsOnPathIsARuntimeError) {
 
 }  // namespace
 }  // namespace fabricscope::fabric
+
+namespace fabricscope::fabric {
+namespace {
+
+// `fabricscope model --fabric DIR`: the simulator's max-min sharing over the routed flows.
+class ModelOnFabric : public test::BinaryTest {
+ protected:
+  ModelOnFabric() : BinaryTest("model") {}
+  nlohmann::json Predict(const std::string& dir, const std::string& collective) {
+    const auto o = Run("--fabric " + Data(dir) + " --collective " + collective + " --format json");
+    EXPECT_EQ(o.exit_code, 0) << o.err;
+    return nlohmann::json::parse(o.out);
+  }
+};
+
+TEST_F(ModelOnFabric, AsRoutedAgainstBalanced) {
+  // 4X QDR: 32 Gb/s of data, 4 GB/s per host link.
+  auto p = Predict("healthy", "all_reduce");
+  EXPECT_DOUBLE_EQ(p["host_gbs"], 4.0);
+  EXPECT_DOUBLE_EQ(p["as_routed"]["busbw_gbs"], 4.0);
+  // The ring crosses the 1X link leaf1[5] -> spine1[1]: a quarter of the line rate.
+  p = Predict("faults", "all_reduce");
+  EXPECT_DOUBLE_EQ(p["as_routed"]["busbw_gbs"], 1.0);
+  EXPECT_EQ(p["as_routed"]["bottleneck"], "leaf1[5] -> spine1[1]");
+  EXPECT_DOUBLE_EQ(p["balanced"]["busbw_gbs"], 4.0);
+  // dor leaves spine2 unused: spine1's links carry 1.6 times a host's all-to-all share.
+  p = Predict("dor-engine", "alltoall");
+  EXPECT_DOUBLE_EQ(p["as_routed"]["busbw_gbs"], 2.5);
+  EXPECT_DOUBLE_EQ(p["balanced"]["busbw_gbs"], 4.0);
+  const auto o = Run("--fabric " + Data("dor-engine") + " --collective alltoall");
+  EXPECT_NE(o.out.find("as routed          2.50"), std::string::npos) << o.out;
+}
+
+TEST_F(ModelOnFabric, BadInput) {
+  auto o = Run("--fabric /nonexistent");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("is not a directory"), std::string::npos) << o.err;
+  o = Run("--fabric " + Data("healthy") + " --collective broadcast");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("all_reduce (ring) or alltoall"), std::string::npos) << o.err;
+  Write("iblinkinfo.txt", test::Slurp(Data("healthy") + "/iblinkinfo.txt"));
+  o = Run("--fabric " + dir_.string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("no forwarding tables"), std::string::npos) << o.err;
+}
+
+}  // namespace
+}  // namespace fabricscope::fabric
