@@ -6,6 +6,7 @@
 
 #include "core/joined.h"
 #include "doctor/check.h"
+#include "doctor/hca_models.h"
 
 namespace fabricscope::doctor {
 namespace {
@@ -20,6 +21,35 @@ std::string NetdevsOf(const IbScan& ib, const std::string& device) {
     return Joined(d.netdevs);
   }
   return "the netdev of " + device;
+}
+
+// An InfiniBand port below what its own adapter model can run: found even when no other
+// port of the node is up to compare with. Returns whether it added a finding.
+bool BelowModelRate(const NodeContext& node, const IbPort& p, CheckOutput& out) {
+  const auto device = std::find_if(node.ib.devices.begin(), node.ib.devices.end(),
+                                   [&](const IbDevice& d) { return d.name == p.device; });
+  if (device == node.ib.devices.end() || p.roce() || p.state != "ACTIVE") return false;
+  const auto model = FindHcaModel(device->hca_type, device->pci_device);
+  if (!model || p.rate.gbps <= 0 || p.rate.gbps + 1e-9 >= model->gbps) return false;
+  const std::string dev_dir = "/sys/class/infiniband/" + device->name;
+  const std::string identity =
+      device->hca_type.empty()
+          ? node.root.Show(dev_dir + "/device/device") + ": " + device->pci_device
+          : node.root.Show(dev_dir + "/hca_type") + ": " + device->hca_type;
+  const bool fewer_lanes = p.rate.lanes > 0 && p.rate.lanes < model->lanes;
+  out.Add(
+      fewer_lanes ? Severity::kCritical : Severity::kWarn,
+      fmt::format("{} runs at {} while its {} can run {}X {} ({:g} Gb/s): {:g}% of the card's "
+                  "rate{}",
+                  p.name(), p.rate.text, model->name, model->lanes, model->generation, model->gbps,
+                  100.0 * p.rate.gbps / model->gbps,
+                  fewer_lanes ? ", the link trained down to fewer lanes" : ""),
+      {node.root.Show(PortDir(p) + "/rate") + ": " + p.rate.text, identity},
+      fmt::format("if the switch port and cable are rated for {} (check with iblinkinfo), "
+                  "reseat or replace the cable/transceiver; if this card is a slower SKU or "
+                  "the fabric runs at {}, nothing is wrong",
+                  model->generation, p.rate.generation.empty() ? p.rate.text : p.rate.generation));
+  return true;
 }
 
 class IbPortsCheck : public Check {
@@ -104,6 +134,7 @@ class IbPortsCheck : public Check {
                            "otherwise exclude it with NCCL_IB_HCA=^" +
                                p->device);
       }
+      if (!(p->rate.gbps < fastest) && BelowModelRate(node, *p, out)) ok = false;
       if (p->roce()) {
         const auto v2 = std::find_if(p->gids.begin(), p->gids.end(),
                                      [](const Gid& g) { return g.type == "RoCE v2"; });
