@@ -228,6 +228,23 @@ FabricPrediction PredictOnFabric(const Fabric& fabric, const PredictOptions& opt
 std::string FormatPredictionText(const FabricPrediction& prediction);
 std::string FormatPredictionJson(const FabricPrediction& prediction);
 
+// --------------------------------------------------------------------------- one pair's path
+
+// The route one pair of hosts takes: from the forwarding tables, and as ibtracert saw it.
+struct PairPath {
+  std::string src;
+  std::string dst;
+  std::vector<std::string> hops;         // "h1[1] -> leaf1[1]", through the tables
+  std::string why;                       // why the tables give no route ("" they do)
+  std::vector<std::string> traced_hops;  // the same from ibtracert's output (empty: not run)
+  std::vector<std::string> evidence;     // ibtracert's lines
+};
+
+// Traces src -> dst through the tables; `ibtracert` (its output, may be empty) adds the
+// hops the tool saw. Throws UsageError when src or dst is not an HCA of the fabric.
+PairPath TracePair(const Fabric& fabric, const std::string& src, const std::string& dst,
+                   const std::string& ibtracert, const std::string& origin);
+
 // --------------------------------------------------------------------------- the report
 
 // Everything `fabricscope fabric` hands to a reporter.
@@ -236,6 +253,7 @@ struct FabricReport {
   Topology topology;
   RoutingAnalysis routing;
   std::vector<Finding> findings;
+  std::optional<PairPath> path;  // --path
   Severity worst() const;
 };
 
@@ -262,6 +280,9 @@ struct CollectOptions {
 ToolOutputs CollectLive(const CollectOptions& options);
 // Reads DIR/<tool>.txt (and .out, or the bare name); throws UsageError when DIR holds none.
 ToolOutputs ReadSaved(const std::string& dir);
+// Runs `ibtracert SRC_LID DST_LID` (no shell, with the timeout); "" with `why` set when it
+// could not run or failed.
+std::string RunIbtracert(int src_lid, int dst_lid, double timeout_seconds, std::string* why);
 // Writes the outputs as DIR/<tool>.txt, for a later --from.
 void SaveOutputs(const ToolOutputs& outputs, const std::string& dir);
 
@@ -272,10 +293,12 @@ const std::vector<std::string>& ToolNames();
 
 // What `fabricscope fabric` does: where the outputs come from, where they go, what to judge.
 struct RunOptions {
-  std::string from;             // read saved outputs from this directory ("" run the tools)
-  std::string save;             // also write the outputs here (live mode)
-  std::string baseline;         // a saved read of the healthy fabric ("" none)
-  double interval_seconds = 0;  // > 0: read twice, this far apart, for counter growth
+  std::string from;               // read saved outputs from this directory ("" run the tools)
+  std::string save;               // also write the outputs here (live mode)
+  std::string baseline;           // a saved read of the healthy fabric ("" none)
+  double interval_seconds = 0;    // > 0: read twice, this far apart, for counter growth
+  std::vector<std::string> path;  // two hosts: the route between them (ibtracert live, or
+                                  // FROM/ibtracert.txt)
   CollectOptions collect;
   AnalyzeOptions analyze;
 };

@@ -73,6 +73,10 @@ CommandAction SetupFabricCommand(CLI::App& app) {
                  "must be in the fabric, and the collective loads use this ring order (default: "
                  "every HCA in name order)")
       ->delimiter(',');
+  app.add_option("--path", flags->run.path,
+                 "two hosts (A,B): the route A takes to B through the forwarding tables, and as "
+                 "ibtracert sees it (live; with --from: FROM/ibtracert.txt)")
+      ->delimiter(',');
   app.add_option("--interval", flags->run.interval_seconds,
                  "read the error counters twice, this many seconds apart, and report growth");
   app.add_option("--sm-log", flags->run.collect.sm_log,

@@ -199,6 +199,22 @@ ToolOutputs CollectLive(const CollectOptions& options) {
   return outputs;
 }
 
+std::string RunIbtracert(int src_lid, int dst_lid, double timeout_seconds, std::string* why) {
+  const std::vector<std::string> argv = {"ibtracert", std::to_string(src_lid),
+                                         std::to_string(dst_lid)};
+  const ToolRun run = RunTool(argv, timeout_seconds);
+  const std::string command = fmt::format("{}", fmt::join(argv, " "));
+  if (!run.started) {
+    *why = "'" + command + "' could not be started: is infiniband-diags on PATH?";
+  } else if (run.timed_out) {
+    *why = "'" + command + "' did not finish within the tool timeout";
+  } else if (run.exit_code != 0) {
+    *why = "'" + command + "' exited with " + std::to_string(run.exit_code) + ": " +
+           LastLines(run.err, 2);
+  }
+  return why->empty() ? run.out : "";
+}
+
 ToolOutputs ReadSaved(const std::string& dir) {
   if (!fs::is_directory(dir)) {
     throw UsageError("--from '" + dir +

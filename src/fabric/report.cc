@@ -1,5 +1,6 @@
 // The fabric report: findings gathered, the two-tier topology, text and JSON.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -169,6 +170,19 @@ void TextBalance(const FabricReport& report, std::ostringstream& out) {
   if (!current.empty()) out << "\n";
 }
 
+void TextPath(const PairPath& path, std::ostringstream& out) {
+  out << "\npath " << path.src << " -> " << path.dst << " through the forwarding tables: ";
+  out << (path.hops.empty() ? path.why : fmt::format("{}", fmt::join(path.hops, ", "))) << "\n";
+  if (!path.traced_hops.empty()) {
+    out << "ibtracert: " << fmt::format("{}", fmt::join(path.traced_hops, ", "))
+        << (path.traced_hops == path.hops ? " (the same)"
+                                          : " (DIFFERENT: the SM changed the "
+                                            "tables since they were read?)")
+        << "\n";
+  }
+  for (const auto& e : path.evidence) out << "  evidence: " << e << "\n";
+}
+
 }  // namespace
 
 std::string FormatText(const FabricReport& report, bool verbose) {
@@ -183,6 +197,7 @@ std::string FormatText(const FabricReport& report, bool verbose) {
     for (const auto& e : f.evidence) out << "           evidence: " << e << "\n";
     out << "           fix: " << f.fix << "\n";
   }
+  if (report.path) TextPath(*report.path, out);
   for (const auto& p : report.fabric.problems) out << "note: " << p << "\n";
   return out.str();
 }
@@ -261,26 +276,34 @@ std::string FormatJson(const FabricReport& report) {
                        {"peer", b.peer},
                        {"destinations", b.destinations}});
   }
-  nlohmann::json out = {{"nodes", NodesJson(f)},
-                        {"counters", counters},
-                        {"subnet_manager",
-                         {{"queried", f.sm.queried},
-                          {"present", f.sm.present},
-                          {"lid", f.sm.lid},
-                          {"guid", f.sm.guid},
-                          {"state", f.sm.state},
-                          {"priority", f.sm.priority},
-                          {"routing_engine", f.sm.routing_engine}}},
-                        {"topology", TopologyJson(report.topology)},
-                        {"routing",
-                         {{"balance", balance},
-                          {"hosts", report.routing.hosts},
-                          {"ring", LoadJson(report.routing.ring)},
-                          {"alltoall", LoadJson(report.routing.alltoall)}}},
-                        {"findings", findings},
-                        {"worst", SeverityName(report.worst())},
-                        {"sources", f.sources},
-                        {"problems", f.problems}};
+  nlohmann::json out = {
+      {"nodes", NodesJson(f)},
+      {"counters", counters},
+      {"subnet_manager",
+       {{"queried", f.sm.queried},
+        {"present", f.sm.present},
+        {"lid", f.sm.lid},
+        {"guid", f.sm.guid},
+        {"state", f.sm.state},
+        {"priority", f.sm.priority},
+        {"routing_engine", f.sm.routing_engine}}},
+      {"topology", TopologyJson(report.topology)},
+      {"routing",
+       {{"balance", balance},
+        {"hosts", report.routing.hosts},
+        {"ring", LoadJson(report.routing.ring)},
+        {"alltoall", LoadJson(report.routing.alltoall)}}},
+      {"findings", findings},
+      {"path", report.path ? nlohmann::json{{"src", report.path->src},
+                                            {"dst", report.path->dst},
+                                            {"hops", report.path->hops},
+                                            {"why", report.path->why},
+                                            {"ibtracert_hops", report.path->traced_hops},
+                                            {"evidence", report.path->evidence}}
+                           : nlohmann::json()},
+      {"worst", SeverityName(report.worst())},
+      {"sources", f.sources},
+      {"problems", f.problems}};
   return out.dump(2) + "\n";
 }
 

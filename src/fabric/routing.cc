@@ -7,10 +7,13 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <regex>
 #include <set>
 
 #include "fabric/links.h"
 #include "fabric/routes.h"
+#include "fabric/text_lines.h"
+#include "fabricscope/error.h"
 #include "fabricscope/fabric.h"
 
 namespace fabricscope::fabric {
@@ -369,6 +372,44 @@ std::vector<Finding> RoutingFindings(const Fabric& fabric, const RoutingAnalysis
                    "port) and check its log"});
   }
   return out;
+}
+
+PairPath TracePair(const Fabric& fabric, const std::string& src, const std::string& dst,
+                   const std::string& ibtracert, const std::string& origin) {
+  PairPath path;
+  path.src = src;
+  path.dst = dst;
+  const Node* a = fabric.FindByName(src);
+  const Node* b = fabric.FindByName(dst);
+  for (const auto& [name, node] : {std::pair{src, a}, std::pair{dst, b}}) {
+    if (node == nullptr || node->kind != NodeKind::kHca || node->ports.empty()) {
+      throw UsageError("--path names '" + name +
+                       "', which is not an HCA of the fabric (give node descriptions as "
+                       "iblinkinfo prints them, e.g. 'CA: NAME:')");
+    }
+  }
+  for (const auto& hop : TraceRoute(fabric, *a, *b, &path.why)) {
+    path.hops.push_back(hop.from + " -> " + hop.to);
+  }
+  // ibtracert: "From ca {GUID} portnum 1 lid 10-10 "h4"", then "[6] -> switch port
+  // {GUID}[2] lid 2-2 "spine1"" per hop.
+  static const std::regex from_re(R"re(^From \S+ \{[^}]*\} portnum (\d+) lid \S+ "(.*)"$)re");
+  static const std::regex hop_re(
+      R"re(^\[(\d+)\] -> \S+ port \{[^}]*\}\[(\d+)\] lid \S+ "(.*)"$)re");
+  std::string at;
+  ForEachLine(ibtracert, [&](const std::string& line, size_t number) {
+    std::smatch m;
+    if (std::regex_match(line, m, from_re)) {
+      at = m[2];
+      path.evidence.push_back(Evidence(origin, number, line));
+    } else if (std::regex_match(line, m, hop_re) && !at.empty()) {
+      path.traced_hops.push_back(PortName(at, std::stoi(m[1])) + " -> " +
+                                 PortName(m[3], std::stoi(m[2])));
+      at = m[3];
+      path.evidence.push_back(Evidence(origin, number, line));
+    }
+  });
+  return path;
 }
 
 }  // namespace fabricscope::fabric

@@ -1,6 +1,8 @@
 // One `fabricscope fabric` run: collect or read, optionally twice, then analyze.
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "core/joined.h"
@@ -8,6 +10,41 @@
 #include "fabricscope/fabric.h"
 
 namespace fabricscope::fabric {
+
+namespace {
+
+// --path A,B: the tables' route, and ibtracert's (run live, or FROM/ibtracert.txt).
+PairPath PathOf(const Fabric& fabric, const RunOptions& options) {
+  if (options.path.size() != 2) {
+    throw UsageError("--path takes two hosts, e.g. --path node01,node17");
+  }
+  std::string text;
+  std::string origin = "ibtracert";
+  if (!options.from.empty()) {
+    const auto saved = std::filesystem::path(options.from) / "ibtracert.txt";
+    std::ifstream in(saved);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+    origin = saved.string();
+  } else {
+    const Node* a = fabric.FindByName(options.path[0]);
+    const Node* b = fabric.FindByName(options.path[1]);
+    std::string why;
+    if (a != nullptr && b != nullptr) {
+      text = RunIbtracert(a->lid, b->lid, options.collect.timeout_seconds, &why);
+    }
+    if (!why.empty()) origin = why;
+    if (!options.save.empty() && !text.empty()) {
+      std::ofstream(std::filesystem::path(options.save) / "ibtracert.txt") << text;
+    }
+  }
+  PairPath path = TracePair(fabric, options.path[0], options.path[1], text, origin);
+  if (text.empty() && origin != "ibtracert") path.evidence.push_back(origin);
+  return path;
+}
+
+}  // namespace
 
 FabricReport RunFabric(const RunOptions& options) {
   if (options.interval_seconds < 0) {
@@ -48,7 +85,9 @@ FabricReport RunFabric(const RunOptions& options) {
     outputs = CollectLive(options.collect);
     if (!options.save.empty()) SaveOutputs(outputs, options.save);
   }
-  return Analyze(ParseFabric(outputs), analyze);
+  FabricReport report = Analyze(ParseFabric(outputs), analyze);
+  if (!options.path.empty()) report.path = PathOf(report.fabric, options);
+  return report;
 }
 
 namespace {

@@ -194,6 +194,21 @@ TEST_F(FabricCli, SavedFabricAsTextJsonAndSvg) {
   EXPECT_NE(o.out.find("#e53935"), std::string::npos);  // the link down
 }
 
+TEST_F(FabricCli, PathThroughTheTablesAndAsIbtracertSawIt) {
+  auto o = Run("--from " + Data("healthy") + " --path h4,h14 --format json");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  const auto path = nlohmann::json::parse(o.out)["path"];
+  const std::vector<std::string> hops = {"h4[1] -> leaf1[4]", "leaf1[6] -> spine1[2]",
+                                         "spine1[8] -> leaf4[6]", "leaf4[2] -> h14[1]"};
+  EXPECT_EQ(path["hops"].get<std::vector<std::string>>(), hops);
+  EXPECT_EQ(path["ibtracert_hops"].get<std::vector<std::string>>(), hops);
+  o = Run("--from " + Data("healthy") + " --path h4,h99");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("'h99', which is not an HCA"), std::string::npos) << o.err;
+  o = Run("--from " + Data("healthy") + " --path h4");
+  EXPECT_EQ(o.exit_code, 2);
+}
+
 TEST_F(FabricCli, MissingHostIsCritical) {
   const auto o = Run("--from " + Data("healthy") + " --hosts h1,h2,h99");
   EXPECT_EQ(o.exit_code, 1);

@@ -89,6 +89,14 @@ scenario healthy base minhop "" ""
 cp -r "$CURRENT/saved" "$WORK/baseline"
 SPINE2_LID=$(jq '.nodes[] | select(.name == "spine2") | .lid' "$CURRENT/live.json")
 [ "$(jq -r .subnet_manager.routing_engine "$CURRENT/live.json")" = minhop ] || fail "healthy: routing engine not minhop"
+# The path of a pair: the tables' route and ibtracert's, live, must be the same.
+PATH=$CURRENT/bin:$PATH "$BIN" fabric --format json --path h1,h16 >"$CURRENT/path.json" 2>"$CURRENT/path.err"
+if [ "$(jq '.path.hops | length' "$CURRENT/path.json")" = 4 ] &&
+  [ "$(jq '.path.hops == .path.ibtracert_hops' "$CURRENT/path.json")" = true ]; then
+  echo "ok: healthy: --path h1,h16 through the tables is the path ibtracert traced"
+else
+  fail "healthy: --path: $(jq -c .path "$CURRENT/path.json") $(cat "$CURRENT/path.err")"
+fi
 [ "$(jq .subnet_manager.present "$CURRENT/live.json")" = true ] || fail "healthy: no SM found"
 [ "$(jq '[.nodes[] | select(.kind == "hca")] | length' "$CURRENT/live.json")" = 16 ] || fail "healthy: not 16 HCAs"
 [ "$(jq '.topology.spines | length' "$CURRENT/live.json")" = 2 ] || fail "healthy: not 2 spines"
