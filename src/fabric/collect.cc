@@ -150,6 +150,45 @@ std::string ReadFile(const fs::path& path) {
   return ss.str();
 }
 
+// Why a run gives no usable answer; "" when it does.
+std::string WhyFailed(const ToolRun& run, const std::vector<std::string>& argv, int max_ok_exit) {
+  const std::string command = fmt::format("{}", fmt::join(argv, " "));
+  if (!run.started) {
+    return "'" + command + "' could not be started: is infiniband-diags installed and on PATH?";
+  }
+  if (run.timed_out) {
+    return "'" + command + "' did not finish within the tool timeout (raise --tool-timeout, or " +
+           "check that the HCA port is up)";
+  }
+  if (run.exit_code > max_ok_exit) {
+    return "'" + command + "' exited with " + std::to_string(run.exit_code) + ": " +
+           LastLines(run.err, 2);
+  }
+  return "";
+}
+
+// Without dump_fts: `ibroute LID` for each switch found so far, whose output has the same
+// format.
+void TablesByIbroute(const CollectOptions& options, ToolOutputs& outputs) {
+  const Fabric found = ParseFabric(outputs);
+  std::string tables;
+  for (const auto& node : found.nodes) {
+    if (node.kind != NodeKind::kSwitch || node.lid == 0) continue;
+    const std::vector<std::string> argv = {"ibroute", std::to_string(node.lid)};
+    const ToolRun run = RunTool(argv, options.timeout_seconds);
+    const std::string why = WhyFailed(run, argv, 0);
+    if (!why.empty()) {
+      outputs.failures.emplace("ibroute", why);
+      continue;
+    }
+    tables += run.out;
+  }
+  if (tables.empty()) return;
+  outputs.failures["dump_fts"] += "; the tables were read with ibroute, switch by switch";
+  outputs.text["dump_fts"] = tables;
+  outputs.origin["dump_fts"] = "ibroute";
+}
+
 }  // namespace
 
 ToolOutputs CollectLive(const CollectOptions& options) {
@@ -164,17 +203,7 @@ ToolOutputs CollectLive(const CollectOptions& options) {
   std::vector<std::string> essential_failures;
   for (const auto& tool : tools) {
     const ToolRun run = RunTool(tool.argv, options.timeout_seconds);
-    const std::string command = fmt::format("{}", fmt::join(tool.argv, " "));
-    std::string why;
-    if (!run.started) {
-      why = "'" + command + "' could not be started: is infiniband-diags installed and on PATH?";
-    } else if (run.timed_out) {
-      why = "'" + command + "' did not finish within " + std::to_string(options.timeout_seconds) +
-            " s (raise --tool-timeout, or check that the HCA port is up)";
-    } else if (run.exit_code > tool.max_ok_exit) {
-      why = "'" + command + "' exited with " + std::to_string(run.exit_code) + ": " +
-            LastLines(run.err, 2);
-    }
+    const std::string why = WhyFailed(run, tool.argv, tool.max_ok_exit);
     if (!why.empty()) {
       outputs.failures[tool.name] = why;
       if (tool.essential) essential_failures.push_back(why);
@@ -183,6 +212,7 @@ ToolOutputs CollectLive(const CollectOptions& options) {
     outputs.text[tool.name] = run.out;
     outputs.origin[tool.name] = tool.name;
   }
+  if (!outputs.text.contains("dump_fts")) TablesByIbroute(options, outputs);
   if (!options.sm_log.empty()) {
     std::ifstream probe(options.sm_log);
     if (probe) {
@@ -203,15 +233,7 @@ std::string RunIbtracert(int src_lid, int dst_lid, double timeout_seconds, std::
   const std::vector<std::string> argv = {"ibtracert", std::to_string(src_lid),
                                          std::to_string(dst_lid)};
   const ToolRun run = RunTool(argv, timeout_seconds);
-  const std::string command = fmt::format("{}", fmt::join(argv, " "));
-  if (!run.started) {
-    *why = "'" + command + "' could not be started: is infiniband-diags on PATH?";
-  } else if (run.timed_out) {
-    *why = "'" + command + "' did not finish within the tool timeout";
-  } else if (run.exit_code != 0) {
-    *why = "'" + command + "' exited with " + std::to_string(run.exit_code) + ": " +
-           LastLines(run.err, 2);
-  }
+  *why = WhyFailed(run, argv, 0);
   return why->empty() ? run.out : "";
 }
 
