@@ -37,6 +37,15 @@ std::string Escape(const std::string& text) {
   return out;
 }
 
+// Parallel links between two switches would be drawn on top of each other: each switch port
+// gets its own point along the box.
+double PortOffset(const Node& node, int port) {
+  if (node.kind != NodeKind::kSwitch || node.ports.empty()) return 0;
+  const double span = 36.0;
+  const double n = static_cast<double>(node.ports.size());
+  return span * ((static_cast<double>(port) - 0.5) / n - 0.5);
+}
+
 struct Point {
   double x = 0;
   double y = 0;
@@ -88,6 +97,7 @@ std::string FormatSvg(const FabricReport& report) {
     std::string b_name = "(no answer)";
     if (link.b != nullptr && at.contains(link.b->name)) {
       b_point = at.at(link.b->name);
+      b_point.x += PortOffset(*link.b, link.b_port->number);
       b_name = PortName(link.b->name, link.b_port->number);
     }
     const std::string a_name = PortName(link.a->name, link.a_port->number);
@@ -104,9 +114,9 @@ std::string FormatSvg(const FabricReport& report) {
     svg << fmt::format(
         "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" "
         "stroke-width=\"{:.1f}\"><title>{} &lt;-&gt; {}: {} {}, ring flows {:g}</title></line>\n",
-        a->second.x, a->second.y, b_point.x, b_point.y, color, 1.0 + 1.5 * flows, Escape(a_name),
-        Escape(b_name), RateName(link.a_port->lanes, link.a_port->lane_gbps),
-        Escape(link.a_port->state), flows);
+        a->second.x + PortOffset(*link.a, link.a_port->number), a->second.y, b_point.x, b_point.y,
+        color, 1.0 + 1.5 * flows, Escape(a_name), Escape(b_name),
+        RateName(link.a_port->lanes, link.a_port->lane_gbps), Escape(link.a_port->state), flows);
   }
   // Ports down that a finding points at: a red stub above the node.
   for (const auto& node : report.fabric.nodes) {
