@@ -8,34 +8,14 @@
 #include <set>
 #include <sstream>
 
+#include "analyze/html_escape.h"
 #include "fabric/links.h"
 #include "fabricscope/fabric.h"
 
 namespace fabricscope::fabric {
 namespace {
 
-std::string Escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
+std::string Escape(const std::string& text) { return analyze::XmlEscape(text); }
 
 // Parallel links between two switches would be drawn on top of each other: each switch port
 // gets its own point along the box.
