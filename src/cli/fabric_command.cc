@@ -27,8 +27,11 @@ int ExecuteFabric(FabricFlags flags) {
   const auto& reporter = fabric::FindFabricReporter(flags.format);
   if (!flags.expect.empty())
     flags.run.analyze.findings.expect = fabric::ParseLinkRate(flags.expect);
-  if (flags.run.collect.timeout_seconds <= 0) {
-    throw UsageError("--tool-timeout must be a positive number of seconds");
+  if (!(flags.run.collect.timeout_seconds > 0 && flags.run.collect.timeout_seconds <= 3600)) {
+    throw UsageError("--tool-timeout must be a number of seconds from 0 to 3600");
+  }
+  if (!(flags.run.interval_seconds >= 0 && flags.run.interval_seconds <= 86400)) {
+    throw UsageError("--interval must be a number of seconds from 0 to 86400");
   }
   const fabric::FabricReport report = fabric::RunFabric(flags.run);
   const std::string text = reporter.write(report, flags.verbose);

@@ -91,7 +91,8 @@ double DataGbps(int lanes, double lane_gbps) {
 }
 
 LinkRate ParseLinkRate(const std::string& text) {
-  static const std::regex re(R"(^\s*(\d+)\s*[xX]\s*([A-Za-z0-9]+)\s*$)");
+  // InfiniBand link widths: 1X, 2X, 4X, 8X, 12X.
+  static const std::regex re(R"(^\s*(1|2|4|8|12)\s*[xX]\s*([A-Za-z0-9]+)\s*$)");
   std::smatch m;
   if (std::regex_match(text, m, re)) {
     std::string speed = m[2];
@@ -102,7 +103,7 @@ LinkRate ParseLinkRate(const std::string& text) {
   }
   throw UsageError("--expect '" + text +
                    "' is not a link rate: write lanes x speed, e.g. 4xNDR, 4xHDR, 2xNDR "
-                   "(speeds SDR DDR QDR FDR10 FDR EDR HDR NDR XDR)");
+                   "(widths 1 2 4 8 12; speeds SDR DDR QDR FDR10 FDR EDR HDR NDR XDR)");
 }
 
 const Node* Fabric::FindByName(const std::string& name) const {
@@ -125,7 +126,7 @@ void ParseIblinkinfo(const std::string& text, const std::string& origin, Fabric&
   static const std::regex port_line(
       R"(^\s*(0x[0-9a-fA-F]+\s+)?(\d+)\s+(\d+)\[[^\]]*\]\s+==\((.*)\)==>\s*(.*)$)");
   Node* node = nullptr;
-  ForEachLine(text, [&](const std::string& line, size_t number) {
+  ForEachLineSafe(text, origin, fabric.problems, [&](const std::string& line, size_t number) {
     std::smatch m;
     if (std::regex_match(line, m, sw)) {
       node = &NodeNamed(fabric, NodeKind::kSwitch, m[2]);
@@ -156,7 +157,7 @@ void ParseIbnetdiscover(const std::string& text, const std::string& origin, Fabr
   static const std::regex port_line(
       R"re(^\[(\d+)\](?:\([0-9a-fA-F]+\))?\s+"[SH]-[0-9a-fA-F]+"\[(\d+)\](?:\([0-9a-fA-F]+\))?\s+#.*?"(.*?)" lid (\d+) (\d+)x(\w+).*$)re");
   Node* node = nullptr;
-  ForEachLine(text, [&](const std::string& line, size_t number) {
+  ForEachLineSafe(text, origin, fabric.problems, [&](const std::string& line, size_t number) {
     std::smatch m;
     if (std::regex_match(line, m, header)) {
       const NodeKind kind = m[1] == "Switch" ? NodeKind::kSwitch : NodeKind::kHca;
@@ -200,7 +201,7 @@ void ParseIbqueryerrors(const std::string& text, const std::string& origin, Fabr
   static const std::regex perf_value(R"(^(\w+):\.*(\d+)\s*$)");
   std::string node_name;
   PortCounters* perf = nullptr;
-  ForEachLine(text, [&](const std::string& line, size_t number) {
+  ForEachLineSafe(text, origin, fabric.problems, [&](const std::string& line, size_t number) {
     std::smatch m;
     if (std::regex_match(line, m, node_re)) {
       node_name = m[2];
@@ -232,7 +233,7 @@ void ParseDumpFts(const std::string& text, const std::string& origin, Fabric& fa
   static const std::regex entry(R"(^(0x[0-9a-fA-F]+)\s+(\d+)\s+:\s+\((.*)\)\s*$)");
   static const std::regex dest(R"re(^(Channel Adapter|Switch) portguid 0x[0-9a-fA-F]+: '(.*)'$)re");
   ForwardingTable* table = nullptr;
-  ForEachLine(text, [&](const std::string& line, size_t number) {
+  ForEachLineSafe(text, origin, fabric.problems, [&](const std::string& line, size_t number) {
     std::smatch m;
     if (std::regex_match(line, m, header)) {
       fabric.tables.push_back(ForwardingTable{m[2], m[1], {}, {}, {}});
@@ -264,7 +265,7 @@ void ParseSminfo(const std::string& text, const std::string& origin, Fabric& fab
   static const std::regex re(
       R"(sm lid (\d+) sm guid (0x[0-9a-fA-F]+), activity count \d+ priority (\d+) state \d+ (\S+))");
   fabric.sm.queried = true;
-  ForEachLine(text, [&](const std::string& line, size_t number) {
+  ForEachLineSafe(text, origin, fabric.problems, [&](const std::string& line, size_t number) {
     std::smatch m;
     if (std::regex_search(line, m, re)) {
       fabric.sm.present = true;
@@ -277,9 +278,9 @@ void ParseSminfo(const std::string& text, const std::string& origin, Fabric& fab
   });
 }
 
-void ParseOpensmLog(const std::string& text, const std::string& /*origin*/, Fabric& fabric) {
+void ParseOpensmLog(const std::string& text, const std::string& origin, Fabric& fabric) {
   static const std::regex re(R"((\S+) tables configured on all switches)");
-  ForEachLine(text, [&](const std::string& line, size_t) {
+  ForEachLineSafe(text, origin, fabric.problems, [&](const std::string& line, size_t) {
     std::smatch m;
     if (std::regex_search(line, m, re)) fabric.sm.routing_engine = m[1];  // the last one counts
   });

@@ -397,7 +397,8 @@ PairPath TracePair(const Fabric& fabric, const std::string& src, const std::stri
   static const std::regex hop_re(
       R"re(^\[(\d+)\] -> \S+ port \{[^}]*\}\[(\d+)\] lid \S+ "(.*)"$)re");
   std::string at;
-  ForEachLine(ibtracert, [&](const std::string& line, size_t number) {
+  std::vector<std::string> unused;
+  ForEachLineSafe(ibtracert, origin, unused, [&](const std::string& line, size_t number) {
     std::smatch m;
     if (std::regex_match(line, m, from_re)) {
       at = m[2];

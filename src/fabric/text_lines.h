@@ -2,8 +2,10 @@
 #pragma once
 
 #include <cstddef>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "analyze/text_fields.h"
 
@@ -29,6 +31,20 @@ void ForEachLine(const std::string& text, Fn&& fn) {
 // "origin:line: text", the text trimmed: where a finding's evidence came from.
 inline std::string Evidence(const std::string& origin, size_t number, const std::string& line) {
   return origin + ":" + std::to_string(number) + ": " + Trim(line);
+}
+
+// As ForEachLine, but a number that does not fit (std::stoi's out_of_range, invalid_argument)
+// makes the line a problem instead of an exception: bad input never ends the parse.
+template <typename Fn>
+void ForEachLineSafe(const std::string& text, const std::string& origin,
+                     std::vector<std::string>& problems, Fn&& fn) {
+  ForEachLine(text, [&](const std::string& line, size_t number) {
+    try {
+      fn(line, number);
+    } catch (const std::logic_error&) {
+      problems.push_back(Evidence(origin, number, line) + " (a number out of range)");
+    }
+  });
 }
 
 }  // namespace fabricscope::fabric

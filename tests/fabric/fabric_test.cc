@@ -149,15 +149,19 @@ TEST(FabricParse, BadLinesAreProblemsWithFileAndLine) {
       "           4    5[  ] ==( 4X          10.0 Gbps Active/  LinkUp)==>       2    1[  ] "
       "\"spine1\" ( )\n"
       "           4    6[  ] ==( garbage )==> nonsense\n"
-      "what is this\n";
+      "what is this\n"
+      "           99999999999999999999    7[  ] ==( 4X          10.0 Gbps Active/  LinkUp)==>"
+      "       2    1[  ] \"spine1\" ( )\n";
   outputs.origin["iblinkinfo"] = "saved/iblinkinfo.txt";
   outputs.text["dump_fts"] = "0x0001 005 : (Channel Adapter portguid 0x1: 'h1')\n";
   outputs.origin["dump_fts"] = "saved/dump_fts.txt";
   const Fabric f = ParseFabric(outputs);
-  ASSERT_EQ(f.problems.size(), 3u);
+  ASSERT_EQ(f.problems.size(), 4u);
   EXPECT_TRUE(f.problems[0].starts_with("saved/iblinkinfo.txt:3:"));
   EXPECT_TRUE(f.problems[1].starts_with("saved/iblinkinfo.txt:4:"));
-  EXPECT_TRUE(f.problems[2].starts_with("saved/dump_fts.txt:1:"));
+  EXPECT_TRUE(f.problems[2].starts_with("saved/iblinkinfo.txt:5:"));
+  EXPECT_NE(f.problems[2].find("out of range"), std::string::npos);
+  EXPECT_TRUE(f.problems[3].starts_with("saved/dump_fts.txt:1:"));
   EXPECT_EQ(f.nodes.size(), 1u);
 }
 
@@ -166,6 +170,8 @@ TEST(FabricParse, LinkRates) {
   EXPECT_DOUBLE_EQ(ParseLinkRate("4XHDR").lane_gbps, 53.125);
   EXPECT_THROW(ParseLinkRate("fast"), UsageError);
   EXPECT_THROW(ParseLinkRate("4xZZR"), UsageError);
+  EXPECT_THROW(ParseLinkRate("0xNDR"), UsageError);
+  EXPECT_THROW(ParseLinkRate("99999999999999999xNDR"), UsageError);
   EXPECT_EQ(RateName(4, 106.25), "4X NDR");
   EXPECT_NEAR(DataGbps(4, 106.25), 412.12, 0.01);
   EXPECT_DOUBLE_EQ(DataGbps(4, 10.0), 32.0);
@@ -230,6 +236,9 @@ TEST_F(FabricCli, BadInputIsAClearUsageError) {
   EXPECT_NE(o.err.find("text, json, svg"), std::string::npos) << o.err;
   o = Run("--from " + Data("healthy") + " --interval 2");
   EXPECT_EQ(o.exit_code, 2);
+  o = Run("--from " + Data("healthy") + " --tool-timeout 1e300");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("--tool-timeout must be"), std::string::npos) << o.err;
   Write("iblinkinfo.txt", "complete nonsense\n");
   o = Run("--from " + dir_.string());
   EXPECT_EQ(o.exit_code, 0) << o.err;
