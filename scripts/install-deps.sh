@@ -21,6 +21,9 @@ packages=(
   prometheus-cpp-dev prometheus curl libcurl4-openssl-dev
   # locate's classifier: Student's t quantiles (Boost.Math, header-only).
   libboost-math-dev
+  # fabric's test bed: a simulated InfiniBand fabric (ibsim, libumad2sim) routed by the real
+  # opensm and read by the real infiniband-diags (docs/fabric.md).
+  ibsim-utils libumad2sim0 opensm infiniband-diags
 )
 
 missing=()

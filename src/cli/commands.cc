@@ -3,6 +3,7 @@
 #include "cli/check_command.h"
 #include "cli/command.h"
 #include "cli/doctor_command.h"
+#include "cli/fabric_command.h"
 #include "cli/locate_command.h"
 #include "cli/model_command.h"
 #include "cli/run_command.h"
@@ -35,6 +36,10 @@ const std::vector<Command>& Commands() {
       {"watch",
        "judge a running job from its NCCL profiler records: p50/p99, busbw, stragglers, drops",
        SetupWatchCommand},
+      {"fabric",
+       "the InfiniBand fabric: links, error counters, cabling, routing balance (infiniband-diags "
+       "live or saved)",
+       SetupFabricCommand},
   };
   return commands;
 }

@@ -13,6 +13,7 @@
 
 #include "core/joined.h"
 #include "fabricscope/error.h"
+#include "fabricscope/fabric.h"
 #include "fabricscope/fabric_sim.h"
 #include "fabricscope/model.h"
 #include "fabricscope/parse.h"
@@ -843,6 +844,15 @@ int Measured(const ModelFlags& f, const Platform& platform, const ModelOptions& 
 
 int ExecuteModel(const ModelFlags& f) {
   CheckFormat(f.format);
+  if (!f.fabric.empty()) {
+    fabric::PredictOptions on;
+    on.collective = f.collective;
+    if (f.net_efficiency > 0) on.efficiency = f.net_efficiency;
+    const auto p = fabric::PredictOnFabric(fabric::ParseFabric(fabric::ReadSaved(f.fabric)), on);
+    std::cout << (f.format == "json" ? fabric::FormatPredictionJson(p)
+                                     : fabric::FormatPredictionText(p));
+    return kExitOk;
+  }
   const Platform platform = ResolvePlatform(f);
   const ModelOptions options = ToModelOptions(f);
   const std::vector<Collective> collectives = ParseCollectives(f.collective);
@@ -936,6 +946,11 @@ CommandAction SetupModelCommand(CLI::App& app) {
                    "node count of a run whose log names no hosts")
       ->type_name("N");
 
+  app.add_option("--fabric", f->fabric,
+                 "predict all_reduce (ring) or alltoall busbw on a discovered InfiniBand fabric, "
+                 "as routed now and with balanced routes: a directory of saved infiniband-diags "
+                 "outputs (fabricscope fabric --save DIR; docs/fabric.md)")
+      ->type_name("DIR");
   auto* sim = app.add_option_group("fabric simulator", "with --simulate");
   CLI::Option* simulate = sim->add_flag(
       "--simulate", f->simulate, "simulate the fabric flow by flow instead of the analytic model");

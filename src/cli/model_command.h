@@ -50,6 +50,7 @@ struct ModelFlags {
   bool collective_given = false;
   // The fabric simulator.
   bool simulate = false;
+  std::string fabric;  // --fabric DIR: saved infiniband-diags outputs (docs/fabric.md)
   int tiers = 2;
   std::string design = "rail-optimized";
   int leaf_ports = 32;

@@ -74,6 +74,8 @@ IbScan ScanIb(const Root& root) {
     IbDevice dev;
     dev.name = name;
     dev.fw_ver = root.ReadLine(dir + "/fw_ver").value_or("");
+    dev.hca_type = root.ReadLine(dir + "/hca_type").value_or("");
+    dev.pci_device = root.ReadLine(dir + "/device/device").value_or("");
     if (auto resolved = root.Resolve(dir + "/device")) {
       const auto parts = Split(*resolved, '/');
       if (!parts.empty() && parts.back().find(':') != std::string::npos) dev.pci = parts.back();

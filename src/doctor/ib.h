@@ -47,6 +47,8 @@ struct IbPort {
 struct IbDevice {
   std::string name;
   std::string fw_ver;
+  std::string hca_type;              // sysfs hca_type: "MT4129" (mlx5)
+  std::string pci_device;            // the PCI function's device id: "0x1021"
   std::string pci;                   // the PCI function it belongs to; empty when virtual
   std::vector<std::string> netdevs;  // interfaces of the same PCI function
   std::vector<IbPort> ports;

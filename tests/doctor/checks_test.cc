@@ -169,6 +169,37 @@ TEST_F(ChecksTest, SlowerGenerationPortIsAWarning) {
       << Dump(r);
 }
 
+// Every port at HDR: no port is slower than another, but a ConnectX-7 can run NDR.
+TEST_F(ChecksTest, PortBelowItsCardsRateIsAFindingWithoutAFasterPort) {
+  NodeSpec spec;
+  spec.rate.fill("200 Gb/sec (4X HDR)");
+  NodeReport r = Run(spec);
+  EXPECT_TRUE(Has(Find(r, "ib_ports"), Severity::kWarn,
+                  "mlx5_0/1 runs at 200 Gb/sec (4X HDR) while its ConnectX-7 can run 4X NDR "
+                  "(400 Gb/s): 50% of the card's rate"))
+      << Dump(r);
+  // One port up, the others down: still found; the model comes from the PCI device id when
+  // the driver gives no hca_type.
+  spec = NodeSpec();
+  spec.hca_type = "";
+  spec.port_state.fill("1: DOWN");
+  spec.phys_state.fill("3: Disabled");
+  spec.port_state[0] = "4: ACTIVE";
+  spec.phys_state[0] = "5: LinkUp";
+  spec.rate[0] = "100 Gb/sec (1X NDR)";
+  r = Run(spec);
+  EXPECT_TRUE(Has(Find(r, "ib_ports"), Severity::kCritical,
+                  "mlx5_0/1 runs at 100 Gb/sec (1X NDR) while its ConnectX-7"))
+      << Dump(r);
+  // A card the table does not know: no claim.
+  spec = NodeSpec();
+  spec.hca_type = "MT9999";
+  spec.nic_device = "0x9999";
+  spec.rate.fill("200 Gb/sec (4X HDR)");
+  r = Run(spec);
+  EXPECT_FALSE(Has(Find(r, "ib_ports"), Severity::kWarn, "can run")) << Dump(r);
+}
+
 TEST_F(ChecksTest, ErrorCountersAreAWarning) {
   NodeSpec spec;
   spec.errors_on_port = 4;

@@ -170,6 +170,8 @@ NodeTree::NodeTree(const fs::path& dir, const NodeSpec& spec) : root_(dir) {
     w.Link("sys/class/infiniband/" + name, "../../" + ib.substr(4));
     w.Link(ib + "/device", "../../../" + Bdf(nic_bus));
     w.File(ib + "/fw_ver", "28.39.1002\n");
+    if (!spec.hca_type.empty()) w.File(ib + "/hca_type", spec.hca_type + "\n");
+    w.File(nic + "/device", spec.nic_device + "\n");
     const std::string port = ib + "/ports/1";
     const auto pick = [n](const std::array<std::string, 8>& v, const std::string& fallback) {
       return v[static_cast<size_t>(n)].empty() ? fallback : v[static_cast<size_t>(n)];

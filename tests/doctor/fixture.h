@@ -24,6 +24,8 @@ struct NodeSpec {
   std::array<std::string, 8> port_state = {};  // "" = "4: ACTIVE"
   std::array<std::string, 8> phys_state = {};  // "" = "5: LinkUp"
   std::array<std::string, 8> rate = {};        // "" = "400 Gb/sec (4X NDR)"
+  std::string hca_type = "MT4129";             // sysfs hca_type of every HCA ("" none)
+  std::string nic_device = "0x1021";           // PCI device id of every HCA (ConnectX-7)
   int errors_on_port = -1;                     // a port with non-zero error counters
   bool roce_v2_gids = true;                    // RoCE: v2 GIDs present
   bool roce_ip = true;                         // RoCE: the interfaces have IPv4 addresses (GIDs)

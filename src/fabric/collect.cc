@@ -1,0 +1,280 @@
+// Getting the tools' outputs: run live (no shell, a timeout each) or read from a directory.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "fabricscope/error.h"
+#include "fabricscope/fabric.h"
+
+extern char** environ;
+
+namespace fabricscope::fabric {
+namespace {
+
+namespace fs = std::filesystem;
+
+// How one tool run ended.
+struct ToolRun {
+  bool started = false;
+  bool timed_out = false;
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Closes a descriptor once.
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { Close(); }
+  int get() const { return fd_; }
+  void Close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_;
+};
+
+// Reads both pipes until they close or the deadline passes.
+bool Drain(int out_fd, int err_fd, std::chrono::steady_clock::time_point deadline, ToolRun& run) {
+  std::array<pollfd, 2> fds{pollfd{out_fd, POLLIN, 0}, pollfd{err_fd, POLLIN, 0}};
+  std::array<std::string*, 2> sinks{&run.out, &run.err};
+  int open = 2;
+  std::array<char, 65536> buffer{};
+  while (open > 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    if (::poll(fds.data(), fds.size(), static_cast<int>(left.count())) < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      const ssize_t n = ::read(fds[i].fd, buffer.data(), buffer.size());
+      if (n > 0) {
+        sinks[i]->append(buffer.data(), static_cast<size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        fds[i].fd = -1;
+        --open;
+      }
+    }
+  }
+  return true;
+}
+
+// Runs `argv` found on PATH, without a shell, stdin from /dev/null; kills it (and its
+// process group) after `timeout_seconds`.
+ToolRun RunTool(const std::vector<std::string>& argv, double timeout_seconds) {
+  ToolRun run;
+  int out_pipe[2];
+  int err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return run;
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    ::close(out_pipe[0]);
+    ::close(out_pipe[1]);
+    return run;
+  }
+  Fd out_read(out_pipe[0]), out_write(out_pipe[1]), err_read(err_pipe[0]), err_write(err_pipe[1]);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, out_write.get(), 1);
+  posix_spawn_file_actions_adddup2(&actions, err_write.get(), 2);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  out_write.Close();
+  err_write.Close();
+  if (rc != 0) return run;
+  run.started = true;
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
+  if (!Drain(out_read.get(), err_read.get(), deadline, run)) {
+    run.timed_out = true;
+    ::kill(-pid, SIGKILL);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return run;
+}
+
+// The last `count` non-empty lines of `text`, joined by " / ".
+std::string LastLines(const std::string& text, size_t count) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) lines.push_back(line);
+  }
+  if (lines.size() > count) lines.erase(lines.begin(), lines.end() - static_cast<long>(count));
+  return fmt::format("{}", fmt::join(lines, " / "));
+}
+
+// A tool, the exit codes that still mean "this is its answer", and whether `fabric` needs it.
+struct LiveTool {
+  const char* name;
+  std::vector<std::string> argv;
+  int max_ok_exit;  // ibqueryerrors exits 1 when it found errors
+  bool essential;
+};
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Why a run gives no usable answer; "" when it does.
+std::string WhyFailed(const ToolRun& run, const std::vector<std::string>& argv, int max_ok_exit) {
+  const std::string command = fmt::format("{}", fmt::join(argv, " "));
+  if (!run.started) {
+    return "'" + command + "' could not be started: is infiniband-diags installed and on PATH?";
+  }
+  if (run.timed_out) {
+    return "'" + command + "' did not finish within the tool timeout (raise --tool-timeout, or " +
+           "check that the HCA port is up)";
+  }
+  if (run.exit_code > max_ok_exit) {
+    return "'" + command + "' exited with " + std::to_string(run.exit_code) + ": " +
+           LastLines(run.err, 2);
+  }
+  return "";
+}
+
+// Without dump_fts: `ibroute LID` for each switch found so far, whose output has the same
+// format.
+void TablesByIbroute(const CollectOptions& options, ToolOutputs& outputs) {
+  const Fabric found = ParseFabric(outputs);
+  std::string tables;
+  for (const auto& node : found.nodes) {
+    if (node.kind != NodeKind::kSwitch || node.lid == 0) continue;
+    const std::vector<std::string> argv = {"ibroute", std::to_string(node.lid)};
+    const ToolRun run = RunTool(argv, options.timeout_seconds);
+    const std::string why = WhyFailed(run, argv, 0);
+    if (!why.empty()) {
+      outputs.failures.emplace("ibroute", why);
+      continue;
+    }
+    tables += run.out;
+  }
+  if (tables.empty()) return;
+  outputs.failures["dump_fts"] += "; the tables were read with ibroute, switch by switch";
+  outputs.text["dump_fts"] = tables;
+  outputs.origin["dump_fts"] = "ibroute";
+}
+
+}  // namespace
+
+ToolOutputs CollectLive(const CollectOptions& options) {
+  const std::vector<LiveTool> tools = {
+      {"ibnetdiscover", {"ibnetdiscover"}, 0, true},
+      {"iblinkinfo", {"iblinkinfo"}, 0, true},
+      {"ibqueryerrors", {"ibqueryerrors"}, 1, false},
+      {"dump_fts", {"dump_fts"}, 0, false},
+      {"sminfo", {"sminfo"}, 0, false},
+  };
+  ToolOutputs outputs;
+  std::vector<std::string> essential_failures;
+  for (const auto& tool : tools) {
+    const ToolRun run = RunTool(tool.argv, options.timeout_seconds);
+    const std::string why = WhyFailed(run, tool.argv, tool.max_ok_exit);
+    if (!why.empty()) {
+      outputs.failures[tool.name] = why;
+      if (tool.essential) essential_failures.push_back(why);
+      if (run.out.empty()) continue;
+    }
+    outputs.text[tool.name] = run.out;
+    outputs.origin[tool.name] = tool.name;
+  }
+  if (!outputs.text.contains("dump_fts")) TablesByIbroute(options, outputs);
+  if (!options.sm_log.empty()) {
+    std::ifstream probe(options.sm_log);
+    if (probe) {
+      outputs.text["opensm.log"] = ReadFile(options.sm_log);
+      outputs.origin["opensm.log"] = options.sm_log;
+    } else {
+      outputs.failures["opensm.log"] = "cannot read '" + options.sm_log + "'";
+    }
+  }
+  if (!outputs.text.contains("ibnetdiscover") && !outputs.text.contains("iblinkinfo")) {
+    throw SystemError("cannot discover the fabric: " +
+                      fmt::format("{}", fmt::join(essential_failures, "; ")));
+  }
+  return outputs;
+}
+
+std::string RunIbtracert(int src_lid, int dst_lid, double timeout_seconds, std::string* why) {
+  const std::vector<std::string> argv = {"ibtracert", std::to_string(src_lid),
+                                         std::to_string(dst_lid)};
+  const ToolRun run = RunTool(argv, timeout_seconds);
+  *why = WhyFailed(run, argv, 0);
+  return why->empty() ? run.out : "";
+}
+
+ToolOutputs ReadSaved(const std::string& dir) {
+  if (!fs::is_directory(dir)) {
+    throw UsageError("--from '" + dir +
+                     "' is not a directory: give the directory holding the saved outputs "
+                     "(iblinkinfo.txt, ibnetdiscover.txt, ...)");
+  }
+  ToolOutputs outputs;
+  for (const auto& tool : ToolNames()) {
+    for (const std::string& name : {tool + ".txt", tool + ".out", tool}) {
+      const fs::path path = fs::path(dir) / name;
+      if (fs::is_regular_file(path)) {
+        outputs.text[tool] = ReadFile(path);
+        outputs.origin[tool] = path.string();
+        break;
+      }
+    }
+  }
+  if (!outputs.text.contains("ibnetdiscover") && !outputs.text.contains("iblinkinfo")) {
+    throw UsageError("--from '" + dir +
+                     "' holds neither iblinkinfo.txt nor ibnetdiscover.txt: save them with "
+                     "'iblinkinfo > " +
+                     dir + "/iblinkinfo.txt' (or fabricscope fabric --save " + dir + ")");
+  }
+  return outputs;
+}
+
+void SaveOutputs(const ToolOutputs& outputs, const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  for (const auto& [tool, text] : outputs.text) {
+    const std::string name = tool.find('.') == std::string::npos ? tool + ".txt" : tool;
+    std::ofstream out(fs::path(dir) / name, std::ios::binary);
+    out << text;
+    if (!out) {
+      throw SystemError("cannot write '" + (fs::path(dir) / name).string() +
+                        "': check that the directory is writable");
+    }
+  }
+}
+
+}  // namespace fabricscope::fabric

@@ -1,0 +1,50 @@
+// Line iteration with line numbers, and evidence strings, for the tool-output parsers.
+#pragma once
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analyze/text_fields.h"
+
+namespace fabricscope::fabric {
+
+inline std::string Trim(std::string_view s) { return std::string(analyze::Trim(s)); }
+
+// Calls fn(line, number) for every line of `text` (number from 1, no '\n' or '\r').
+template <typename Fn>
+void ForEachLine(const std::string& text, Fn&& fn) {
+  size_t start = 0;
+  size_t number = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    fn(line, ++number);
+    start = end + 1;
+  }
+}
+
+// "origin:line: text", the text trimmed: where a finding's evidence came from.
+inline std::string Evidence(const std::string& origin, size_t number, const std::string& line) {
+  return origin + ":" + std::to_string(number) + ": " + Trim(line);
+}
+
+// As ForEachLine, but a number that does not fit (std::stoi's out_of_range, invalid_argument)
+// makes the line a problem instead of an exception: bad input never ends the parse.
+template <typename Fn>
+void ForEachLineSafe(const std::string& text, const std::string& origin,
+                     std::vector<std::string>& problems, Fn&& fn) {
+  ForEachLine(text, [&](const std::string& line, size_t number) {
+    try {
+      fn(line, number);
+    } catch (const std::logic_error&) {
+      problems.push_back(Evidence(origin, number, line) + " (a number out of range)");
+    }
+  });
+}
+
+}  // namespace fabricscope::fabric
