@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build run test bench sanitize format clean image
+.PHONY: all deps configure build run test bench sanitize format format-check clean image
 
 all: build
 
@@ -21,7 +21,8 @@ build: configure
 run: build
 	./$(BUILD)/fabricscope run
 
-test: build
+# The suite, after the format check (the tree stays clang-formatted) and a -Werror build.
+test: format-check build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600
 
 # The overhead benchmarks of bench/CMakeLists.txt (docs/performance.md): Gloo backend, engine.
@@ -44,6 +45,9 @@ image: build
 
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')
+
+format-check: deps
+	clang-format --dry-run --Werror $$(git ls-files '*.cc' '*.h')
 
 clean:
 	rm -rf $(BUILD) build-asan
