@@ -44,6 +44,32 @@ void AddOnce(std::vector<std::string>& list, const std::string& item) {
   if (std::find(list.begin(), list.end(), item) == list.end()) list.push_back(item);
 }
 
+void AddFailures(const RunResult& run, TestAnalysis& test);
+
+// Nodes from the device lines' host names; from ranks / GPUs per node when the list was cut
+// (a 1440-rank log that kept only "Rank 1439 ... device 3").
+void CountNodes(const RunResult& run, TestAnalysis& test) {
+  if (run.ranks.empty()) return;
+  std::set<std::string> hosts;
+  int highest_device = 0;
+  for (const RankInfo& rank : run.ranks) {
+    hosts.insert(rank.hostname);
+    highest_device = std::max(highest_device, rank.device);
+  }
+  if (test.ranks <= static_cast<int>(run.ranks.size())) {
+    test.nodes = static_cast<int>(hosts.size());
+    test.nodes_from = "host names";
+    return;
+  }
+  const int per_node = highest_device + 1;
+  test.nodes = (test.ranks + per_node - 1) / per_node;
+  test.nodes_from = "ranks / GPUs per node";
+  test.notes.push_back(fmt::format(
+      "the device list shows {} of {} ranks: {} nodes is {} ranks / {} GPUs per node (the highest "
+      "device index + 1)",
+      run.ranks.size(), test.ranks, test.nodes, test.ranks, per_node));
+}
+
 TestAnalysis AnalyzeTest(const RunResult& run, const std::string& collective,
                          std::vector<bool>& printed_used) {
   TestAnalysis test;
@@ -51,9 +77,7 @@ TestAnalysis AnalyzeTest(const RunResult& run, const std::string& collective,
   test.tool = run.tool;
   test.collective = collective;
   test.ranks = run.nranks > 0 ? run.nranks : static_cast<int>(run.ranks.size());
-  std::set<std::string> hosts;
-  for (const RankInfo& rank : run.ranks) hosts.insert(rank.hostname);
-  test.nodes = static_cast<int>(hosts.size());
+  CountNodes(run, test);
   test.transports = run.transports;
 
   std::vector<std::string> types;
@@ -132,6 +156,34 @@ TestAnalysis AnalyzeTest(const RunResult& run, const std::string& collective,
         "column is a deviation): #wrong is unknown");
   }
   if (test.ranks == 0) test.notes.push_back("the rank count is unknown (no device lines)");
+  AddFailures(run, test);
+  return test;
+}
+
+// The run's own failure lines, then what its rows say.
+void AddFailures(const RunResult& run, TestAnalysis& test) {
+  test.failures = run.errors;
+  if (test.wrong.has_value() && *test.wrong > 0) {
+    test.failures.push_back(fmt::format("{} wrong elements in {} results (size x placement)",
+                                        *test.wrong, test.out_of_bounds));
+  } else if (!test.wrong.has_value() && test.out_of_bounds > 0 && test.failures.empty()) {
+    test.failures.push_back(
+        fmt::format("the trailer counts {} out-of-bounds values", test.out_of_bounds));
+  }
+}
+
+// A run that died before its first row: one test, with nothing but its failure.
+TestAnalysis FailedBeforeRows(const RunResult& run) {
+  TestAnalysis test;
+  test.source = run.source;
+  test.tool = run.tool;
+  test.collective =
+      run.announced_collective.empty() ? std::string("unknown") : run.announced_collective;
+  test.ranks = run.nranks > 0 ? run.nranks : static_cast<int>(run.ranks.size());
+  CountNodes(run, test);
+  test.transports = run.transports;
+  test.notes.push_back("no result rows: the run failed before its first size");
+  AddFailures(run, test);
   return test;
 }
 
@@ -142,6 +194,7 @@ std::vector<TestAnalysis> Analyze(const RunResult& run) {
   for (const ResultRow& row : run.rows) AddOnce(order, row.collective);
   std::vector<bool> printed_used(run.printed.size(), false);
   std::vector<TestAnalysis> tests;
+  if (order.empty() && !run.errors.empty()) tests.push_back(FailedBeforeRows(run));
   tests.reserve(order.size());
   for (const std::string& collective : order)
     tests.push_back(AnalyzeTest(run, collective, printed_used));
