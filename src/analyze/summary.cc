@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fabricscope/analyze.h"
+#include "fabricscope/collective.h"
 #include "fabricscope/result.h"
 
 namespace fabricscope {
@@ -172,13 +173,29 @@ void AddFailures(const RunResult& run, TestAnalysis& test) {
   }
 }
 
+// The collective a failure line names by its source file or binary ("NCCL failure
+// all_reduce.cu:95", "all_gather_perf: ..."); empty when none does.
+std::string CollectiveOfFailure(const RunResult& run) {
+  for (const std::string& error : run.errors) {
+    for (const CollectiveSpec& spec : Collectives()) {
+      const std::string name(spec.name);
+      if (error.find(name + ".cu") != std::string::npos ||
+          error.find(std::string(spec.perf_binary)) != std::string::npos) {
+        return name;
+      }
+    }
+  }
+  return {};
+}
+
 // A run that died before its first row: one test, with nothing but its failure.
 TestAnalysis FailedBeforeRows(const RunResult& run) {
   TestAnalysis test;
   test.source = run.source;
   test.tool = run.tool;
-  test.collective =
-      run.announced_collective.empty() ? std::string("unknown") : run.announced_collective;
+  test.collective = run.announced_collective;
+  if (test.collective.empty()) test.collective = CollectiveOfFailure(run);
+  if (test.collective.empty()) test.collective = "unknown";
   test.ranks = run.nranks > 0 ? run.nranks : static_cast<int>(run.ranks.size());
   CountNodes(run, test);
   test.transports = run.transports;

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstddef>
 #include <map>
 #include <set>
 #include <string>
@@ -13,6 +15,7 @@
 #include "check/rules.h"
 #include "core/joined.h"
 #include "fabricscope/check.h"
+#include "fabricscope/collective.h"
 #include "fabricscope/error.h"
 
 namespace fabricscope {
@@ -174,6 +177,42 @@ void ReadDevices(const RunResult& run, LogFacts& f) {
   }
 }
 
+// The rank count against busbw / algbw, nccl-tests' factor of the collective on that many
+// ranks (2(n-1)/n for all_reduce): a device list that lies (cut, merged from two jobs) shows.
+void CrossCheckRanks(const RunResult& run, LogFacts& f, std::vector<std::string>& notes) {
+  const int ranks = run.nranks > 0 ? run.nranks : static_cast<int>(run.ranks.size());
+  if (ranks < 2 || run.rows.empty()) return;
+  const CollectiveSpec* spec = nullptr;
+  for (const CollectiveSpec& c : Collectives()) {
+    if (c.name == run.rows.front().collective) spec = &c;
+  }
+  if (spec == nullptr || spec->bus_factor(2) == spec->bus_factor(3)) return;
+  std::vector<double> factors;
+  for (const ResultRow& row : run.rows) {
+    if (row.collective != spec->name) continue;
+    for (const auto* half : {&row.out_of_place, &row.in_place}) {
+      // Two printed decimals: only rows whose algbw has three or more digits tell n apart.
+      if (half->has_value() && (*half)->algbw >= 100)
+        factors.push_back((*half)->busbw / (*half)->algbw);
+    }
+  }
+  if (factors.empty()) return;
+  std::nth_element(factors.begin(),
+                   factors.begin() + static_cast<std::ptrdiff_t>(factors.size() / 2),
+                   factors.end());
+  const double seen = factors[factors.size() / 2];
+  const double expected = spec->bus_factor(ranks);
+  if (std::abs(seen - expected) <= 0.002 * expected) {
+    f.evidence.push_back(fmt::format("busbw / algbw = {:.4f}, {}'s factor on {} ranks ({})", seen,
+                                     spec->name, ranks, run.source));
+    return;
+  }
+  notes.push_back(fmt::format(
+      "busbw / algbw = {:.4f} in the rows, but {} on {} ranks has a factor of {:.4f}: the device "
+      "lines and the table disagree on the rank count ({})",
+      seen, spec->name, ranks, expected, run.source));
+}
+
 LogFacts ReadFacts(const std::vector<RunResult>& runs) {
   LogFacts f;
   for (const RunResult& run : runs) {
@@ -266,7 +305,8 @@ std::optional<Platform> FromFacts(const Catalog& catalog, const LogFacts& f, Pla
 PlatformChoice InferPlatform(const Catalog& catalog, const std::vector<RunResult>& runs) {
   PlatformChoice choice;
   choice.origin = "the log";
-  const LogFacts f = ReadFacts(runs);
+  LogFacts f = ReadFacts(runs);
+  for (const RunResult& run : runs) CrossCheckRanks(run, f, choice.notes);
   choice.evidence = f.evidence;
   if (f.gpu_model.empty()) {
     choice.origin = "none";

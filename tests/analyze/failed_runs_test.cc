@@ -68,6 +68,17 @@ TEST(FailedRun, NcclFailureBeforeTheFirstRowIsAFailedTestWithItsLine) {
   EXPECT_EQ(tests[0].nodes, 2);
 }
 
+TEST(FailedRun, WithoutAHeaderTheFailureLineNamesTheCollective) {
+  const ParsedResults parsed =
+      ParseResults("gpu-a01: NCCL failure all_gather.cu:95 'unhandled cuda error'\n", "bare.log");
+  EXPECT_FALSE(parsed.HasErrors()) << Dump(parsed);
+  const std::vector<TestAnalysis> tests = Analyze(parsed.runs.at(0));
+  ASSERT_EQ(tests.size(), 1u);
+  EXPECT_EQ(tests[0].collective, "all_gather");
+  EXPECT_EQ(tests[0].failures.at(0),
+            "bare.log:1: gpu-a01: NCCL failure all_gather.cu:95 'unhandled cuda error'");
+}
+
 TEST(FailedRun, EveryKindOfFailureLineIsKeptOnce) {
   std::string text = Header() + kColumns + Row(1024, 0);
   for (const char* line : {

@@ -5,11 +5,15 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 
 #include "doctor/nccl_log.h"
+#include "fabricscope/doctor.h"
 
 namespace fabricscope {
 namespace {
@@ -138,6 +142,39 @@ TEST(NcclNodes, TheDoctorsLogCheckCarriesTheComparison) {
   ASSERT_EQ(log.node_comparison.differences.size(), 1u);
   EXPECT_EQ(log.node_comparison.differences[0].host, "gpu-002");
   EXPECT_EQ(log.node_comparison.differences[0].aspect, "transport");
+}
+
+TEST(NcclNodes, DoctorNamesTheNodeInAWarnWithItsLines) {
+  using doctor::DoctorOptions;
+  using doctor::Finding;
+  using doctor::NodeReport;
+  using doctor::Severity;
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("fabricscope-i14-nccl-nodes-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir / "root");
+  const std::filesystem::path path = dir / "job.log";
+  std::ofstream(path) << JobLog(4, {{2, true, false, "NCCL RDMA Plugin v8"}});
+  DoctorOptions options;
+  options.root = (dir / "root").string();
+  options.checks = {"nccl_log"};
+  options.nccl_log = path.string();
+  const NodeReport report = RunDoctor(options);
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(report.checks.size(), 1u);
+  const Finding* differs = nullptr;
+  for (const Finding& f : report.checks[0].findings) {
+    if (Has(f.message, "node gpu-002 differs")) differs = &f;
+  }
+  ASSERT_NE(differs, nullptr);
+  EXPECT_EQ(differs->severity, Severity::kWarn);
+  EXPECT_EQ(differs->message,
+            "node gpu-002 differs from most nodes (3 of 4) in transport: NET/IB; P2P/CUMEM/read "
+            "(most: NET/IB/GDRDMA; P2P/CUMEM/read)");
+  ASSERT_EQ(differs->evidence.size(), 1u);
+  EXPECT_TRUE(Has(differs->evidence[0],
+                  "gpu-002:5007:5107 [7] NCCL INFO Channel 00/0 : 23[7] -> "
+                  "24[0] [send] via NET/IB/0"))
+      << differs->evidence[0];
 }
 
 TEST(NcclNodes, LinesWithoutAHostAreNotNodes) {

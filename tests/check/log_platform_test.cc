@@ -1,6 +1,7 @@
 // The platform read from the log itself: device lines and NCCL's network lines matched to the
 // catalog, a generic platform when nothing fits, each fact named with its line; and logs from
 // other machines judged without --platform by the real binary.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -74,6 +75,24 @@ TEST(LogPlatform, H100DeviceLinesAloneChooseTheLeastNetworkOfTheCandidates) {
       EXPECT_LE(choice.platform->NicTotalGBs(), p.NicTotalGBs()) << p.name;
     }
   }
+}
+
+TEST(LogPlatform, TheRankCountIsCheckedAgainstBusbwOverAlgbw) {
+  EXPECT_TRUE(Has(Evidence(Infer(TwoH100Nodes())),
+                  "busbw / algbw = 1.8750, all_reduce's factor on 16 ranks (job.log:1)"))
+      << Evidence(Infer(TwoH100Nodes()));
+  // The table of 16 ranks under a device list that lost its last 12 lines.
+  std::string log = NcclTestsLog(TwoH100Nodes());
+  for (int rank = 4; rank < 16; ++rank) {
+    const size_t at = log.find(fmt::format("#  Rank {:2} ", rank));
+    ASSERT_NE(at, std::string::npos);
+    log.erase(at, log.find('\n', at) + 1 - at);
+  }
+  const PlatformChoice choice = InferPlatform(BuiltinCatalog(), ParseResults(log, "job.log").runs);
+  EXPECT_TRUE(Has(Evidence(choice),
+                  "busbw / algbw = 1.8750 in the rows, but all_reduce on 4 ranks has a factor of "
+                  "1.5000: the device lines and the table disagree on the rank count"))
+      << Evidence(choice);
 }
 
 TEST(LogPlatform, NcclNetworkLinesNarrowItToTheMatchingPlatforms) {
