@@ -47,6 +47,9 @@ class NcclNodeCollector {
   NcclNodeComparison Finish();
 
  private:
+  void AddDifferences(size_t aspect, const std::string& majority, size_t votes,
+                      NcclNodeComparison& out) const;
+
   struct State;
   std::unique_ptr<State> state_;
 };

@@ -227,6 +227,30 @@ void NcclNodeCollector::Feed(std::string_view raw, size_t line_no) {
   }
 }
 
+// The nodes whose value of aspect `a` is not the majority's, each with the lines of the
+// values the majority does not have.
+void NcclNodeCollector::AddDifferences(size_t a, const std::string& majority, size_t votes,
+                                       NcclNodeComparison& out) const {
+  const std::string name(kAspects[a].name);
+  std::set<std::string> usual;
+  for (size_t start = 0; start <= majority.size();) {
+    const size_t end = majority.find("; ", start);
+    usual.insert(
+        majority.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) break;
+    start = end + 2;
+  }
+  for (const auto& [host, aspects] : out.nodes) {
+    const auto it = aspects.find(name);
+    if (it == aspects.end() || it->second == majority) continue;
+    NcclNodeDifference d{host, name, it->second, majority, votes, {}};
+    for (const auto& [value, line] : state_->nodes.at(host)[a].first_line) {
+      if (usual.count(value) == 0) d.lines.push_back(line);
+    }
+    out.differences.push_back(std::move(d));
+  }
+}
+
 NcclNodeComparison NcclNodeCollector::Finish() {
   NcclNodeComparison out;
   out.source = state_->source;
@@ -251,24 +275,7 @@ NcclNodeComparison NcclNodeCollector::Finish() {
     // With no majority (two nodes, one each) there is nobody to name.
     if (votes.size() > 1 && top->second * 2 <= out.nodes.size()) continue;
     out.majority[name] = top->first;
-    for (const auto& [host, aspects] : out.nodes) {
-      const auto it = aspects.find(name);
-      if (it == aspects.end() || it->second == top->first) continue;
-      NcclNodeDifference d{host, name, it->second, top->first, top->second, {}};
-      // The lines of the values the majority does not have.
-      std::set<std::string> usual;
-      for (size_t start = 0; start <= top->first.size();) {
-        const size_t end = top->first.find("; ", start);
-        usual.insert(
-            top->first.substr(start, end == std::string::npos ? std::string::npos : end - start));
-        if (end == std::string::npos) break;
-        start = end + 2;
-      }
-      for (const auto& [value, line] : state_->nodes.at(host)[a].first_line) {
-        if (usual.count(value) == 0) d.lines.push_back(line);
-      }
-      out.differences.push_back(std::move(d));
-    }
+    AddDifferences(a, top->first, top->second, out);
   }
   std::sort(out.differences.begin(), out.differences.end(),
             [](const NcclNodeDifference& x, const NcclNodeDifference& y) {

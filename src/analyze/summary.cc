@@ -47,6 +47,48 @@ void AddOnce(std::vector<std::string>& list, const std::string& item) {
 
 void AddFailures(const RunResult& run, TestAnalysis& test);
 
+// What the rows of one collective add up to.
+struct RowScan {
+  std::vector<std::string> types;
+  std::vector<std::string> ops;
+  double tolerance_sum = 0;  // of the printed busbw cells' rounding
+  size_t values = 0;         // busbw cells
+  bool checked = false;      // any cell counted wrong elements
+  int64_t wrong = 0;
+  double floor = std::numeric_limits<double>::infinity();
+};
+
+RowScan ScanRows(const RunResult& run, const std::string& collective, TestAnalysis& test) {
+  RowScan scan;
+  for (const ResultRow& row : run.rows) {
+    if (row.collective != collective) continue;
+    ++test.rows;
+    AddOnce(scan.types, row.type);
+    AddOnce(scan.ops, row.redop);
+    for (const auto* half : {&row.out_of_place, &row.in_place}) {
+      if (!half->has_value()) continue;
+      const PlacementResult& placement = **half;
+      ++scan.values;
+      scan.tolerance_sum += HalfUnitOfColumn(placement.busbw);
+      if (placement.busbw > test.peak_busbw) {
+        test.peak_busbw = placement.busbw;
+        test.peak_size = row.size;
+      }
+      if (row.size > 0 && placement.time_us < scan.floor) scan.floor = placement.time_us;
+      if (placement.wrong.has_value()) {
+        scan.checked = true;
+        // Saturating: a corrupt log can claim more wrong elements than an int64 holds.
+        const int64_t add = std::max<int64_t>(*placement.wrong, 0);
+        scan.wrong = scan.wrong > std::numeric_limits<int64_t>::max() - add
+                         ? std::numeric_limits<int64_t>::max()
+                         : scan.wrong + add;
+        if (*placement.wrong > 0) ++test.out_of_bounds;
+      }
+    }
+  }
+  return scan;
+}
+
 // Nodes from the device lines' host names; from ranks / GPUs per node when the list was cut
 // (a 1440-rank log that kept only "Rank 1439 ... device 3").
 void CountNodes(const RunResult& run, TestAnalysis& test) {
@@ -81,39 +123,14 @@ TestAnalysis AnalyzeTest(const RunResult& run, const std::string& collective,
   CountNodes(run, test);
   test.transports = run.transports;
 
-  std::vector<std::string> types;
-  std::vector<std::string> ops;
-  double tolerance_sum = 0;
-  size_t values = 0;
-  bool checked = false;
-  int64_t wrong = 0;
-  double floor = std::numeric_limits<double>::infinity();
-  for (const ResultRow& row : run.rows) {
-    if (row.collective != collective) continue;
-    ++test.rows;
-    AddOnce(types, row.type);
-    AddOnce(ops, row.redop);
-    for (const auto* half : {&row.out_of_place, &row.in_place}) {
-      if (!half->has_value()) continue;
-      const PlacementResult& placement = **half;
-      ++values;
-      tolerance_sum += HalfUnitOfColumn(placement.busbw);
-      if (placement.busbw > test.peak_busbw) {
-        test.peak_busbw = placement.busbw;
-        test.peak_size = row.size;
-      }
-      if (row.size > 0 && placement.time_us < floor) floor = placement.time_us;
-      if (placement.wrong.has_value()) {
-        checked = true;
-        // Saturating: a corrupt log can claim more wrong elements than an int64 holds.
-        wrong =
-            *placement.wrong > 0 && wrong > std::numeric_limits<int64_t>::max() - *placement.wrong
-                ? std::numeric_limits<int64_t>::max()
-                : wrong + std::max<int64_t>(*placement.wrong, 0);
-        if (*placement.wrong > 0) ++test.out_of_bounds;
-      }
-    }
-  }
+  const RowScan scan = ScanRows(run, collective, test);
+  const double tolerance_sum = scan.tolerance_sum;
+  const size_t values = scan.values;
+  const bool checked = scan.checked;
+  const std::vector<std::string>& types = scan.types;
+  const std::vector<std::string>& ops = scan.ops;
+  const int64_t wrong = scan.wrong;
+  const double floor = scan.floor;
   test.type = Join(types);
   test.op = Join(ops);
   if (std::isfinite(floor)) test.latency_floor_us = floor;
@@ -178,7 +195,7 @@ void AddFailures(const RunResult& run, TestAnalysis& test) {
 std::string CollectiveOfFailure(const RunResult& run) {
   for (const std::string& error : run.errors) {
     for (const CollectiveSpec& spec : Collectives()) {
-      const std::string name(spec.name);
+      std::string name(spec.name);
       if (error.find(name + ".cu") != std::string::npos ||
           error.find(std::string(spec.perf_binary)) != std::string::npos) {
         return name;

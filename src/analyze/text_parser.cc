@@ -378,28 +378,35 @@ class TextParser {
     return {};
   }
 
-  // Reads fields 2.. of a row into `row`; returns what is wrong, or an empty string.
-  std::string FillRow(std::string_view line, const std::string_view* f, size_t n, ResultRow& row) {
-    if (n < 3 || IsNumber(f[2])) return "no type column";
-    row.type = std::string(f[2]);
-    size_t i = 3;
+  // Where a row's halves end: before the -S timestamp (returned in `timestamp`) and rccl-tests'
+  // -A columns.
+  size_t HalvesEnd(const std::string_view* f, size_t n, std::string_view& timestamp) const {
+    constexpr size_t kFirst = 3;
     size_t end = n;
-    std::string_view timestamp;
-    if (end >= i + 2 && IsDate(f[end - 2]) && IsClock(f[end - 1])) {
+    if (end >= kFirst + 2 && IsDate(f[end - 2]) && IsClock(f[end - 1])) {
       timestamp = std::string_view(
           f[end - 2].data(),
           static_cast<size_t>(f[end - 1].data() + f[end - 1].size() - f[end - 2].data()));
       end -= 2;
     }
     // rccl-tests -A: "RING  SIMPLE  16" after the halves. A half always ends in two numbers
-    // and a count, so a word just before the last field marks these columns.
-    if (schema_.trailing > 0 && end >= i + schema_.trailing) {
+    // and a count, so a word just before the last field (or two N/A) marks these columns.
+    if (schema_.trailing > 0 && end >= kFirst + schema_.trailing) {
       end -= schema_.trailing;
-    } else if (end >= i + 3 && IsWord(f[end - 2]) && f[end - 2] != "N/A") {
-      end -= 3;
-    } else if (end >= i + 3 && f[end - 2] == "N/A" && f[end - 3] == "N/A") {
+    } else if (end >= kFirst + 3 && ((IsWord(f[end - 2]) && f[end - 2] != "N/A") ||
+                                     (f[end - 2] == "N/A" && f[end - 3] == "N/A"))) {
       end -= 3;
     }
+    return end;
+  }
+
+  // Reads fields 2.. of a row into `row`; returns what is wrong, or an empty string.
+  std::string FillRow(std::string_view line, const std::string_view* f, size_t n, ResultRow& row) {
+    if (n < 3 || IsNumber(f[2])) return "no type column";
+    row.type = std::string(f[2]);
+    size_t i = 3;
+    std::string_view timestamp;
+    const size_t end = HalvesEnd(f, n, timestamp);
     const bool has_redop = schema_.known ? schema_.has_redop : (i < end && !IsNumber(f[i]));
     if (has_redop) {
       if (i >= end) return "no redop column";
@@ -478,17 +485,45 @@ class TextParser {
 
   // ---- everything else ----
 
-  void Keyword(std::string_view line, std::string_view body, bool hashed, size_t line_no) {
+  // "Blocking Enabled", "Per-Iteration Report", "Parallel Init Enabled": run flags printed
+  // as header lines.
+  bool RunFlagLine(std::string_view body, size_t line_no) {
+    if (StartsWith(body, "Blocking Enabled")) {
+      EnsureRun(line_no);
+      run_.config.blocking = Contains(body, "no barrier") ? 2 : Contains(body, "outer") ? 3 : 1;
+      return true;
+    }
+    if (StartsWith(body, "Per-Iteration Report")) {
+      EnsureRun(line_no);
+      run_.config.per_iter_timing = 1;
+      return true;
+    }
+    if (StartsWith(body, "Parallel Init Enabled")) {
+      EnsureRun(line_no);
+      run_.config.parallel_init = 1;
+      return true;
+    }
+    return false;
+  }
+
+  // The lines of nccl-tests' own header, table and trailer; false when `body` is none of them.
+  bool TableKeyword(std::string_view line, std::string_view body, bool hashed, size_t line_no) {
     switch (body[0]) {
       case 'n':
-        if (StartsWith(body, "nThread")) return Config(body, line_no);
+        if (StartsWith(body, "nThread")) {
+          Config(body, line_no);
+          return true;
+        }
         break;
       case 'R':
-        if (StartsWith(body, "Rank ")) return RankLine(body, line_no);
+        if (StartsWith(body, "Rank ")) {
+          RankLine(body, line_no);
+          return true;
+        }
         if (StartsWith(body, "Reducing maxBytes")) {
           EnsureRun(line_no);
           run_.notes.emplace_back(body);
-          return;
+          return true;
         }
         break;
       case 'C':
@@ -496,63 +531,61 @@ class TextParser {
           EnsureRun(line_no);
           pending_collective_ = CanonicalCollective(AfterColon(body));
           announced_ = true;
-          return;
+          return true;
         }
         if (StartsWith(body, "Collective test concluded:")) {
           if (!blocks_.empty() && blocks_.back().collective.empty()) {
             blocks_.back().collective = CanonicalCollective(AfterColon(body));
           }
-          return;
+          return true;
         }
         break;
       case 'O':
-        if (StartsWith(body, "Out of bounds values")) return OutOfBounds(body, line_no);
+        if (StartsWith(body, "Out of bounds values")) {
+          OutOfBounds(body, line_no);
+          return true;
+        }
         break;
       case 'A':
-        if (StartsWith(body, "Avg bus bandwidth")) return AvgBusBandwidth(body, line_no);
+        if (StartsWith(body, "Avg bus bandwidth")) {
+          AvgBusBandwidth(body, line_no);
+          return true;
+        }
         break;
       case 's':
-        if (StartsWith(body, "size ")) return ColumnNames(line, body, line_no);
+        if (StartsWith(body, "size ")) {
+          ColumnNames(line, body, line_no);
+          return true;
+        }
         break;
       case 'o':
       case 'i':
-        if (Title(body)) return;
+        if (Title(body)) return true;
         break;
       case 'B':
-        if (StartsWith(body, "Blocking Enabled")) {
-          EnsureRun(line_no);
-          run_.config.blocking = Contains(body, "no barrier") ? 2 : Contains(body, "outer") ? 3 : 1;
-          return;
-        }
-        break;
       case 'P':
-        if (StartsWith(body, "Per-Iteration Report")) {
-          EnsureRun(line_no);
-          run_.config.per_iter_timing = 1;
-          return;
-        }
-        if (StartsWith(body, "Parallel Init Enabled")) {
-          EnsureRun(line_no);
-          run_.config.parallel_init = 1;
-          return;
-        }
-        break;
+        return RunFlagLine(body, line_no);
       case 'e':
         if (hashed && StartsWith(body, "error:")) {
           EnsureRun(line_no);
           run_.errors.emplace_back(Trim(body.substr(6)));
-          return;
+          return true;
         }
         break;
       case 'E':
         if (StartsWith(body, "Errors with asterisks")) {
           ToolHint("rccl-tests");
-          return;
+          return true;
         }
         break;
       default:
         break;
     }
+    return false;
+  }
+
+  void Keyword(std::string_view line, std::string_view body, bool hashed, size_t line_no) {
+    if (TableKeyword(line, body, hashed, line_no)) return;
     if (IsVersionLine(body)) return VersionLine(body, line_no);
     if (hashed) return;
     // The library's own version line, alone or inside an INFO line, behind any prefix.
