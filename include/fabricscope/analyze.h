@@ -22,6 +22,9 @@ struct TestAnalysis {
   std::string op;          // "sum", "none"; likewise
   int ranks = 0;           // 0 when the log tells neither device lines nor a rank count
   int nodes = 0;           // distinct hostnames of the device lines; 0 without them
+  // What `nodes` was read from: "host names", or, when the device list was cut short,
+  // "ranks / GPUs per node" (GPUs per node from the highest device index); empty when 0.
+  std::string nodes_from;
   size_t rows = 0;
   // nccl-tests' rule: the mean of every busbw value, out-of-place and in-place, all rows.
   double avg_busbw = 0;
@@ -39,6 +42,13 @@ struct TestAnalysis {
   int64_t out_of_bounds = 0;            // (row, placement) tests with any wrong element
   std::vector<std::string> transports;  // NCCL's transport lines of the run
   std::vector<std::string> notes;       // what the reader should know: an average mismatch, ...
+  // Why the test failed, each in the log's own words with its "file:line" (NCCL failure and
+  // WARN lines, CUDA errors, "Test failure", a trailer's "Out of bounds values : 2 FAILED", a
+  // run cut off before its first row), or the count of wrong elements; empty: it did not.
+  std::vector<std::string> failures;
+  bool failed() const { return !failures.empty(); }
+  // "ok" or "FAILED", the summary's status column.
+  std::string_view status() const { return failed() ? "FAILED" : "ok"; }
 };
 
 // One TestAnalysis per collective of the run, in order of first appearance.

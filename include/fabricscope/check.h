@@ -73,7 +73,7 @@ struct TestVerdict {
 // Which platform results are judged against, and why that one.
 struct PlatformChoice {
   std::optional<Platform> platform;   // empty: none could be chosen
-  std::string origin;                 // "--platform", "command line", "detected", "none"
+  std::string origin;                 // "--platform", "command line", "detected", "the log", "none"
   std::vector<std::string> evidence;  // what detection read and where ("DMI product name ...")
   std::vector<std::string> notes;     // what did not fit ("6 RDMA ports at 400 Gb/s, not 8")
   std::string unavailable;            // why there is no platform
@@ -111,6 +111,14 @@ CheckReport Check(const std::vector<RunResult>& runs, const PlatformChoice& plat
 // rate). Throws UsageError when `root` is not a directory; a node that fits no platform
 // gives a choice without a platform, saying what was found.
 PlatformChoice DetectPlatform(const Catalog& catalog, const std::string& root);
+
+// The platform results ran on, as their logs say it: the GPU model, ranks and nodes of the
+// device lines (a list cut to its last line still tells the rank count), NCCL's network lines
+// (NICs, their rate, IB / RoCE / EFA / TCPX / TCPXO / sockets), NVLS and MNNVL lines. The
+// catalog platform that fits (the one with the least network bandwidth when several do), else
+// a generic platform from the log's NICs and that GPU's intra-node figure; `evidence` names
+// each fact's line. No platform when the logs name no GPU.
+PlatformChoice InferPlatform(const Catalog& catalog, const std::vector<RunResult>& runs);
 
 // A rule of the registry, for help texts and docs.
 struct CheckRuleInfo {

@@ -109,6 +109,13 @@ struct RunResult {
   std::vector<std::string> notes;  // header notes, e.g. "Reducing maxBytes to ..."
   std::vector<ResultRow> rows;
   std::vector<std::string> errors;
+  // The collective a log announced ("Collective test starting: all_reduce_perf"), kept for a
+  // run that died before its first row, whose rows cannot say it.
+  std::string announced_collective{};
+  // The lines a log says its platform in (read back from logs only), each once, as
+  // "file:line: text": the span of its device lines, NCCL's network, NVLS and MNNVL lines.
+  // check infers the platform from them and names them.
+  std::vector<std::string> platform_lines{};
 
   // Filled only when a run is read back from a log or file (src/analyze), empty for a run
   // measured here.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fabricscope/analyze.h"
+#include "fabricscope/collective.h"
 #include "fabricscope/result.h"
 
 namespace fabricscope {
@@ -44,6 +45,74 @@ void AddOnce(std::vector<std::string>& list, const std::string& item) {
   if (std::find(list.begin(), list.end(), item) == list.end()) list.push_back(item);
 }
 
+void AddFailures(const RunResult& run, TestAnalysis& test);
+
+// What the rows of one collective add up to.
+struct RowScan {
+  std::vector<std::string> types;
+  std::vector<std::string> ops;
+  double tolerance_sum = 0;  // of the printed busbw cells' rounding
+  size_t values = 0;         // busbw cells
+  bool checked = false;      // any cell counted wrong elements
+  int64_t wrong = 0;
+  double floor = std::numeric_limits<double>::infinity();
+};
+
+RowScan ScanRows(const RunResult& run, const std::string& collective, TestAnalysis& test) {
+  RowScan scan;
+  for (const ResultRow& row : run.rows) {
+    if (row.collective != collective) continue;
+    ++test.rows;
+    AddOnce(scan.types, row.type);
+    AddOnce(scan.ops, row.redop);
+    for (const auto* half : {&row.out_of_place, &row.in_place}) {
+      if (!half->has_value()) continue;
+      const PlacementResult& placement = **half;
+      ++scan.values;
+      scan.tolerance_sum += HalfUnitOfColumn(placement.busbw);
+      if (placement.busbw > test.peak_busbw) {
+        test.peak_busbw = placement.busbw;
+        test.peak_size = row.size;
+      }
+      if (row.size > 0 && placement.time_us < scan.floor) scan.floor = placement.time_us;
+      if (placement.wrong.has_value()) {
+        scan.checked = true;
+        // Saturating: a corrupt log can claim more wrong elements than an int64 holds.
+        const int64_t add = std::max<int64_t>(*placement.wrong, 0);
+        scan.wrong = scan.wrong > std::numeric_limits<int64_t>::max() - add
+                         ? std::numeric_limits<int64_t>::max()
+                         : scan.wrong + add;
+        if (*placement.wrong > 0) ++test.out_of_bounds;
+      }
+    }
+  }
+  return scan;
+}
+
+// Nodes from the device lines' host names; from ranks / GPUs per node when the list was cut
+// (a 1440-rank log that kept only "Rank 1439 ... device 3").
+void CountNodes(const RunResult& run, TestAnalysis& test) {
+  if (run.ranks.empty()) return;
+  std::set<std::string> hosts;
+  int highest_device = 0;
+  for (const RankInfo& rank : run.ranks) {
+    hosts.insert(rank.hostname);
+    highest_device = std::max(highest_device, rank.device);
+  }
+  if (test.ranks <= static_cast<int>(run.ranks.size())) {
+    test.nodes = static_cast<int>(hosts.size());
+    test.nodes_from = "host names";
+    return;
+  }
+  const int per_node = highest_device + 1;
+  test.nodes = (test.ranks + per_node - 1) / per_node;
+  test.nodes_from = "ranks / GPUs per node";
+  test.notes.push_back(fmt::format(
+      "the device list shows {} of {} ranks: {} nodes is {} ranks / {} GPUs per node (the highest "
+      "device index + 1)",
+      run.ranks.size(), test.ranks, test.nodes, test.ranks, per_node));
+}
+
 TestAnalysis AnalyzeTest(const RunResult& run, const std::string& collective,
                          std::vector<bool>& printed_used) {
   TestAnalysis test;
@@ -51,44 +120,17 @@ TestAnalysis AnalyzeTest(const RunResult& run, const std::string& collective,
   test.tool = run.tool;
   test.collective = collective;
   test.ranks = run.nranks > 0 ? run.nranks : static_cast<int>(run.ranks.size());
-  std::set<std::string> hosts;
-  for (const RankInfo& rank : run.ranks) hosts.insert(rank.hostname);
-  test.nodes = static_cast<int>(hosts.size());
+  CountNodes(run, test);
   test.transports = run.transports;
 
-  std::vector<std::string> types;
-  std::vector<std::string> ops;
-  double tolerance_sum = 0;
-  size_t values = 0;
-  bool checked = false;
-  int64_t wrong = 0;
-  double floor = std::numeric_limits<double>::infinity();
-  for (const ResultRow& row : run.rows) {
-    if (row.collective != collective) continue;
-    ++test.rows;
-    AddOnce(types, row.type);
-    AddOnce(ops, row.redop);
-    for (const auto* half : {&row.out_of_place, &row.in_place}) {
-      if (!half->has_value()) continue;
-      const PlacementResult& placement = **half;
-      ++values;
-      tolerance_sum += HalfUnitOfColumn(placement.busbw);
-      if (placement.busbw > test.peak_busbw) {
-        test.peak_busbw = placement.busbw;
-        test.peak_size = row.size;
-      }
-      if (row.size > 0 && placement.time_us < floor) floor = placement.time_us;
-      if (placement.wrong.has_value()) {
-        checked = true;
-        // Saturating: a corrupt log can claim more wrong elements than an int64 holds.
-        wrong =
-            *placement.wrong > 0 && wrong > std::numeric_limits<int64_t>::max() - *placement.wrong
-                ? std::numeric_limits<int64_t>::max()
-                : wrong + std::max<int64_t>(*placement.wrong, 0);
-        if (*placement.wrong > 0) ++test.out_of_bounds;
-      }
-    }
-  }
+  const RowScan scan = ScanRows(run, collective, test);
+  const double tolerance_sum = scan.tolerance_sum;
+  const size_t values = scan.values;
+  const bool checked = scan.checked;
+  const std::vector<std::string>& types = scan.types;
+  const std::vector<std::string>& ops = scan.ops;
+  const int64_t wrong = scan.wrong;
+  const double floor = scan.floor;
   test.type = Join(types);
   test.op = Join(ops);
   if (std::isfinite(floor)) test.latency_floor_us = floor;
@@ -132,6 +174,50 @@ TestAnalysis AnalyzeTest(const RunResult& run, const std::string& collective,
         "column is a deviation): #wrong is unknown");
   }
   if (test.ranks == 0) test.notes.push_back("the rank count is unknown (no device lines)");
+  AddFailures(run, test);
+  return test;
+}
+
+// The run's own failure lines, then what its rows say.
+void AddFailures(const RunResult& run, TestAnalysis& test) {
+  test.failures = run.errors;
+  if (test.wrong.has_value() && *test.wrong > 0) {
+    test.failures.push_back(fmt::format("{} wrong elements in {} results (size x placement)",
+                                        *test.wrong, test.out_of_bounds));
+  } else if (!test.wrong.has_value() && test.out_of_bounds > 0 && test.failures.empty()) {
+    test.failures.push_back(
+        fmt::format("the trailer counts {} out-of-bounds values", test.out_of_bounds));
+  }
+}
+
+// The collective a failure line names by its source file or binary ("NCCL failure
+// all_reduce.cu:95", "all_gather_perf: ..."); empty when none does.
+std::string CollectiveOfFailure(const RunResult& run) {
+  for (const std::string& error : run.errors) {
+    for (const CollectiveSpec& spec : Collectives()) {
+      std::string name(spec.name);
+      if (error.find(name + ".cu") != std::string::npos ||
+          error.find(std::string(spec.perf_binary)) != std::string::npos) {
+        return name;
+      }
+    }
+  }
+  return {};
+}
+
+// A run that died before its first row: one test, with nothing but its failure.
+TestAnalysis FailedBeforeRows(const RunResult& run) {
+  TestAnalysis test;
+  test.source = run.source;
+  test.tool = run.tool;
+  test.collective = run.announced_collective;
+  if (test.collective.empty()) test.collective = CollectiveOfFailure(run);
+  if (test.collective.empty()) test.collective = "unknown";
+  test.ranks = run.nranks > 0 ? run.nranks : static_cast<int>(run.ranks.size());
+  CountNodes(run, test);
+  test.transports = run.transports;
+  test.notes.push_back("no result rows: the run failed before its first size");
+  AddFailures(run, test);
   return test;
 }
 
@@ -142,6 +228,7 @@ std::vector<TestAnalysis> Analyze(const RunResult& run) {
   for (const ResultRow& row : run.rows) AddOnce(order, row.collective);
   std::vector<bool> printed_used(run.printed.size(), false);
   std::vector<TestAnalysis> tests;
+  if (order.empty() && !run.errors.empty()) tests.push_back(FailedBeforeRows(run));
   tests.reserve(order.size());
   for (const std::string& collective : order)
     tests.push_back(AnalyzeTest(run, collective, printed_used));

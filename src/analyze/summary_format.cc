@@ -38,13 +38,14 @@ std::string Wrong(const TestAnalysis& test) {
 analyze::TableRows SummaryRows(const std::vector<TestAnalysis>& tests) {
   analyze::TableRows rows = {{"source", "collective", "type", "op", "ranks", "nodes", "rows",
                               "avg busbw", "printed", "peak busbw", "at", "half peak from",
-                              "latency floor", "#wrong"}};
+                              "latency floor", "#wrong", "status"}};
   for (const TestAnalysis& t : tests) {
-    rows.push_back(
-        {t.source, t.collective, t.type, t.op, t.ranks > 0 ? std::to_string(t.ranks) : "-",
-         t.nodes > 0 ? std::to_string(t.nodes) : "-", std::to_string(t.rows), Avg(t.avg_busbw),
-         Printed(t), Trimmed(t.peak_busbw, 2), FormatBytes(t.peak_size),
-         OptionalBytes(t.half_peak_size), OptionalUs(t.latency_floor_us), Wrong(t)});
+    rows.push_back({t.source, t.collective, t.type, t.op,
+                    t.ranks > 0 ? std::to_string(t.ranks) : "-",
+                    t.nodes > 0 ? std::to_string(t.nodes) : "-", std::to_string(t.rows),
+                    Avg(t.avg_busbw), Printed(t), Trimmed(t.peak_busbw, 2),
+                    FormatBytes(t.peak_size), OptionalBytes(t.half_peak_size),
+                    OptionalUs(t.latency_floor_us), Wrong(t), std::string(t.status())});
   }
   return rows;
 }
@@ -54,8 +55,9 @@ std::string RenderText(const std::vector<TestAnalysis>& tests, const std::vector
   std::string out =
       "busbw in GB/s (nccl-tests' bus bandwidth); avg = mean of every busbw value, "
       "both placements\n";
-  out += analyze::AlignedTable(SummaryRows(tests), {false, false, false, false, true, true, true,
-                                                    true, true, true, true, true, true, true});
+  out +=
+      analyze::AlignedTable(SummaryRows(tests), {false, false, false, false, true, true, true, true,
+                                                 true, true, true, true, true, true, false});
   for (const TestAnalysis& t : tests) {
     const std::string who = t.source + " " + t.collective;
     if (!t.transports.empty()) {
@@ -63,6 +65,7 @@ std::string RenderText(const std::vector<TestAnalysis>& tests, const std::vector
       for (const auto& line : t.transports) out += "\n    " + line;
       out += "\n";
     }
+    for (const auto& failure : t.failures) out += who + ": FAILED: " + failure + "\n";
     for (const auto& note : t.notes) out += who + ": note: " + note + "\n";
   }
   return out;
@@ -73,8 +76,9 @@ std::string RenderMarkdown(const std::vector<TestAnalysis>& tests,
   std::string out = "busbw in GB/s; avg = mean of every busbw value, both placements.\n\n";
   out += analyze::MarkdownTable(SummaryRows(tests));
   for (const TestAnalysis& t : tests) {
-    if (t.transports.empty() && t.notes.empty()) continue;
+    if (t.transports.empty() && t.notes.empty() && t.failures.empty()) continue;
     out += "\n**" + t.source + " " + t.collective + "**\n\n";
+    for (const auto& failure : t.failures) out += "- FAILED: " + failure + "\n";
     for (const auto& line : t.transports) out += "- transport: `" + line + "`\n";
     for (const auto& note : t.notes) out += "- note: " + note + "\n";
   }
@@ -115,6 +119,8 @@ std::string RenderJson(const std::vector<TestAnalysis>& tests,
     j["out_of_bounds"] = t.out_of_bounds;
     j["transports"] = t.transports;
     j["notes"] = t.notes;
+    j["status"] = t.status();
+    j["failures"] = t.failures;
     list.push_back(std::move(j));
   }
   out["tests"] = std::move(list);
@@ -136,23 +142,55 @@ std::string Number(const std::optional<double>& value) {
 }
 
 std::string RenderCsv(const std::vector<TestAnalysis>& tests, const std::vector<Diagnostic>&) {
-  std::string out = analyze::CsvLine(
-      {"source", "tool", "collective", "type", "op", "ranks", "nodes", "rows", "avg_busbw",
-       "avg_busbw_printed", "avg_busbw_consistent", "peak_busbw", "peak_size", "latency_floor_us",
-       "half_peak_size", "wrong", "out_of_bounds", "transports", "notes"});
+  std::string out = analyze::CsvLine({"source",
+                                      "tool",
+                                      "collective",
+                                      "type",
+                                      "op",
+                                      "ranks",
+                                      "nodes",
+                                      "rows",
+                                      "avg_busbw",
+                                      "avg_busbw_printed",
+                                      "avg_busbw_consistent",
+                                      "peak_busbw",
+                                      "peak_size",
+                                      "latency_floor_us",
+                                      "half_peak_size",
+                                      "wrong",
+                                      "out_of_bounds",
+                                      "transports",
+                                      "notes",
+                                      "status",
+                                      "failures"});
   for (const TestAnalysis& t : tests) {
     std::string transports;
     for (const auto& line : t.transports) transports += (transports.empty() ? "" : "; ") + line;
     std::string notes;
     for (const auto& note : t.notes) notes += (notes.empty() ? "" : "; ") + note;
-    out += analyze::CsvLine(
-        {t.source, t.tool, t.collective, t.type, t.op, std::to_string(t.ranks),
-         std::to_string(t.nodes), std::to_string(t.rows), fmt::format("{}", t.avg_busbw),
-         Number(t.avg_busbw_printed), t.avg_busbw_consistent ? "true" : "false",
-         fmt::format("{}", t.peak_busbw), std::to_string(t.peak_size), Number(t.latency_floor_us),
-         t.half_peak_size.has_value() ? std::to_string(*t.half_peak_size) : "",
-         t.wrong.has_value() ? std::to_string(*t.wrong) : "", std::to_string(t.out_of_bounds),
-         transports, notes});
+    std::string failures;
+    for (const auto& f : t.failures) failures += (failures.empty() ? "" : "; ") + f;
+    out += analyze::CsvLine({t.source,
+                             t.tool,
+                             t.collective,
+                             t.type,
+                             t.op,
+                             std::to_string(t.ranks),
+                             std::to_string(t.nodes),
+                             std::to_string(t.rows),
+                             fmt::format("{}", t.avg_busbw),
+                             Number(t.avg_busbw_printed),
+                             t.avg_busbw_consistent ? "true" : "false",
+                             fmt::format("{}", t.peak_busbw),
+                             std::to_string(t.peak_size),
+                             Number(t.latency_floor_us),
+                             t.half_peak_size.has_value() ? std::to_string(*t.half_peak_size) : "",
+                             t.wrong.has_value() ? std::to_string(*t.wrong) : "",
+                             std::to_string(t.out_of_bounds),
+                             transports,
+                             notes,
+                             std::string(t.status()),
+                             failures});
   }
   return out;
 }

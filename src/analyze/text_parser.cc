@@ -29,6 +29,7 @@ constexpr size_t kMaxRowFields = 32;
 // many distinct ones.
 constexpr size_t kMaxTransportLines = 32;
 constexpr size_t kMaxWarnLines = 20;
+constexpr size_t kMaxPlatformLines = 64;
 
 enum class Half { kOutOfPlace, kInPlace };
 
@@ -44,7 +45,36 @@ struct TableSchema {
   Half single = Half::kInPlace;  // which half a one-half table (rccl-tests -O 0) holds
   size_t trailing = 0;           // rccl-tests -A: algo proto channels
   size_t half_end[2] = {0, 0};   // where each half's time column ends, to place a lone half
+  // Every column the header names and where its name ends on the line: nccl-tests prints
+  // names and values right-aligned to the same printf widths, so a row whose field count is
+  // off (an empty redop, a value that overflowed its width) is read by where its fields end.
+  std::vector<std::string> column_name;
+  std::vector<size_t> column_end;
 };
+
+// Lines that say the run failed, in nccl-tests', NCCL's and the CUDA/HIP runtimes' words.
+constexpr std::string_view kFailureMarks[] = {
+    "NCCL failure", "CUDA failure", "Cuda failure", "HIP failure", "Test failure",
+    "Test timeout", "CUDA error",   "cudaError",    "NCCL error",
+};
+
+// Where the failure's own words start in `body` (at its mark), or npos.
+size_t FailureMark(std::string_view body) {
+  for (std::string_view mark : kFailureMarks) {
+    const size_t at = body.find(mark);
+    if (at != std::string_view::npos) return at;
+  }
+  return std::string_view::npos;
+}
+
+// What a row field stands for when the header's column has no value under it: a column that
+// nccl-tests leaves blank (the redop of alltoall in old versions) or that says "not checked".
+std::string_view BlankValue(std::string_view column) {
+  if (column == "redop") return "none";
+  if (column == "root") return "-1";
+  if (column == "#wrong" || column == "error") return "N/A";
+  return {};
+}
 
 // One table: the rows under one header, up to its trailer.
 struct Block {
@@ -89,10 +119,9 @@ class TextParser {
       body = TrimLeft(body.substr(1));
       if (body.empty()) return;
     }
-    if (IsDigit(body[0])) {
-      if (!hashed) Row(line, body, line_no);
-      return;
-    }
+    // Other log lines can start with a digit (an IP, a host "10-0-0-1"): they are read as
+    // everything else is when they are not rows.
+    if (IsDigit(body[0]) && !hashed && Row(line, body, line_no)) return;
     Keyword(line, TrimRight(body), hashed, line_no);
   }
 
@@ -110,6 +139,14 @@ class TextParser {
   // ---- runs and blocks ----
 
   void StartRun(size_t line) {
+    // NCCL's and the launcher's lines often come before the run's first header: they belong
+    // to the run that header starts, not to a run of their own.
+    RunResult before;
+    const bool carry = run_open_ && run_.rows.empty() && !has_config_ && blocks_.empty();
+    if (carry) {
+      before = std::move(run_);
+      run_open_ = false;
+    }
     CloseRun();
     run_ = RunResult();
     run_.tool = "nccl-tests";
@@ -126,6 +163,20 @@ class TextParser {
     pending_collective_.clear();
     transports_.clear();
     warns_.clear();
+    failures_.clear();
+    platform_seen_.clear();
+    first_device_line_ = last_device_line_ = 0;
+    if (carry) {
+      run_.errors = std::move(before.errors);
+      run_.notes = std::move(before.notes);
+      run_.transports = std::move(before.transports);
+      run_.platform_lines = std::move(before.platform_lines);
+      for (const std::string& l : run_.platform_lines)
+        platform_seen_.insert(l.substr(l.find(": ") + 2));
+      run_.backend = before.backend;
+      run_.backend_version = before.backend_version;
+      for (const std::string& t : run_.transports) transports_.insert(t);
+    }
   }
 
   void EnsureRun(size_t line) {
@@ -159,7 +210,19 @@ class TextParser {
   void CloseRun() {
     if (!run_open_) return;
     run_open_ = false;
-    if (!run_.ranks.empty()) run_.nranks = static_cast<int>(run_.ranks.size());
+    if (!run_.ranks.empty()) {
+      // A device list cut to its last lines ("Rank 143 ...") still tells the rank count.
+      int highest = 0;
+      for (const RankInfo& r : run_.ranks) highest = std::max(highest, r.rank);
+      run_.nranks = std::max(static_cast<int>(run_.ranks.size()), highest + 1);
+      run_.platform_lines.insert(
+          run_.platform_lines.begin(),
+          sink_.file() + ":" + std::to_string(first_device_line_) +
+              (last_device_line_ > first_device_line_ ? "-" + std::to_string(last_device_line_)
+                                                      : std::string()) +
+              ": " + std::to_string(run_.ranks.size()) + " device line" +
+              (run_.ranks.size() == 1 ? "" : "s") + " ('Rank N ... on HOST device N [BUS] GPU')");
+    }
     for (size_t b = 0; b < blocks_.size(); ++b) {
       Block& block = blocks_[b];
       const size_t end = b + 1 < blocks_.size() ? blocks_[b + 1].first_row : run_.rows.size();
@@ -187,13 +250,19 @@ class TextParser {
                        "the log is incomplete; the rows before are kept");
       }
     }
-    if (run_.rows.empty() && run_.errors.empty()) {
-      if (has_config_) {
-        sink_.Warn("empty run", run_line_,
-                   "a run header with no result rows after it (did the job fail before the first "
-                   "size?)");
+    if (run_.rows.empty()) {
+      if (run_.errors.empty() && !has_config_) return;
+      // A run that ended before its first row failed, whatever the reason: it is a result.
+      if (run_.errors.empty()) {
+        run_.errors.push_back(sink_.file() + ":" + std::to_string(run_line_) +
+                              ": the run was cut off before its first row (a header, no result "
+                              "rows after it): the job died or the log is incomplete");
       }
-      return;
+      run_.announced_collective = pending_collective_;
+      if (run_.announced_collective.empty() && !blocks_.empty()) {
+        run_.announced_collective = blocks_.back().collective;
+      }
+      if (run_.announced_collective.empty()) run_.announced_collective = options_.collective;
     }
     out_.runs.push_back(std::move(run_));
   }
@@ -219,13 +288,14 @@ class TextParser {
 
   // ---- table rows: the hot path ----
 
-  void Row(std::string_view line, std::string_view body, size_t line_no) {
+  // Returns false when the line is not a row at all.
+  bool Row(std::string_view line, std::string_view body, size_t line_no) {
     std::string_view f[kMaxRowFields + 1];
     const size_t n = SplitFields(body, f, kMaxRowFields);
     int64_t size = 0;
     int64_t count = 0;
-    // Other log lines can start with a digit (an IP, a time); a row starts with two integers.
-    if (n < 2 || !ParseInt(f[0], size) || !ParseInt(f[1], count)) return;
+    // A row starts with two integers.
+    if (n < 2 || !ParseInt(f[0], size) || !ParseInt(f[1], count)) return false;
     EnsureRun(line_no);
     std::string problem;
     ResultRow row;
@@ -235,6 +305,8 @@ class TextParser {
       problem = "a negative size or count";
     } else {
       problem = FillRow(line, f, n, row);
+      if (!problem.empty() && schema_.known && !last_partial_)
+        problem = ByColumns(line, f, n, row, problem);
     }
     if (!problem.empty()) {
       if (last_partial_) {
@@ -245,7 +317,7 @@ class TextParser {
         sink_.Error("malformed row", line_no,
                     "a table row that cannot be read: " + problem + "; the row is left out");
       }
-      return;
+      return true;
     }
     // A last line without its newline that lacks a half the header has was cut mid-row.
     if (last_partial_ && schema_.known && schema_.halves == 2 &&
@@ -253,7 +325,7 @@ class TextParser {
       sink_.Warn("truncated", line_no,
                  "the last line is an incomplete table row (one half of the two the header "
                  "names): the log was cut off mid-line; the row is left out");
-      return;
+      return true;
     }
     row.size = static_cast<size_t>(size);
     row.count = static_cast<size_t>(count);
@@ -262,6 +334,70 @@ class TextParser {
     Block& block = CurrentBlock(line_no);
     block.last_row_line = line_no;
     run_.rows.push_back(std::move(row));
+    return true;
+  }
+
+  // A row whose fields do not fit the header by count, read again by position: each field
+  // goes to the header column whose right edge is nearest to its own (in order, leaving room
+  // for the fields after it), and a column with no field gets the value nccl-tests means by
+  // a blank. Returns `problem` when that does not make a row either.
+  std::string ByColumns(std::string_view line, const std::string_view* f, size_t n, ResultRow& row,
+                        const std::string& problem) {
+    const size_t columns = schema_.column_end.size();
+    if (n >= columns || columns > kMaxRowFields) return problem;
+    std::string_view placed[kMaxRowFields + 1];
+    bool filled[kMaxRowFields + 1] = {};
+    size_t next = 0;
+    for (size_t k = 0; k < n; ++k) {
+      const size_t end = static_cast<size_t>(f[k].data() - line.data()) + f[k].size();
+      size_t best = next;
+      size_t best_distance = SIZE_MAX;
+      for (size_t j = next; j + (n - k) <= columns; ++j) {
+        const size_t at = schema_.column_end[j];
+        const size_t distance = end > at ? end - at : at - end;
+        if (distance < best_distance) {
+          best = j;
+          best_distance = distance;
+        }
+      }
+      placed[best] = f[k];
+      filled[best] = true;
+      next = best + 1;
+    }
+    for (size_t j = 0; j < columns; ++j) {
+      if (filled[j]) continue;
+      placed[j] = BlankValue(schema_.column_name[j]);
+      if (placed[j].empty()) {
+        return problem + "; read by the header's columns, nothing is under '" +
+               schema_.column_name[j] + "' (column " + std::to_string(j + 1) + ")";
+      }
+    }
+    ResultRow again;
+    if (!FillRow(line, placed, columns, again).empty()) return problem;
+    row = std::move(again);
+    return {};
+  }
+
+  // Where a row's halves end: before the -S timestamp (returned in `timestamp`) and rccl-tests'
+  // -A columns.
+  size_t HalvesEnd(const std::string_view* f, size_t n, std::string_view& timestamp) const {
+    constexpr size_t kFirst = 3;
+    size_t end = n;
+    if (end >= kFirst + 2 && IsDate(f[end - 2]) && IsClock(f[end - 1])) {
+      timestamp = std::string_view(
+          f[end - 2].data(),
+          static_cast<size_t>(f[end - 1].data() + f[end - 1].size() - f[end - 2].data()));
+      end -= 2;
+    }
+    // rccl-tests -A: "RING  SIMPLE  16" after the halves. A half always ends in two numbers
+    // and a count, so a word just before the last field (or two N/A) marks these columns.
+    if (schema_.trailing > 0 && end >= kFirst + schema_.trailing) {
+      end -= schema_.trailing;
+    } else if (end >= kFirst + 3 && ((IsWord(f[end - 2]) && f[end - 2] != "N/A") ||
+                                     (f[end - 2] == "N/A" && f[end - 3] == "N/A"))) {
+      end -= 3;
+    }
+    return end;
   }
 
   // Reads fields 2.. of a row into `row`; returns what is wrong, or an empty string.
@@ -269,23 +405,8 @@ class TextParser {
     if (n < 3 || IsNumber(f[2])) return "no type column";
     row.type = std::string(f[2]);
     size_t i = 3;
-    size_t end = n;
     std::string_view timestamp;
-    if (end >= i + 2 && IsDate(f[end - 2]) && IsClock(f[end - 1])) {
-      timestamp = std::string_view(
-          f[end - 2].data(),
-          static_cast<size_t>(f[end - 1].data() + f[end - 1].size() - f[end - 2].data()));
-      end -= 2;
-    }
-    // rccl-tests -A: "RING  SIMPLE  16" after the halves. A half always ends in two numbers
-    // and a count, so a word just before the last field marks these columns.
-    if (schema_.trailing > 0 && end >= i + schema_.trailing) {
-      end -= schema_.trailing;
-    } else if (end >= i + 3 && IsWord(f[end - 2]) && f[end - 2] != "N/A") {
-      end -= 3;
-    } else if (end >= i + 3 && f[end - 2] == "N/A" && f[end - 3] == "N/A") {
-      end -= 3;
-    }
+    const size_t end = HalvesEnd(f, n, timestamp);
     const bool has_redop = schema_.known ? schema_.has_redop : (i < end && !IsNumber(f[i]));
     if (has_redop) {
       if (i >= end) return "no redop column";
@@ -364,17 +485,45 @@ class TextParser {
 
   // ---- everything else ----
 
-  void Keyword(std::string_view line, std::string_view body, bool hashed, size_t line_no) {
+  // "Blocking Enabled", "Per-Iteration Report", "Parallel Init Enabled": run flags printed
+  // as header lines.
+  bool RunFlagLine(std::string_view body, size_t line_no) {
+    if (StartsWith(body, "Blocking Enabled")) {
+      EnsureRun(line_no);
+      run_.config.blocking = Contains(body, "no barrier") ? 2 : Contains(body, "outer") ? 3 : 1;
+      return true;
+    }
+    if (StartsWith(body, "Per-Iteration Report")) {
+      EnsureRun(line_no);
+      run_.config.per_iter_timing = 1;
+      return true;
+    }
+    if (StartsWith(body, "Parallel Init Enabled")) {
+      EnsureRun(line_no);
+      run_.config.parallel_init = 1;
+      return true;
+    }
+    return false;
+  }
+
+  // The lines of nccl-tests' own header, table and trailer; false when `body` is none of them.
+  bool TableKeyword(std::string_view line, std::string_view body, bool hashed, size_t line_no) {
     switch (body[0]) {
       case 'n':
-        if (StartsWith(body, "nThread")) return Config(body, line_no);
+        if (StartsWith(body, "nThread")) {
+          Config(body, line_no);
+          return true;
+        }
         break;
       case 'R':
-        if (StartsWith(body, "Rank ")) return RankLine(body, line_no);
+        if (StartsWith(body, "Rank ")) {
+          RankLine(body, line_no);
+          return true;
+        }
         if (StartsWith(body, "Reducing maxBytes")) {
           EnsureRun(line_no);
           run_.notes.emplace_back(body);
-          return;
+          return true;
         }
         break;
       case 'C':
@@ -382,63 +531,61 @@ class TextParser {
           EnsureRun(line_no);
           pending_collective_ = CanonicalCollective(AfterColon(body));
           announced_ = true;
-          return;
+          return true;
         }
         if (StartsWith(body, "Collective test concluded:")) {
           if (!blocks_.empty() && blocks_.back().collective.empty()) {
             blocks_.back().collective = CanonicalCollective(AfterColon(body));
           }
-          return;
+          return true;
         }
         break;
       case 'O':
-        if (StartsWith(body, "Out of bounds values")) return OutOfBounds(body, line_no);
+        if (StartsWith(body, "Out of bounds values")) {
+          OutOfBounds(body, line_no);
+          return true;
+        }
         break;
       case 'A':
-        if (StartsWith(body, "Avg bus bandwidth")) return AvgBusBandwidth(body, line_no);
+        if (StartsWith(body, "Avg bus bandwidth")) {
+          AvgBusBandwidth(body, line_no);
+          return true;
+        }
         break;
       case 's':
-        if (StartsWith(body, "size ")) return ColumnNames(line, body, line_no);
+        if (StartsWith(body, "size ")) {
+          ColumnNames(line, body, line_no);
+          return true;
+        }
         break;
       case 'o':
       case 'i':
-        if (Title(body)) return;
+        if (Title(body)) return true;
         break;
       case 'B':
-        if (StartsWith(body, "Blocking Enabled")) {
-          EnsureRun(line_no);
-          run_.config.blocking = Contains(body, "no barrier") ? 2 : Contains(body, "outer") ? 3 : 1;
-          return;
-        }
-        break;
       case 'P':
-        if (StartsWith(body, "Per-Iteration Report")) {
-          EnsureRun(line_no);
-          run_.config.per_iter_timing = 1;
-          return;
-        }
-        if (StartsWith(body, "Parallel Init Enabled")) {
-          EnsureRun(line_no);
-          run_.config.parallel_init = 1;
-          return;
-        }
-        break;
+        return RunFlagLine(body, line_no);
       case 'e':
         if (hashed && StartsWith(body, "error:")) {
           EnsureRun(line_no);
           run_.errors.emplace_back(Trim(body.substr(6)));
-          return;
+          return true;
         }
         break;
       case 'E':
         if (StartsWith(body, "Errors with asterisks")) {
           ToolHint("rccl-tests");
-          return;
+          return true;
         }
         break;
       default:
         break;
     }
+    return false;
+  }
+
+  void Keyword(std::string_view line, std::string_view body, bool hashed, size_t line_no) {
+    if (TableKeyword(line, body, hashed, line_no)) return;
     if (IsVersionLine(body)) return VersionLine(body, line_no);
     if (hashed) return;
     // The library's own version line, alone or inside an INFO line, behind any prefix.
@@ -453,13 +600,23 @@ class TextParser {
       return;
     }
     // Lines of other programs interleaved with the table: NCCL's and nccl-tests' own.
-    if (Contains(body, "NCCL INFO")) return NcclInfo(body);
+    if (Contains(body, "NCCL INFO")) return NcclInfo(body, line_no);
     if (Contains(body, "NCCL WARN")) return NcclWarn(body, line_no);
-    if (Contains(body, "Test NCCL failure") || Contains(body, "Test CUDA failure") ||
-        Contains(body, "Test HIP failure") || Contains(body, "Test failure") ||
-        Contains(body, "Test timeout")) {
-      EnsureRun(line_no);
-      if (run_.errors.size() < kMaxWarnLines) run_.errors.emplace_back(body);
+    if (const size_t mark = FailureMark(body); mark != std::string_view::npos) {
+      Failure(body, body.substr(mark), line_no);
+    }
+  }
+
+  // A line that says the run failed: kept in the log's own words with where it is, so that
+  // the run is a failed result and not a log without results.
+  // `message` is the part of `words` that every rank prints alike (without the host, pid and
+  // device prefix): each message is kept once, at its first line.
+  void Failure(std::string_view words, std::string_view message, size_t line_no) {
+    EnsureRun(line_no);
+    if (run_.errors.size() >= kMaxWarnLines) return;
+    if (failures_.insert(std::string(message)).second) {
+      run_.errors.push_back(sink_.file() + ":" + std::to_string(line_no) + ": " +
+                            std::string(words));
     }
   }
 
@@ -616,6 +773,8 @@ class TextParser {
     for (const RankInfo& known : run_.ranks) {
       if (known.rank == rank.rank) return;
     }
+    if (first_device_line_ == 0) first_device_line_ = line_no;
+    last_device_line_ = line_no;
     run_.ranks.push_back(std::move(rank));
   }
 
@@ -647,6 +806,10 @@ class TextParser {
     if (n < 3 || f[1] != "count" || f[2] != "type") return;
     TableSchema schema;
     schema.known = true;
+    for (size_t k = 0; k < n; ++k) {
+      schema.column_name.emplace_back(f[k]);
+      schema.column_end.push_back(static_cast<size_t>(f[k].data() - line.data()) + f[k].size());
+    }
     size_t i = 3;
     schema.has_redop = i < n && f[i] == "redop";
     if (schema.has_redop) ++i;
@@ -704,6 +867,17 @@ class TextParser {
     return &blocks_.back();
   }
 
+  bool BlockCountsWrong(const Block& block) const {
+    for (size_t i = block.first_row; i < run_.rows.size(); ++i) {
+      const ResultRow& row = run_.rows[i];
+      if ((row.out_of_place && row.out_of_place->wrong && *row.out_of_place->wrong > 0) ||
+          (row.in_place && row.in_place->wrong && *row.in_place->wrong > 0)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   // "# Out of bounds values : 0 OK"
   void OutOfBounds(std::string_view body, size_t line_no) {
     Block* block = TrailerBlock(line_no);
@@ -714,6 +888,11 @@ class TextParser {
     if (n >= 1 && ParseInt(f[0], value)) {
       block->printed.out_of_bounds = value;
       block->printed.okay = !(n >= 2 && f[1] == "FAILED") && value == 0;
+      // Rows that count wrong elements show the failure themselves; rows that do not (an
+      // 'error' column of deviations, -c 0) leave the trailer as the only word of it.
+      if (!block->printed.okay && !BlockCountsWrong(*block)) {
+        Failure(Trim(body), Trim(body), line_no);
+      }
     }
   }
 
@@ -737,9 +916,13 @@ class TextParser {
 
   // NCCL INFO lines that say which transport NCCL chose: the network plugin and device, and
   // the "via" of each channel connection (reduced to its kind, without channel numbers).
-  void NcclInfo(std::string_view body) {
+  void NcclInfo(std::string_view body, size_t line_no) {
     if (!run_open_) return;
     const std::string_view text = Trim(body.substr(body.find("NCCL INFO") + 9));
+    if (StartsWith(text, "NET/") || StartsWith(text, "Using network") || Contains(text, "NVLS") ||
+        Contains(text, "MNNVL")) {
+      PlatformLine(text, line_no);
+    }
     std::string entry;
     const size_t via = text.find(" via ");
     if (via != std::string_view::npos) {
@@ -771,12 +954,21 @@ class TextParser {
     if (transports_.insert(entry).second) run_.transports.push_back(std::move(entry));
   }
 
+  // Every rank prints these; the run keeps each text once, with where it was first seen.
+  void PlatformLine(std::string_view text, size_t line_no) {
+    if (platform_seen_.size() >= kMaxPlatformLines) return;
+    if (!platform_seen_.insert(std::string(text)).second) return;
+    run_.platform_lines.push_back(sink_.file() + ":" + std::to_string(line_no) + ": " +
+                                  std::string(text));
+  }
+
   void NcclWarn(std::string_view body, size_t line_no) {
     EnsureRun(line_no);
     const std::string text =
         "NCCL WARN " + std::string(Trim(body.substr(body.find("NCCL WARN") + 9)));
     if (warns_.size() >= kMaxWarnLines) return;
     if (warns_.insert(text).second) run_.notes.push_back(text);
+    Failure(Trim(body), body.substr(body.find("NCCL WARN")), line_no);
   }
 
   const ParseOptions& options_;
@@ -797,6 +989,10 @@ class TextParser {
   std::string pending_collective_;
   std::unordered_set<std::string> transports_;
   std::unordered_set<std::string> warns_;
+  std::unordered_set<std::string> failures_;
+  std::unordered_set<std::string> platform_seen_;
+  size_t first_device_line_ = 0;
+  size_t last_device_line_ = 0;
 };
 
 }  // namespace

@@ -66,7 +66,7 @@ std::vector<TestEvidence> GatherTests(const std::vector<RunResult>& runs, const 
         nodes_from = "--nodes";
       } else if (analysis.nodes > 0) {
         nodes = analysis.nodes;
-        nodes_from = "host names";
+        nodes_from = analysis.nodes_from.empty() ? "host names" : analysis.nodes_from;
       } else if (analysis.ranks > 0 && hints.gpus_per_node > 0) {
         nodes = (analysis.ranks + hints.gpus_per_node - 1) / hints.gpus_per_node;
         nodes_from = "ranks / GPUs per node";

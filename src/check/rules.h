@@ -43,6 +43,10 @@ std::optional<CheckFinding> BandwidthRule(const RuleContext& context);
 std::optional<CheckFinding> GpuDirectRule(const RuleContext& context);
 std::optional<CheckFinding> LatencyRule(const RuleContext& context);
 
+// Whether `text` names the GPU of `gpu_model` ("H100" of "NVIDIA H100") as a whole token,
+// so that "GH100 [H200 SXM 141GB]" names an H200 and not an H100.
+bool NamesGpu(const std::string& text, const std::string& gpu_model);
+
 // Number formats the reasons share: "330.0 GB/s" with one decimal, "101%".
 std::string Gbs(double value);
 std::string Percent(double fraction);

@@ -15,6 +15,12 @@ std::string Lower(std::string s) {
   return s;
 }
 
+const char kDescribeHint[] =
+    "describe the node with --gpus-per-node N --intra-node-busbw GB/s --nics N --nic-rate Gb/s "
+    "[--transport IB|RoCE|TCPX|TCPXO|EFA|TCP]";
+
+}  // namespace
+
 // The words that name the GPU ("H100" of "NVIDIA H100"), found in `text` as a whole token,
 // so that "GH100 [H200 SXM 141GB]" names an H200 and not an H100.
 bool NamesGpu(const std::string& text, const std::string& gpu_model) {
@@ -29,12 +35,6 @@ bool NamesGpu(const std::string& text, const std::string& gpu_model) {
   }
   return false;
 }
-
-const char kDescribeHint[] =
-    "describe the node with --gpus-per-node N --intra-node-busbw GB/s --nics N --nic-rate Gb/s "
-    "[--transport IB|RoCE|TCPX|TCPXO|EFA|TCP]";
-
-}  // namespace
 
 std::optional<CheckFinding> CorrectnessRule(const RuleContext& c) {
   const TestEvidence& t = c.test;

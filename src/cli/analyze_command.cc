@@ -14,6 +14,7 @@
 #include "fabricscope/analyze.h"
 #include "fabricscope/compare.h"
 #include "fabricscope/error.h"
+#include "fabricscope/nccl_nodes.h"
 #include "fabricscope/parse.h"
 #include "fabricscope/plot.h"
 #include "fabricscope/sizes.h"
@@ -125,23 +126,47 @@ std::string LabelOf(const std::string& spec) {
   return name.empty() ? spec : name;
 }
 
-bool AnyWrong(const std::vector<TestAnalysis>& tests) {
+bool AnyFailed(const std::vector<TestAnalysis>& tests) {
   return std::any_of(tests.begin(), tests.end(), [](const TestAnalysis& t) {
-    return t.out_of_bounds > 0 || (t.wrong.has_value() && *t.wrong > 0);
+    return t.failed() || t.out_of_bounds > 0 || (t.wrong.has_value() && *t.wrong > 0);
   });
 }
 
 // ---- analyze ----
 
+// NCCL's INFO lines of each file compared across nodes (--nccl-nodes). Files are read again:
+// the comparison is asked for, not paid for by every summary.
+std::string NcclNodesOf(const std::vector<std::string>& files) {
+  std::string out;
+  for (const std::string& path : files) {
+    if (path == "-") {
+      throw UsageError("--nccl-nodes reads the files again: give the log as a file, not stdin");
+    }
+    std::ifstream in(path, std::ios::binary);
+    NcclNodeCollector collector(path);
+    std::string line;
+    size_t line_no = 0;
+    while (std::getline(in, line)) collector.Feed(line, ++line_no);
+    out += "\n" + RenderNcclNodes(collector.Finish());
+  }
+  return out;
+}
+
 struct AnalyzeFlags {
   std::vector<std::string> files;
   std::string format = "text";
   std::string output;
+  bool nccl_nodes = false;
   ReadFlags read;
 };
 
 int ExecuteAnalyze(const AnalyzeFlags& flags) {
   const AnalysisFormat& format = FindAnalysisFormat(flags.format);
+  if (flags.nccl_nodes && flags.format != "text" && flags.format != "md") {
+    throw UsageError(
+        "--nccl-nodes prints text: give --format text or md (or use fabricscope "
+        "doctor --nccl-log, whose JSON carries the same comparison)");
+  }
   const ParseOptions options = ToParseOptions(flags.read);
   std::vector<std::string> files = flags.files;
   if (files.empty()) {
@@ -165,9 +190,11 @@ int ExecuteAnalyze(const AnalyzeFlags& flags) {
     }
     diagnostics.insert(diagnostics.end(), input.diagnostics.begin(), input.diagnostics.end());
   }
-  WriteOutput(format.render(tests, diagnostics), flags.output);
+  std::string rendered = format.render(tests, diagnostics);
+  if (flags.nccl_nodes) rendered += NcclNodesOf(files);
+  WriteOutput(rendered, flags.output);
   if (errors) return kExitUsage;
-  return AnyWrong(tests) ? kExitFailed : kExitOk;
+  return AnyFailed(tests) ? kExitFailed : kExitOk;
 }
 
 // ---- compare ----
@@ -273,8 +300,13 @@ CommandAction SetupAnalyzeCommand(CLI::App& app) {
   app.add_option("--format", flags->format, "output: " + FormatNames(false))->capture_default_str();
   app.add_option("--output", flags->output, "write to FILE instead of stdout");
   AddReadFlags(app, flags->read);
+  app.add_flag("--nccl-nodes", flags->nccl_nodes,
+               "also compare NCCL's INFO lines across nodes (transport per channel, HCAs, plugin "
+               "and NCCL versions, TUNING, NVLS, CollNet) and name the nodes that differ from "
+               "the majority, with their lines (text and md)");
   app.footer(
-      "Exit status: 0 read and summarized; 1 a test has wrong elements; 2 an input could not "
+      "Exit status: 0 read and summarized; 1 a test failed (wrong elements, a failure line, a run "
+      "cut off before its first row); 2 an input could not "
       "be read in full (its problems are on stderr as file:line; what could be read is still "
       "summarized) or bad usage.");
   return [flags](const CommandContext&) { return ExecuteAnalyze(*flags); };

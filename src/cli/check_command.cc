@@ -49,7 +49,9 @@ bool AnyGiven(const std::vector<CLI::Option*>& options) {
                      [](const CLI::Option* o) { return o->count() > 0; });
 }
 
-PlatformChoice ChoosePlatform(const CheckFlags& flags) {
+// `runs`: the results read from files, whose logs can say their platform; empty when the
+// benchmark runs here.
+PlatformChoice ChoosePlatform(const CheckFlags& flags, const std::vector<RunResult>& runs) {
   const bool generic = AnyGiven(flags.generic_options);
   if (generic && !flags.platform.empty()) {
     throw UsageError(
@@ -81,6 +83,12 @@ PlatformChoice ChoosePlatform(const CheckFlags& flags) {
     choice.platform = GenericPlatform(options);
     choice.origin = "command line";
     return choice;
+  }
+  // A log carried from another machine says what it ran on; this node says nothing about it.
+  // Only a log that names no GPU (a host-memory run) is judged against this node.
+  if (!runs.empty() && flags.root_option->count() == 0) {
+    PlatformChoice inferred = InferPlatform(catalog, runs);
+    if (inferred.origin != "none") return inferred;
   }
   return DetectPlatform(catalog, flags.root);
 }
@@ -216,17 +224,21 @@ int ExecuteCheck(const CheckFlags& flags, const CommandContext& ctx) {
         "--root is where detection reads the node; with --platform or a generic "
         "description nothing is detected: drop --root or the platform");
   }
-  const PlatformChoice choice = ChoosePlatform(flags);
-  if (flags.dry_run) return PrintCheckPlan(choice, run_args, ctx);
-
+  if (flags.dry_run) return PrintCheckPlan(ChoosePlatform(flags, {}), run_args, ctx);
   bool errors = false;
   std::vector<RunResult> runs;
+  PlatformChoice choice;
   if (run_mode) {
+    choice = ChoosePlatform(flags, {});
     std::optional<RunResult> run = RunBenchmark(run_args, ctx);
     if (!run) return kExitOk;
     runs.push_back(std::move(*run));
   } else {
+    // Flag errors first: a bad --platform is reported before any input is read.
+    if (!flags.platform.empty() || AnyGiven(flags.generic_options))
+      choice = ChoosePlatform(flags, {});
     runs = ReadRuns(files, flags, errors);
+    if (!choice.platform) choice = ChoosePlatform(flags, runs);
   }
   const CheckReport report = Check(runs, choice, options);
   WriteReport(format.render(report), flags.output);
@@ -245,9 +257,11 @@ CommandAction SetupCheckCommand(CLI::App& app) {
                  "result files (anything analyze reads; - for stdin); or, after --, the flags of "
                  "fabricscope run to measure here and judge");
   const std::string names = Joined(Catalog::Builtin().Names());
-  app.add_option("--platform", f.platform,
-                 "judge against this catalog platform (or an alias): " + names +
-                     "; default: detect this node's")
+  app.add_option(
+         "--platform", f.platform,
+         "judge against this catalog platform (or an alias): " + names +
+             "; default: the platform the logs say (GPU, NICs; see the 'from:' lines), else "
+             "this node's")
       ->type_name("NAME");
   f.generic_options = {
       app.add_option("--gpus-per-node", f.generic.gpus_per_node,
@@ -271,10 +285,12 @@ CommandAction SetupCheckCommand(CLI::App& app) {
   f.nodes_option = app.add_option(
       "--nodes", f.nodes,
       "node count of the results (default: their host names, else ranks / GPUs per node)");
-  f.root_option = app.add_option("--root", f.root,
-                                 "detect the platform from the node tree under DIR (sys/, proc/)")
-                      ->type_name("DIR")
-                      ->capture_default_str();
+  f.root_option =
+      app.add_option("--root", f.root,
+                     "detect the platform from the node tree under DIR (sys/, proc/) rather "
+                     "than from the logs")
+          ->type_name("DIR")
+          ->capture_default_str();
   app.add_option("--judge-from", f.judge_from,
                  "judge busbw from this size up (K/M/G) instead of where the platform's band "
                  "starts (1 GB for most)")

@@ -179,6 +179,7 @@ class NcclLogCheck : public Check {
                           log.gdr_disabled.size()),
               evidence, "see the gpudirect and gpu_nic_affinity checks");
     }
+    CompareNodes(log.node_comparison, out);
     if (!log.warnings.empty()) {
       std::vector<std::string> evidence;
       CiteLines(log, log.warnings, evidence);
@@ -188,6 +189,27 @@ class NcclLogCheck : public Check {
   }
 
  private:
+  // A log of many nodes: the nodes whose NCCL said something else than most nodes' did.
+  static void CompareNodes(const NcclNodeComparison& c, CheckOutput& out) {
+    if (c.nodes.size() < 2) return;
+    if (c.differences.empty()) {
+      std::vector<std::string> aspects;
+      for (const auto& [aspect, value] : c.majority) aspects.push_back(aspect);
+      out.Add(Severity::kOk,
+              fmt::format("{} nodes agree on {}", c.nodes.size(), fmt::join(aspects, ", ")));
+      return;
+    }
+    for (const NcclNodeDifference& d : c.differences) {
+      out.Add(Severity::kWarn,
+              fmt::format("node {} differs from most nodes ({} of {}) in {}: {} (most: {})", d.host,
+                          d.majority_nodes, c.nodes.size(), d.aspect, d.value, d.majority),
+              d.lines,
+              "run fabricscope doctor on " + d.host +
+                  " and compare its NCCL variables and "
+                  "drivers with a node of the majority");
+    }
+  }
+
   static std::string SocketFix() {
     return "make the RDMA stack visible (ib_ports check; containers need /dev/infiniband), "
            "check NCCL_IB_DISABLE, NCCL_NET and NCCL_IB_HCA (nccl_env check); on GCP the "

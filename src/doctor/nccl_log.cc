@@ -152,11 +152,13 @@ std::string HostOf(const std::string& line, size_t nccl_at) {
 NcclLog ParseNcclLog(std::istream& in, const std::string& name) {
   NcclLog log;
   log.file = name;
+  NcclNodeCollector nodes(name);
   std::string text;
   int number = 0;
   while (std::getline(in, text)) {
     ++number;
     if (!text.empty() && text.back() == '\r') text.pop_back();
+    nodes.Feed(text, static_cast<size_t>(number));
     size_t at = std::string::npos;
     std::string message;
     bool warn = false;
@@ -181,6 +183,7 @@ NcclLog ParseNcclLog(std::istream& in, const std::string& name) {
       if (message.find(p.marker) != std::string::npos) p.handle(message, number, log);
     }
   }
+  log.node_comparison = nodes.Finish();
   if (log.nccl_lines == 0) {
     throw UsageError("--nccl-log '" + name +
                      "' holds no NCCL line: expected lines such as 'host:pid:tid [0] NCCL INFO "

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "fabricscope/nccl_nodes.h"
+
 namespace fabricscope::doctor {
 
 // A line of the log worth quoting, with its line number.
@@ -46,6 +48,9 @@ struct NcclLog {
   int channels = 0;  // ring channels ("Channel 00/32 :", or "32 coll channels")
   int ranks = 0, nodes = 0;
   std::map<std::string, int> hosts;  // host -> lines
+  // Each node's transport, HCAs, plugin, version, TUNING, NVLS and CollNet, and the nodes
+  // that differ from the majority (a log of many ranks on many nodes).
+  NcclNodeComparison node_comparison;
 };
 
 // Parses a log; throws UsageError naming the file when it cannot be read or holds no NCCL

@@ -421,3 +421,38 @@ TEST_F(AnalyzeCli, ReportRendersInHeadlessChromium) {
 
 }  // namespace
 }  // namespace fabricscope
+
+namespace fabricscope {
+namespace {
+
+// `analyze --nccl-nodes`: NCCL's lines of a job on three nodes, one with GDR off.
+TEST_F(AnalyzeCli, NcclNodesNamesTheOddNodeAndRefusesWhatItCannotDo) {
+  std::string log;
+  for (int node = 0; node < 3; ++node) {
+    for (int local = 0; local < 2; ++local) {
+      log += "node" + std::to_string(node) + ":100:20" + std::to_string(local) + " [" +
+             std::to_string(local) + "] NCCL INFO Channel 00/0 : " +
+             std::to_string(node * 2 + local) + "[" + std::to_string(local) +
+             "] -> 9[0] [send] via NET/IB/0" + (node == 1 ? "" : "/GDRDMA") + "\n";
+    }
+  }
+  const std::string path = Write("job.log", log);
+  Outcome o = Run("analyze --nccl-nodes " + path);
+  // No table in the log: the summary's reading error stays, the comparison is printed.
+  EXPECT_EQ(o.exit_code, 2) << o.out << o.err;
+  EXPECT_NE(o.out.find("3 nodes compared (6 NCCL INFO lines)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("DIFFERS  node1  transport: NET/IB (most nodes, 2 of 3: NET/IB/GDRDMA)"),
+            std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("job.log:3: node1:100:200 [0] NCCL INFO Channel 00/0 : 2[0] -> 9[0] [send] "
+                       "via NET/IB/0"),
+            std::string::npos)
+      << o.out;
+  ExpectRefused("analyze --nccl-nodes --format json " + path, 2, "--nccl-nodes prints text");
+  o = Run("analyze --nccl-nodes", path);
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("give the log as a file, not stdin"), std::string::npos) << o.err;
+}
+
+}  // namespace
+}  // namespace fabricscope

@@ -181,7 +181,7 @@ TEST(SummaryFormats, TextMarkdownAndCsv) {
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "source,tool,collective,type,op,ranks,nodes,rows,avg_busbw,avg_busbw_printed,"
             "avg_busbw_consistent,peak_busbw,peak_size,latency_floor_us,half_peak_size,wrong,"
-            "out_of_bounds,transports,notes");
+            "out_of_bounds,transports,notes,status,failures");
   EXPECT_NE(csv.find("\"float,half\""), std::string::npos);
   EXPECT_THROW(FindAnalysisFormat("xml"), UsageError);
 }

@@ -1,5 +1,5 @@
 // libFuzzer target: any bytes, read as a log (and as whatever they look like), summarized and
-// rendered. The readers must neither crash, hang, nor read out of bounds on any input; ASan
+// rendered, and compared across nodes as NCCL's own log. The readers must neither crash, hang, nor read out of bounds on any input; ASan
 // and UBSan, compiled in, turn any such slip into a failure.
 #include <cstddef>
 #include <cstdint>
@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fabricscope/analyze.h"
+#include "fabricscope/nccl_nodes.h"
 #include "fabricscope/parse.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -24,5 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)render.render(tests, parsed.diagnostics);
     }
   }
+  // NCCL's INFO lines compared across nodes (analyze --nccl-nodes, doctor --nccl-log).
+  (void)fabricscope::RenderNcclNodes(fabricscope::CompareNcclNodes(text, "fuzz"));
   return 0;
 }
