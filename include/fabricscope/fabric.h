@@ -265,6 +265,8 @@ FabricReport Analyze(Fabric fabric, const AnalyzeOptions& options);
 std::string FormatText(const FabricReport& report, bool verbose);
 std::string FormatJson(const FabricReport& report);
 std::string FormatSvg(const FabricReport& report);
+// The fabric as a section of `fabricscope report`'s HTML: the findings, then the picture.
+std::string FormatHtmlSection(const FabricReport& report);
 
 // --------------------------------------------------------------------------- collecting
 

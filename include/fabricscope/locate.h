@@ -139,7 +139,12 @@ Topology ParseHostSwitchMap(std::string_view text, const std::string& source);
 // Slurm's topology.conf (topology/tree): "SwitchName=S Nodes=host[1-4,7]" lines give the
 // leaves; "Switches=" lines (the spines) are read past. Throws UsageError naming the line.
 Topology ParseSlurmTopology(std::string_view text, const std::string& source);
-// Either, by its content (SwitchName= means Slurm's); throws SystemError when unreadable.
+// The InfiniBand fabric's own: each HCA's leaf switch, from a directory of saved
+// infiniband-diags outputs (as `fabricscope fabric --from DIR` reads it). Throws UsageError
+// when DIR holds no outputs or they show no HCA on a switch.
+Topology ReadFabricTopology(const std::string& dir);
+// A directory is read as the fabric's outputs; a file as either of the above, by its content
+// (SwitchName= means Slurm's); throws SystemError when unreadable.
 Topology ReadTopology(const std::string& path);
 // "node[01-03,7],gpu1" -> node01 node02 node03 node7 gpu1 (Slurm's host lists).
 std::vector<std::string> ExpandHostList(std::string_view list);

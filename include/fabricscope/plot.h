@@ -44,7 +44,9 @@ struct TestPlots {
 std::vector<TestPlots> PlotResults(const std::vector<ParsedResults>& inputs);
 
 // One HTML file with everything inside (no scripts, no external files): per input its
-// diagnostics and summaries, then the plots.
-std::string RenderHtmlReport(const std::vector<ParsedResults>& inputs, const std::string& title);
+// diagnostics and summaries, then the plots, then `sections`: more HTML of the same kind
+// (the fabric's picture and findings, from fabric::FormatHtmlSection), "" none.
+std::string RenderHtmlReport(const std::vector<ParsedResults>& inputs, const std::string& title,
+                             const std::string& sections = "");
 
 }  // namespace fabricscope

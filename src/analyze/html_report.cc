@@ -102,7 +102,8 @@ std::vector<TestPlots> PlotResults(const std::vector<ParsedResults>& inputs) {
   return plots;
 }
 
-std::string RenderHtmlReport(const std::vector<ParsedResults>& inputs, const std::string& title) {
+std::string RenderHtmlReport(const std::vector<ParsedResults>& inputs, const std::string& title,
+                             const std::string& sections) {
   std::vector<TestAnalysis> tests;
   std::vector<Diagnostic> diagnostics;
   for (const ParsedResults& input : inputs) {
@@ -173,6 +174,7 @@ std::string RenderHtmlReport(const std::vector<ParsedResults>& inputs, const std
     html += "<h3>" + XmlEscape(plot.collective) + "</h3>\n<div class=\"plots\">\n" +
             plot.busbw_svg + plot.time_svg + "</div>\n";
   }
+  html += sections;
   html += "</body>\n</html>\n";
   return html;
 }

@@ -14,6 +14,7 @@
 #include "fabricscope/analyze.h"
 #include "fabricscope/compare.h"
 #include "fabricscope/error.h"
+#include "fabricscope/fabric.h"
 #include "fabricscope/nccl_nodes.h"
 #include "fabricscope/parse.h"
 #include "fabricscope/plot.h"
@@ -258,17 +259,29 @@ struct ReportFlags {
   std::string output = "fabricscope-report.html";
   std::string svg_dir;
   std::string title = "fabricscope report";
+  std::string fabric;  // a directory of saved infiniband-diags outputs, as `fabric --from`
   ReadFlags read;
 };
 
+// The fabric's section of the report, read and judged as `fabricscope fabric --from DIR`
+// does; "" without --fabric. Throws UsageError when DIR holds no tool outputs.
+std::string FabricSection(const std::string& dir) {
+  if (dir.empty()) return "";
+  fabric::RunOptions options;
+  options.from = dir;
+  return fabric::FormatHtmlSection(fabric::RunFabric(options));
+}
+
 int ExecuteReport(const ReportFlags& flags) {
   const ParseOptions options = ToParseOptions(flags.read);
+  // Read before the results so that a bad directory is refused before anything is written.
+  const std::string fabric = FabricSection(flags.fabric);
   bool errors = false;
   const std::vector<ParsedResults> inputs = ReadAll(flags.files, options, errors);
   size_t runs = 0;
   for (const ParsedResults& input : inputs) runs += input.runs.size();
   if (runs == 0) throw UsageError("no results could be read from the inputs: nothing to report");
-  WriteOutput(RenderHtmlReport(inputs, flags.title), flags.output);
+  WriteOutput(RenderHtmlReport(inputs, flags.title, fabric), flags.output);
   if (!flags.svg_dir.empty()) {
     std::error_code error;
     fs::create_directories(flags.svg_dir, error);
@@ -353,6 +366,10 @@ CommandAction SetupReportCommand(CLI::App& app) {
   app.add_option("--svg-dir", flags->svg_dir,
                  "also write each plot as DIR/<collective>_busbw.svg and _time.svg");
   app.add_option("--title", flags->title, "the report's title")->capture_default_str();
+  app.add_option("--fabric", flags->fabric,
+                 "also the InfiniBand fabric: its findings and its SVG picture, from a directory "
+                 "of saved infiniband-diags outputs (as `fabricscope fabric --from DIR` reads it, "
+                 "e.g. one written by `fabric --save DIR`)");
   AddReadFlags(app, flags->read);
   app.footer(
       "Exit status: 0 written; 2 an input could not be read in full (the report is still "

@@ -105,8 +105,10 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
                  "undecided")
       ->capture_default_str();
   app.add_option("--topology", f.topology,
-                 "which leaf switch each host hangs from: a map file (HOST SWITCH per line) or "
-                 "Slurm's topology.conf; slow pairs they share are blamed on a leaf's uplinks");
+                 "which leaf switch each host hangs from: a map file (HOST SWITCH per line), "
+                 "Slurm's topology.conf, or a directory of saved infiniband-diags outputs (as "
+                 "`fabricscope fabric --from DIR` reads it: each HCA's leaf); slow pairs they "
+                 "share are blamed on a leaf's uplinks");
   app.add_option("--expect", f.expect,
                  "expected sendrecv bus bandwidth of a pair, GB/s (e.g. from `fabricscope "
                  "check`): what two nodes are judged against");

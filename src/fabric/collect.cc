@@ -239,7 +239,7 @@ std::string RunIbtracert(int src_lid, int dst_lid, double timeout_seconds, std::
 
 ToolOutputs ReadSaved(const std::string& dir) {
   if (!fs::is_directory(dir)) {
-    throw UsageError("--from '" + dir +
+    throw UsageError("the fabric directory '" + dir +
                      "' is not a directory: give the directory holding the saved outputs "
                      "(iblinkinfo.txt, ibnetdiscover.txt, ...)");
   }
@@ -255,7 +255,7 @@ ToolOutputs ReadSaved(const std::string& dir) {
     }
   }
   if (!outputs.text.contains("ibnetdiscover") && !outputs.text.contains("iblinkinfo")) {
-    throw UsageError("--from '" + dir +
+    throw UsageError("the fabric directory '" + dir +
                      "' holds neither iblinkinfo.txt nor ibnetdiscover.txt: save them with "
                      "'iblinkinfo > " +
                      dir + "/iblinkinfo.txt' (or fabricscope fabric --save " + dir + ")");

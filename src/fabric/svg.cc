@@ -131,4 +131,37 @@ std::string FormatSvg(const FabricReport& report) {
   return svg.str();
 }
 
+namespace {
+
+// One finding as a list item: severity, subject and message, the tool's lines, the fix.
+std::string FindingItem(const Finding& f) {
+  const char* css = f.severity == Severity::kCritical ? "error"
+                    : f.severity == Severity::kWarn   ? "warning"
+                                                      : "info";
+  std::string item = fmt::format("<li class=\"{}\"><b>{} {}</b>: {}", css, SeverityName(f.severity),
+                                 Escape(f.subject), Escape(f.message));
+  for (const auto& line : f.evidence) item += "<br><code>" + Escape(line) + "</code>";
+  if (!f.fix.empty()) item += "<br>fix: " + Escape(f.fix);
+  return item + "</li>\n";
+}
+
+}  // namespace
+
+std::string FormatHtmlSection(const FabricReport& report) {
+  const size_t hosts = report.topology.host_leaf.size();
+  std::string html = fmt::format(
+      "<h2>Fabric</h2>\n<p>{} spine(s), {} leaf switch(es), {} host(s); {} finding(s), worst "
+      "{}.</p>\n",
+      report.topology.spines.size(), report.topology.leaves.size(), hosts, report.findings.size(),
+      SeverityName(report.worst()));
+  if (report.findings.empty()) {
+    html += "<p>no findings: every link, counter and route is as expected</p>\n";
+  } else {
+    html += "<ul>\n";
+    for (const auto& f : report.findings) html += FindingItem(f);
+    html += "</ul>\n";
+  }
+  return html + "<div class=\"plots\">\n" + FormatSvg(report) + "</div>\n";
+}
+
 }  // namespace fabricscope::fabric

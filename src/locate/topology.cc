@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "fabricscope/error.h"
+#include "fabricscope/fabric.h"
 #include "fabricscope/locate.h"
 
 namespace fabricscope {
@@ -144,7 +146,23 @@ Topology ParseSlurmTopology(std::string_view text, const std::string& source) {
   return t;
 }
 
+Topology ReadFabricTopology(const std::string& dir) {
+  const fabric::Topology discovered =
+      fabric::TopologyOf(fabric::ParseFabric(fabric::ReadSaved(dir)));
+  Topology t;
+  t.leaf_of = discovered.host_leaf;
+  t.source = dir;
+  if (t.empty()) {
+    throw UsageError(dir +
+                     ": the fabric's outputs show no HCA with an active link to a switch: "
+                     "no host to place on a leaf");
+  }
+  return t;
+}
+
 Topology ReadTopology(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) return ReadFabricTopology(path);
   std::ifstream in(path);
   if (!in) {
     throw SystemError("cannot read the topology '" + path +

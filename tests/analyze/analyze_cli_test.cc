@@ -285,6 +285,50 @@ TEST_F(AnalyzeCli, ReportWritesHtmlAndSvgs) {
   EXPECT_NE(o.err.find("cannot write"), std::string::npos);
 }
 
+std::string FabricData(const std::string& name) {
+  return std::string(FABRICSCOPE_SOURCE_DIR) + "/tests/fabric/data/" + name;
+}
+
+TEST_F(AnalyzeCli, ReportIncludesTheFabricPictureAndFindings) {
+  const fs::path html = dir_ / "r.html";
+  const Outcome o = Run("report --fabric " + FabricData("missing-uplink") + " " +
+                        Data("skypilot_h200_all_gather.log") + " -o " + html.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const std::string page = Slurp(html);
+  const size_t section = page.find("<h2>Fabric</h2>");
+  ASSERT_NE(section, std::string::npos);
+  // The fabric's own picture, inline, after the plots of the runs.
+  EXPECT_NE(page.find("<svg", section), std::string::npos);
+  EXPECT_NE(page.find("spine1", section), std::string::npos);
+  EXPECT_NE(page.find("leaf1", section), std::string::npos);
+  EXPECT_NE(page.find("<b>WARN leaf4</b>: 3 uplinks where the other leaves have 4", section),
+            std::string::npos)
+      << page.substr(section, 2000);
+  EXPECT_NE(page.find("</body>", section), std::string::npos);
+  // A healthy fabric: its picture and no findings.
+  ASSERT_EQ(Run("report --fabric " + FabricData("healthy") + " " +
+                Data("skypilot_h200_all_gather.log") + " -o " + html.string())
+                .exit_code,
+            0);
+  EXPECT_NE(Slurp(html).find("no findings"), std::string::npos);
+}
+
+TEST_F(AnalyzeCli, ReportRefusesABadFabricDirectory) {
+  const fs::path html = dir_ / "r.html";
+  Outcome o = Run("report --fabric " + (dir_ / "nowhere").string() + " " +
+                  Data("skypilot_h200_all_gather.log") + " -o " + html.string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("is not a directory"), std::string::npos) << o.err;
+  EXPECT_FALSE(fs::exists(html));
+  fs::create_directories(dir_ / "empty");
+  o = Run("report --fabric " + (dir_ / "empty").string() + " " +
+          Data("skypilot_h200_all_gather.log") + " -o " + html.string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("holds neither iblinkinfo.txt nor ibnetdiscover.txt"), std::string::npos)
+      << o.err;
+  EXPECT_FALSE(fs::exists(html));
+}
+
 TEST_F(AnalyzeCli, HelpListsTheCommands) {
   const Outcome o = Run("--help");
   EXPECT_EQ(o.exit_code, 0);

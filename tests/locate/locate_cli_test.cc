@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -128,6 +129,56 @@ TEST_F(LocateCliTest, SimulatedRailsAndLinks) {
 
 // Four processes on this host, two thread ranks each, each process a node: the real
 // rounds over Gloo, with two rails and the per-node test.
+// The captured healthy fabric (16 HCAs h1..h16, four per leaf) with its HCAs renamed to the
+// simulated cluster's hosts: h1 -> sim00 ... h16 -> sim15.
+fs::path SimulatedFabric(const fs::path& dir) {
+  const fs::path from = fs::path(FABRICSCOPE_SOURCE_DIR) / "tests/fabric/data/healthy";
+  fs::create_directories(dir);
+  const std::regex host(R"(\bh([0-9]+)\b)");
+  for (const char* tool : {"iblinkinfo.txt", "ibnetdiscover.txt"}) {
+    const std::string text = Slurp(from / tool);
+    std::string renamed;
+    auto last = text.cbegin();
+    for (std::sregex_iterator m(text.begin(), text.end(), host), end; m != end; ++m) {
+      renamed.append(last, (*m)[0].first);
+      const int number = std::stoi((*m)[1].str()) - 1;
+      renamed += (number < 10 ? "sim0" : "sim") + std::to_string(number);
+      last = (*m)[0].second;
+    }
+    renamed.append(last, text.cend());
+    std::ofstream(dir / tool) << renamed;
+  }
+  return dir;
+}
+
+TEST_F(LocateCliTest, FabricDirectoryAsTopologyNamesTheLeafsUplinks) {
+  const fs::path fabric = SimulatedFabric(dir_ / "fabric");
+  const fs::path json = dir_ / "r.json";
+  // sim12..sim15 are h13..h16, the HCAs of leaf4.
+  const Outcome o =
+      Run("locate --simulate 16 --inject uplink:12-15:0.4 --skip-stragglers "
+          "--topology " +
+          fabric.string() + " --json " + json.string());
+  EXPECT_EQ(o.exit_code, 1) << o.err << o.out;
+  const auto j = nlohmann::json::parse(Slurp(json));
+  ASSERT_EQ(j["suspects"].size(), 1u) << j["suspects"].dump(2);
+  EXPECT_EQ(j["suspects"][0]["kind"], "uplink");
+  EXPECT_EQ(j["suspects"][0]["element"], "leaf4");
+  EXPECT_NE(o.out.find("leaf4"), std::string::npos) << o.out;
+}
+
+TEST_F(LocateCliTest, FabricDirectoryWithoutOutputsIsRefused) {
+  const fs::path empty = dir_ / "empty-fabric";
+  fs::create_directories(empty);
+  ExpectRefused("locate --simulate 8 --topology " + empty.string(), 2,
+                "holds neither iblinkinfo.txt nor ibnetdiscover.txt");
+  // Outputs with no HCA on a switch: nothing to place on a leaf.
+  const fs::path bare = dir_ / "bare-fabric";
+  fs::create_directories(bare);
+  std::ofstream(bare / "iblinkinfo.txt") << "";
+  ExpectRefused("locate --simulate 8 --topology " + bare.string(), 2, "no host to place on a leaf");
+}
+
 TEST_F(LocateCliTest, FourProcessesAsNodesOverGloo) {
   const uint16_t port = [] {
     fabricscope::TcpStoreServer probe(0);
