@@ -475,9 +475,10 @@ TEST_F(AnalyzeCli, NcclNodesNamesTheOddNodeAndRefusesWhatItCannotDo) {
   for (int node = 0; node < 3; ++node) {
     for (int local = 0; local < 2; ++local) {
       log += "node" + std::to_string(node) + ":100:20" + std::to_string(local) + " [" +
-             std::to_string(local) + "] NCCL INFO Channel 00/0 : " +
-             std::to_string(node * 2 + local) + "[" + std::to_string(local) +
-             "] -> 9[0] [send] via NET/IB/0" + (node == 1 ? "" : "/GDRDMA") + "\n";
+             std::to_string(local) +
+             "] NCCL INFO Channel 00/0 : " + std::to_string(node * 2 + local) + "[" +
+             std::to_string(local) + "] -> 9[0] [send] via NET/IB/0" +
+             (node == 1 ? "" : "/GDRDMA") + "\n";
     }
   }
   const std::string path = Write("job.log", log);

@@ -1,6 +1,6 @@
 // libFuzzer target: any bytes, read as a log (and as whatever they look like), summarized and
-// rendered, and compared across nodes as NCCL's own log. The readers must neither crash, hang, nor read out of bounds on any input; ASan
-// and UBSan, compiled in, turn any such slip into a failure.
+// rendered, and compared across nodes as NCCL's own log. The readers must neither crash, hang, nor
+// read out of bounds on any input; ASan and UBSan, compiled in, turn any such slip into a failure.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
