@@ -14,6 +14,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "analyze/lines.h"
 #include "analyze/text_fields.h"
 
 namespace fabricscope {
@@ -286,17 +287,8 @@ NcclNodeComparison NcclNodeCollector::Finish() {
 
 NcclNodeComparison CompareNcclNodes(std::string_view text, const std::string& source) {
   NcclNodeCollector collector(source);
-  size_t line_no = 0;
-  size_t start = 0;
-  while (start < text.size()) {
-    const void* found = std::memchr(text.data() + start, '\n', text.size() - start);
-    const size_t end = found == nullptr
-                           ? text.size()
-                           : static_cast<size_t>(static_cast<const char*>(found) - text.data());
-    ++line_no;
-    collector.Feed(text.substr(start, end - start), line_no);
-    start = end + 1;
-  }
+  ForEachLine(text,
+              [&](std::string_view line, size_t line_no, bool) { collector.Feed(line, line_no); });
   return collector.Finish();
 }
 

@@ -14,6 +14,7 @@
 #include "analyze/collective_inference.h"
 #include "analyze/diagnostics.h"
 #include "analyze/line_prefix.h"
+#include "analyze/lines.h"
 #include "analyze/readers.h"
 #include "analyze/text_fields.h"
 #include "fabricscope/parse.h"
@@ -1016,17 +1017,9 @@ std::string NoResultsMessage(std::string_view what_was_read) {
 ParsedResults ParseTextResults(std::string_view text, const std::string& source,
                                const ParseOptions& options) {
   TextParser parser(source, options);
-  size_t line_no = 0;
-  size_t start = 0;
-  while (start < text.size()) {
-    const void* found = std::memchr(text.data() + start, '\n', text.size() - start);
-    const size_t end = found == nullptr
-                           ? text.size()
-                           : static_cast<size_t>(static_cast<const char*>(found) - text.data());
-    ++line_no;
-    parser.Feed(text.substr(start, end - start), line_no, found == nullptr);
-    start = end + 1;
-  }
+  ForEachLine(text, [&](std::string_view line, size_t line_no, bool last) {
+    parser.Feed(line, line_no, last);
+  });
   return parser.Finish();
 }
 
