@@ -290,6 +290,98 @@ TEST(CatalogPlatforms, H100OverRoceAboveTheNicTotalMeetsThePublishedFigure) {
   EXPECT_EQ(algo->status, CheckStatus::kWarn);
 }
 
+// coreweave/nccl-tests README, "Expected Performance", GB200 (NCCL 2.26.2), digit for digit:
+// the device lists of its runs are cut to their last line.
+constexpr const char* kCoreWeaveHeader =
+    "# nThread 1 nGpus 1 minBytes 536870912 maxBytes 17179869184 step: 2(factor) warmup iters: "
+    "5 iters: 20 agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n";
+constexpr const char* kTableHeader =
+    "#                                                              out-of-place                 "
+    "      in-place          \n"
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+    "time   algbw   busbw #wrong\n"
+    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            "
+    "(us)  (GB/s)  (GB/s)       \n";
+
+// 20 racks, 1440 ranks.
+std::string CoreWeave20Racks() {
+  return std::string(kCoreWeaveHeader) +
+         "#  Rank 1439 Group  0 Pid  21082 on slurm-gb200-218-073 device  3 [0x01] NVIDIA GB200\n" +
+         kTableHeader +
+         "   536870912     134217728     float     sum      -1   7108.4   75.53  150.95      0   "
+         "7145.8   75.13  150.16      0\n"
+         "  1073741824     268435456     float     sum      -1   9805.7  109.50  218.85      0   "
+         "9819.6  109.35  218.54      0\n"
+         "  2147483648     536870912     float     sum      -1    14980  143.36  286.52      0    "
+         "15087  142.34  284.49      0\n"
+         "  4294967296    1073741824     float     sum      -1    24782  173.31  346.38      0    "
+         "24975  171.97  343.71      0\n"
+         "  8589934592    2147483648     float     sum      -1    45004  190.87  381.48      0    "
+         "44930  191.19  382.11      0\n"
+         " 17179869184    4294967296     float     sum      -1    84625  203.01  405.74      0    "
+         "84828  202.53  404.77      0\n"
+         "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 297.808 \n";
+}
+
+// One full rack, 72 ranks; the driver of that run named the GPU "NVIDIA Graphics Device".
+std::string CoreWeaveOneRack() {
+  return std::string(kCoreWeaveHeader) +
+         "#  Rank 71 Group  0 Pid  14840 on slurm-gb200-207-171 device  3 [0x01] NVIDIA Graphics "
+         "Device\n#\n" +
+         kTableHeader +
+         "   536870912     134217728     float     sum      -1   1806.7  297.16  586.06      0   "
+         "1835.9  292.43  576.74      0\n"
+         "  1073741824     268435456     float     sum      -1   3108.8  345.38  681.17      0   "
+         "2924.7  367.13  724.06      0\n"
+         "  2147483648     536870912     float     sum      -1   5589.1  384.22  757.78      0   "
+         "5474.6  392.26  773.62      0\n"
+         "  4294967296    1073741824     float     sum      -1    10094  425.49  839.16      0    "
+         "10141  423.54  835.32      0\n"
+         "  8589934592    2147483648     float     sum      -1    20299  423.16  834.57      0    "
+         "20006  429.37  846.82      0\n"
+         "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 745.53 \n";
+}
+
+// The published 20-rack run, its device list cut to "Rank 1439", meets its own band: 1440 ranks
+// on 360 trays, judged from 8 GiB (busbw still climbs at that scale) against 405.7 GB/s.
+TEST(CatalogPlatforms, PublishedTwentyRackRunMeetsItsOwnBand) {
+  const Judged j = JudgeFromLog(CoreWeave20Racks());
+  const std::string dump = Dump(j.choice, j.report);
+  ASSERT_TRUE(j.choice.platform) << dump;
+  EXPECT_EQ(j.choice.platform->name, "gb200-nvl72") << dump;
+  ASSERT_EQ(j.report.tests.size(), 1u) << dump;
+  const TestVerdict& t = j.report.tests[0];
+  EXPECT_EQ(t.ranks, 1440);
+  EXPECT_EQ(t.nodes, 360);
+  ASSERT_TRUE(t.expected && t.measured_busbw) << dump;
+  EXPECT_DOUBLE_EQ(t.expected->typical, 405.7);
+  EXPECT_EQ(t.expected->from_size, 8 * kGiB);
+  EXPECT_NEAR(*t.measured_busbw, (382.11 + 405.74) / 2, 1e-9);  // the better placement a size
+  const CheckFinding* bw = FindingOf(t, "bandwidth");
+  ASSERT_NE(bw, nullptr) << dump;
+  EXPECT_EQ(bw->status, CheckStatus::kPass) << dump;
+}
+
+// The published one-rack run against gb200-nvl72: 18 trays of one NVLink domain, judged
+// against NVLink (mean 795.9 GB/s from 1 GiB, 95% of the rack's 834.6).
+TEST(CatalogPlatforms, PublishedOneRackRunIsJudgedAgainstNvlink) {
+  PlatformChoice choice;
+  choice.platform = BuiltinCatalog().Get("gb200-nvl72");
+  choice.origin = "--platform";
+  const CheckReport report = Check(ParseResults(CoreWeaveOneRack(), "cw.log").runs, choice);
+  const std::string dump = Dump(choice, report);
+  ASSERT_EQ(report.tests.size(), 1u) << dump;
+  const TestVerdict& t = report.tests[0];
+  EXPECT_EQ(t.nodes, 18);
+  ASSERT_TRUE(t.measured_busbw) << dump;
+  EXPECT_NEAR(*t.measured_busbw, (724.06 + 773.62 + 839.16 + 846.82) / 4, 1e-9);
+  const CheckFinding* bw = FindingOf(t, "bandwidth");
+  ASSERT_NE(bw, nullptr) << dump;
+  EXPECT_EQ(bw->status, CheckStatus::kPass) << dump;
+  EXPECT_TRUE(Has(bw->reason, "18 nodes inside one NVLink domain")) << bw->reason;
+  EXPECT_EQ(FindingOf(t, "algorithm"), nullptr) << dump;
+}
+
 class CatalogPlatformsCli : public test::BinaryTest {
  protected:
   CatalogPlatformsCli() : BinaryTest("check") {}
