@@ -111,8 +111,10 @@ class CollectiveModel {
   std::vector<Prediction> Sweep(Collective collective, const std::vector<size_t>& sizes) const;
 
   const ModelParams& params() const { return params_; }
-  int nodes() const { return nodes_; }
-  int ranks_per_node() const { return ppn_; }
+  int nodes() const { return trays_; }
+  int ranks_per_node() const { return gpus_per_tray_; }
+  // The nodes share one NVLink domain (MNNVL): modelled as one NVLink fabric, no NIC.
+  bool nvlink_domain() const { return nvlink_domain_; }
   int nranks() const { return nodes_ * ppn_; }
   int channels() const { return channels_; }
   GpuArch arch() const { return arch_; }
@@ -133,8 +135,11 @@ class CollectiveModel {
   ModelOptions options_;
   ModelParams params_;
   GpuArch arch_ = GpuArch::kHopper;
-  int nodes_ = 1;
+  int nodes_ = 1;  // as NCCL's tuner sees them: 1 inside an NVLink domain
   int ppn_ = 1;
+  int trays_ = 1;  // as given: the platform's nodes
+  int gpus_per_tray_ = 1;
+  bool nvlink_domain_ = false;
   int channels_ = 1;
   int nics_ = 0;
   double intra_ = 0;

@@ -59,10 +59,19 @@ struct Platform {
   double nvlink_per_direction_gbs = 0;  // per GPU
   double intra_node_ring_busbw = 0;     // GB/s, a healthy single-node ring
   std::string intra_node_source;
-  int nics = 0;              // GPU-fabric NICs per node
-  double nic_rate_gbps = 0;  // line rate per NIC, Gb/s
+  // What joins the GPUs of a node: "NVSwitch", "NVLink", "XGMI", "PCIe", or "MNNVL" when the
+  // NVLink switches reach beyond the node (GB200/GB300 NVL72: 4 GPUs a compute tray, 72 in
+  // one NVLink domain), so that runs on several nodes of one domain never touch the NICs.
+  std::string intra_fabric = "NVSwitch";
+  int nvlink_domain_gpus = 0;    // GPUs in one NVLink domain; = gpus_per_node unless MNNVL
+  double domain_ring_busbw = 0;  // GB/s, a healthy ring across nodes of one MNNVL domain
+  std::string domain_source;
+  std::string hardware_source;  // where GPUs per node / domain and link rates were read
+  int nics = 0;                 // GPU-fabric NICs per node
+  double nic_rate_gbps = 0;     // line rate per NIC, Gb/s
   std::string nic_model;
   std::string transport;                   // IB, RoCE, TCPX, TCPXO, EFA, TCP
+  std::string network_source;              // where the NIC count and rate were read
   std::optional<double> latency_floor_us;  // 2-node small-message floor, when published
   std::string latency_source;
   std::vector<EnvSetting> nccl_env;
@@ -74,6 +83,17 @@ struct Platform {
 
   // Line rate of all GPU-fabric NICs of one node, one direction, GB/s (decimal).
   double NicTotalGBs() const { return nics * nic_rate_gbps / 8.0; }
+  // Whether NVLink joins nodes (multi-node NVLink, the NVL72 racks).
+  bool Mnnvl() const { return intra_fabric == "MNNVL"; }
+  // Nodes of one NVLink domain: 18 compute trays of an NVL72 rack, 1 elsewhere.
+  int NodesPerNvlinkDomain() const {
+    return Mnnvl() && gpus_per_node > 0 ? nvlink_domain_gpus / gpus_per_node : 1;
+  }
+  // Whether a run on `nodes` nodes fits in one NVLink domain and so crosses NVLink, not the
+  // NICs: 2 to 18 trays of an NVL72 rack.
+  bool InNvlinkDomain(int nodes) const {
+    return Mnnvl() && nodes >= 2 && nodes <= NodesPerNvlinkDomain();
+  }
   // The band for this collective, node count and size; none when the catalog has no figure.
   std::optional<Expectation> ExpectationFor(const std::string& collective, int nodes,
                                             size_t size) const;

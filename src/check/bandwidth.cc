@@ -33,8 +33,11 @@ bool RingCollective(const std::string& collective) {
 // NCCL_ALGO named; a band on the right side of the NIC total (a ring below it, Tree/NVLS
 // above it on two nodes); one whose sizes the run reached; published over derived; the
 // first listed.
+// Inside an NVLink domain only the bands above the NIC total judge: NVLink carries the run, and
+// a band the NICs bound says nothing about it.
 const Expectation* ChooseBand(const TestEvidence& test, const Platform& platform,
-                              bool above_nic_total, size_t reach, bool& size_reached) {
+                              const BandwidthJudgement& j, size_t reach, bool& size_reached) {
+  const bool above_nic_total = j.above_nic_total || j.over_nvlink;
   const std::optional<std::string> algo = test.Env("NCCL_ALGO");
   const double nic_total = platform.NicTotalGBs();
   const Expectation* best = nullptr;
@@ -46,6 +49,7 @@ const Expectation* ChooseBand(const TestEvidence& test, const Platform& platform
     }
     const bool algo_mismatch = algo && !e.algorithm.empty() && Lower(*algo) != Lower(e.algorithm);
     const bool network_band = e.typical_busbw <= nic_total;
+    if (j.over_nvlink && network_band) continue;
     const bool side_mismatch = test.nodes >= 2 && network_band == above_nic_total;
     const bool unreached = reach < e.min_size;
     const bool derived = e.basis != "published";
@@ -156,6 +160,10 @@ CheckStatus Grade(BandwidthJudgement& j) {
 
 }  // namespace
 
+bool OverNvlink(const TestEvidence& test, const Platform& platform) {
+  return platform.InNvlinkDomain(test.nodes) && test.Env("NCCL_MNNVL_ENABLE") != "0";
+}
+
 bool PlatformApplies(const TestEvidence& test, const PlatformChoice& choice) {
   return choice.platform.has_value() && (!test.host_memory || choice.generic());
 }
@@ -179,11 +187,12 @@ BandwidthJudgement JudgeBandwidth(const TestEvidence& test, const PlatformChoice
     j.not_judged = "the test has no rows";
     return j;
   }
-  j.above_nic_total = test.nodes == 2 && test.peak_busbw > j.nic_total;
+  j.over_nvlink = OverNvlink(test, platform);
+  j.above_nic_total = !j.over_nvlink && test.nodes == 2 && test.peak_busbw > j.nic_total;
   // --judge-from moves where every band starts: then any band counts as reached.
   const size_t reach = options.judge_from ? std::numeric_limits<size_t>::max() : test.largest_size;
   bool size_reached = false;
-  const Expectation* band = ChooseBand(test, platform, j.above_nic_total, reach, size_reached);
+  const Expectation* band = ChooseBand(test, platform, j, reach, size_reached);
   if (options.judge_from && test.largest_size < *options.judge_from) size_reached = false;
   if (band != nullptr && size_reached) {
     ExpectedBusbw e;
@@ -225,7 +234,7 @@ BandwidthJudgement JudgeBandwidth(const TestEvidence& test, const PlatformChoice
       j.not_judged = j.fallback + ", and the run has no size at or above " + FormatBytes(from);
       return j;
     }
-    const bool ring = !j.above_nic_total && RingCollective(test.collective);
+    const bool ring = !j.above_nic_total && !j.over_nvlink && RingCollective(test.collective);
     std::string why;
     j.expected = ModelExpectation(test, platform, sizes, ring, options, why);
     if (!j.expected) {

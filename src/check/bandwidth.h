@@ -24,7 +24,14 @@ struct BandwidthJudgement {
   // On two nodes, a peak above what the node's NICs carry: NCCL used Tree or NVLS.
   bool above_nic_total = false;
   double nic_total = 0;  // GB/s per node, one direction
+  // The nodes share one NVLink domain (2 to 18 trays of an NVL72 rack, MNNVL not turned off):
+  // the run crosses NVLink, so the NICs bound nothing and the in-domain bands judge it.
+  bool over_nvlink = false;
 };
+
+// Whether a test runs inside one NVLink domain of an MNNVL platform: its nodes fit in a
+// domain and NCCL_MNNVL_ENABLE=0 was not recorded with it.
+bool OverNvlink(const TestEvidence& test, const Platform& platform);
 
 // Whether the platform's figures can judge this test at all: they cannot without a platform,
 // or for a host-memory run against a GPU platform of the catalog.

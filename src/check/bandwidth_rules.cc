@@ -42,6 +42,8 @@ std::string ConfidenceText(const BandwidthJudgement& j) {
 
 std::optional<CheckFinding> AlgorithmRule(const RuleContext& c) {
   if (!PlatformApplies(c.test, c.choice) || c.test.nodes < 2) return std::nullopt;
+  // Inside one NVLink domain the NICs carry nothing: their total bounds nothing.
+  if (c.bandwidth.over_nvlink) return std::nullopt;
   const Platform& p = *c.choice.platform;
   const double nic_total = p.NicTotalGBs();
   if (c.test.peak_busbw <= nic_total) return std::nullopt;
@@ -110,7 +112,12 @@ std::optional<CheckFinding> BandwidthRule(const RuleContext& c) {
   } else {
     text += "; " + e.basis + ": " + e.source;
   }
-  if (c.test.nodes >= 2) {
+  if (j.over_nvlink) {
+    text += fmt::format(
+        "; {} nodes inside one NVLink domain ({} GPUs, multi-node NVLink): this measures "
+        "NVLink across the nodes, not the NICs",
+        c.test.nodes, p.nvlink_domain_gpus);
+  } else if (c.test.nodes >= 2) {
     // A ring carries its busbw through each node's NICs: busbw / NICs is each NIC's load.
     const double per_nic = m / p.nics;
     const double line = per_nic * 8 / p.nic_rate_gbps;
@@ -128,6 +135,11 @@ std::optional<CheckFinding> BandwidthRule(const RuleContext& c) {
     text +=
         "; one sample, close to the healthy minimum: repeat it (-N 5, or several result files) "
         "for a verdict with its confidence";
+  }
+  if (f.status == CheckStatus::kFail && j.over_nvlink) {
+    text +=
+        "; if multi-node NVLink was off (NCCL_MNNVL_ENABLE=0, or the IMEX service not running), "
+        "the run went over the NICs: NCCL's log says 'MNNVL' when it is on";
   }
   if (f.status == CheckStatus::kFail && !c.test.host_memory) {
     text += c.test.nodes >= 2 ? "; run fabricscope doctor on the nodes, and fabricscope locate "

@@ -23,6 +23,8 @@ json PlatformJson(const PlatformChoice& choice) {
   j["description"] = p.description;
   j["gpu_model"] = p.gpu_model;
   j["gpus_per_node"] = p.gpus_per_node;
+  j["intra_fabric"] = p.intra_fabric;
+  j["nvlink_domain_gpus"] = p.nvlink_domain_gpus;
   j["nics"] = p.nics;
   j["nic_rate_gbps"] = p.nic_rate_gbps;
   j["transport"] = p.transport;

@@ -20,7 +20,8 @@ struct Floor {
 
 std::optional<Floor> FloorFor(const RuleContext& c, size_t size) {
   const Platform& p = *c.choice.platform;
-  if (p.latency_floor_us && (c.test.nodes == 2 || c.test.host_memory)) {
+  // The catalog's floor is the network's; inside an NVLink domain the model's time stands in.
+  if (p.latency_floor_us && !c.bandwidth.over_nvlink && (c.test.nodes == 2 || c.test.host_memory)) {
     return Floor{*p.latency_floor_us,
                  p.latency_source.empty() ? std::string("the catalog") : p.latency_source};
   }

@@ -250,6 +250,8 @@ std::string Misfit(const Platform& p, const LogFacts& f) {
     return "transport " + p.transport;
   }
   if (f.nics > 0 && f.nics != p.nics) return fmt::format("{} NICs", p.nics);
+  // NCCL found a multi-node NVLink clique: only a platform whose NVLink spans nodes has one.
+  if (f.mnnvl && !p.Mnnvl()) return "no multi-node NVLink";
   if (f.nic_rate_gbps > 0 && f.nic_rate_gbps != p.nic_rate_gbps) {
     return fmt::format("{:g} Gb/s NICs", p.nic_rate_gbps);
   }

@@ -14,8 +14,9 @@ std::string Line(const std::string& lead, const std::string& text) { return lead
 std::string PlatformLine(const PlatformChoice& choice) {
   if (!choice.platform) return "no platform: " + choice.unavailable;
   const Platform& p = *choice.platform;
-  const std::string gpus = choice.generic() ? fmt::format("{} GPUs (ranks) a node", p.gpus_per_node)
-                                            : fmt::format("{} x {}", p.gpus_per_node, p.gpu_model);
+  std::string gpus = choice.generic() ? fmt::format("{} GPUs (ranks) a node", p.gpus_per_node)
+                                      : fmt::format("{} x {}", p.gpus_per_node, p.gpu_model);
+  if (p.Mnnvl()) gpus += fmt::format(" ({} in one NVLink domain)", p.nvlink_domain_gpus);
   return fmt::format("{} ({}): {}, {} x {:g} Gb/s {}, NIC total {:.1f} GB/s a node", p.name,
                      choice.origin, gpus, p.nics, p.nic_rate_gbps, p.transport, p.NicTotalGBs());
 }

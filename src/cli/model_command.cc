@@ -147,8 +147,10 @@ const char* kTableHeader =
     "#        (B)        (us)   (GB/s)   (GB/s)\n";
 
 std::string Describe(const Platform& p, const CollectiveModel& m) {
-  return fmt::format("{} x {} ({} ranks, {} GPUs per node, {} x {:g} Gb/s {})", m.nodes(), p.name,
-                     m.nranks(), m.ranks_per_node(), p.nics, p.nic_rate_gbps, p.transport);
+  return fmt::format(
+      "{} x {} ({} ranks, {} GPUs per node, {} x {:g} Gb/s {}{})", m.nodes(), p.name, m.nranks(),
+      m.ranks_per_node(), p.nics, p.nic_rate_gbps, p.transport,
+      m.nvlink_domain() ? "; the nodes share one NVLink domain: NVLink, not the NICs" : "");
 }
 
 // What a model was calibrated on, as the report's JSON member and its header lines.

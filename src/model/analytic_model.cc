@@ -186,6 +186,15 @@ CollectiveModel::CollectiveModel(const Platform& platform, const ModelOptions& o
   }
   nodes_ = options.nodes;
   ppn_ = platform.gpus_per_node;
+  trays_ = nodes_;
+  gpus_per_tray_ = ppn_;
+  // Nodes of one NVLink domain (an NVL72 rack) are one NVLink fabric to NCCL: model them as
+  // one node of all their GPUs, at the domain's ring busbw, with no NIC on the path.
+  nvlink_domain_ = platform.InNvlinkDomain(nodes_) && platform.domain_ring_busbw > 0;
+  if (nvlink_domain_) {
+    ppn_ = nodes_ * ppn_;
+    nodes_ = 1;
+  }
   if (nranks() < 2) {
     throw UsageError(
         "1 node with 1 GPU is a single rank: nothing crosses a link to model; "
@@ -211,8 +220,10 @@ CollectiveModel::CollectiveModel(const Platform& platform, const ModelOptions& o
       !(params_.intra_efficiency > 0) || !(params_.net_latency_us >= 0)) {
     throw UsageError("model terms must be positive: latency scale, efficiencies");
   }
-  intra_ = ppn_ > 1 ? platform.intra_node_ring_busbw * params_.intra_efficiency
-                    : std::numeric_limits<double>::infinity();
+  const double intra_ring =
+      nvlink_domain_ ? platform.domain_ring_busbw : platform.intra_node_ring_busbw;
+  intra_ =
+      ppn_ > 1 ? intra_ring * params_.intra_efficiency : std::numeric_limits<double>::infinity();
   inter_ = nodes_ > 1 ? platform.NicTotalGBs() * params_.net_efficiency : 0;
   nics_ = platform.nics;
   const auto& f = Factors();

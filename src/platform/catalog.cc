@@ -107,6 +107,48 @@ Expectation ReadExpectation(const FieldReader& r) {
   return e;
 }
 
+// The GPUs of a node and what joins them; an MNNVL platform also names its NVLink domain
+// (GPUs in it, a multiple of the GPUs a node) and the ring busbw across the domain's nodes.
+void ReadGpu(const FieldReader& gpu, Platform& p) {
+  p.gpu_model = gpu.Required<std::string>("model");
+  p.gpus_per_node = gpu.Required<int>("per_node");
+  p.nvlink_per_direction_gbs = gpu.Optional<double>("nvlink_per_direction_gbs", 0);
+  p.intra_node_ring_busbw = gpu.Required<double>("intra_node_ring_busbw");
+  p.intra_node_source = gpu.Required<std::string>("intra_node_source");
+  RequirePositive(gpu, "gpu.per_node", p.gpus_per_node);
+  RequirePositive(gpu, "gpu.intra_node_ring_busbw", p.intra_node_ring_busbw);
+  if (p.intra_node_source.empty()) {
+    gpu.Fail("gpu.intra_node_source", "is empty: every figure needs its source");
+  }
+  p.hardware_source = gpu.Optional<std::string>("hardware_source", "");
+  p.intra_fabric = gpu.Optional<std::string>("fabric", "NVSwitch");
+  static const std::vector<std::string> kFabrics = {"NVSwitch", "NVLink", "XGMI", "PCIe", "MNNVL"};
+  if (std::find(kFabrics.begin(), kFabrics.end(), p.intra_fabric) == kFabrics.end()) {
+    gpu.Fail("gpu.fabric",
+             "is '" + p.intra_fabric + "': use NVSwitch, NVLink, XGMI, PCIe or MNNVL");
+  }
+  p.nvlink_domain_gpus = gpu.Optional<int>("nvlink_domain_gpus", p.gpus_per_node);
+  if (!p.Mnnvl()) {
+    if (p.nvlink_domain_gpus != p.gpus_per_node) {
+      gpu.Fail("gpu.nvlink_domain_gpus",
+               "differs from gpu.per_node, which only a multi-node NVLink domain can: set "
+               "gpu.fabric to \"MNNVL\"");
+    }
+    return;
+  }
+  if (p.nvlink_domain_gpus <= p.gpus_per_node || p.nvlink_domain_gpus % p.gpus_per_node != 0) {
+    gpu.Fail("gpu.nvlink_domain_gpus",
+             "must be a multiple of gpu.per_node above it for an MNNVL platform (72 GPUs a "
+             "domain, 4 a node on an NVL72 rack)");
+  }
+  p.domain_ring_busbw = gpu.Required<double>("domain_ring_busbw");
+  p.domain_source = gpu.Required<std::string>("domain_source");
+  RequirePositive(gpu, "gpu.domain_ring_busbw", p.domain_ring_busbw);
+  if (p.domain_source.empty()) {
+    gpu.Fail("gpu.domain_source", "is empty: every figure needs its source");
+  }
+}
+
 }  // namespace
 
 bool Expectation::Covers(const std::string& coll, int nodes, size_t size) const {
@@ -138,14 +180,7 @@ Platform Catalog::ParsePlatform(const std::string& json_text, const std::string&
   p.aliases = r.Optional<std::vector<std::string>>("aliases", {});
   p.vendor = r.Optional<std::string>("vendor", "");
   p.description = r.Optional<std::string>("description", "");
-  const FieldReader gpu = r.Object("gpu");
-  p.gpu_model = gpu.Required<std::string>("model");
-  p.gpus_per_node = gpu.Required<int>("per_node");
-  p.nvlink_per_direction_gbs = gpu.Optional<double>("nvlink_per_direction_gbs", 0);
-  p.intra_node_ring_busbw = gpu.Required<double>("intra_node_ring_busbw");
-  p.intra_node_source = gpu.Required<std::string>("intra_node_source");
-  RequirePositive(gpu, "gpu.per_node", p.gpus_per_node);
-  RequirePositive(gpu, "gpu.intra_node_ring_busbw", p.intra_node_ring_busbw);
+  ReadGpu(r.Object("gpu"), p);
   const FieldReader net = r.Object("network");
   p.nics = net.Required<int>("nics");
   p.nic_rate_gbps = net.Required<double>("nic_rate_gbps");
@@ -153,6 +188,7 @@ Platform Catalog::ParsePlatform(const std::string& json_text, const std::string&
   p.transport = net.Required<std::string>("transport");
   p.latency_floor_us = net.Maybe<double>("latency_floor_us");
   p.latency_source = net.Optional<std::string>("latency_source", "");
+  p.network_source = net.Optional<std::string>("source", "");
   RequirePositive(net, "network.nics", p.nics);
   RequirePositive(net, "network.nic_rate_gbps", p.nic_rate_gbps);
   static const std::vector<std::string> kTransports = {"IB", "RoCE", "TCPX", "TCPXO", "EFA", "TCP"};
@@ -176,6 +212,8 @@ Platform Catalog::ParsePlatform(const std::string& json_text, const std::string&
                            e.Optional<std::string>("placement", ""),
                            e.Optional<std::string>("algorithm", ""),
                            e.Required<std::string>("source")});
+    if (p.published.back().source.empty())
+      e.Fail("source", "is empty: every figure needs its source");
   });
   if (doc.contains("without_gpudirect")) {
     const FieldReader w = r.Object("without_gpudirect");

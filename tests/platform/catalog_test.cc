@@ -14,10 +14,104 @@ TEST(CatalogTest, ShipsEveryPlatformTheIssueNames) {
   const Catalog catalog = Catalog::Builtin();
   for (const char* name : {"a3-highgpu-8g", "a3-edgegpu-8g", "a3-megagpu-8g", "a3-ultragpu-8g",
                            "a4-highgpu-8g", "p4d", "p5", "p5en", "p6-b200", "ND A100 v4",
-                           "ND H100 v5", "ND H200 v5", "DGX H100", "DGX H200", "DGX B200"}) {
+                           "ND H100 v5", "ND H200 v5", "DGX H100", "DGX H200", "DGX B200",
+                           // Issue 14: NVL72 racks, HGX on RoCE, AMD with RCCL, more clouds.
+                           "GB200 NVL72", "GB300 NVL72", "ND GB200 v6", "p6e-gb200.36xlarge",
+                           "BM.GPU.GB200.4", "HGX H100 RoCE", "HGX H200 RoCE", "HGX B200 RoCE",
+                           "p5e", "coreweave-h100", "ND MI300X v5", "MI355X"}) {
     EXPECT_NE(catalog.Find(name), nullptr) << name;
   }
-  EXPECT_EQ(catalog.platforms().size(), 15u);
+  EXPECT_EQ(catalog.platforms().size(), 27u);
+}
+
+// Every platform, the NVL72 trays included, has a figure for one node on its own GPU fabric
+// (NVSwitch, NVLink or XGMI), with its source.
+TEST(CatalogTest, EveryPlatformHasASingleNodeFigure) {
+  const Catalog catalog = Catalog::Builtin();
+  for (const Platform& p : catalog.platforms()) {
+    SCOPED_TRACE(p.name);
+    const auto one = p.ExpectationFor("all_reduce", 1, 8 * kGiB);
+    ASSERT_TRUE(one);
+    EXPECT_EQ(one->nodes_max, 1);
+    EXPECT_FALSE(one->source.empty());
+    // The ring figure, or a published NVLS one above it (8 x H100: 478.9 against 370).
+    EXPECT_GE(one->typical_busbw, p.intra_node_ring_busbw);
+  }
+}
+
+// The platforms added for issue 14 say where their hardware facts were read, and a figure
+// marked derived says so in its source.
+TEST(CatalogTest, NewPlatformsNameTheirHardwareSourcesAndDerivedFiguresSayHow) {
+  const Catalog catalog = Catalog::Builtin();
+  for (const char* name : {"gb200-nvl72", "gb300-nvl72", "azure-nd-gb200-v6", "aws-p6e-gb200",
+                           "oci-bm-gpu-gb200-4", "hgx-h100-roce", "hgx-h200-roce", "hgx-b200-roce",
+                           "aws-p5e", "coreweave-hgx-h100", "azure-nd-mi300x-v5", "amd-mi355x"}) {
+    SCOPED_TRACE(name);
+    const Platform& p = catalog.Get(name);
+    EXPECT_FALSE(p.network_source.empty());
+    for (const Expectation& e : p.expected) {
+      if (e.basis == "derived") {
+        EXPECT_NE(e.source.find("derived"), std::string::npos) << e.source;
+      } else {
+        // A published band names where it was published: a URL, an issue or a repository.
+        EXPECT_TRUE(e.source.find("http") != std::string::npos ||
+                    e.source.find('#') != std::string::npos ||
+                    e.source.find('/') != std::string::npos)
+            << e.source;
+      }
+    }
+  }
+}
+
+TEST(CatalogTest, Nvl72RacksAreFourGpuNodesInA72GpuNvlinkDomain) {
+  const Catalog catalog = Catalog::Builtin();
+  for (const char* name :
+       {"gb200-nvl72", "gb300-nvl72", "azure-nd-gb200-v6", "aws-p6e-gb200", "oci-bm-gpu-gb200-4"}) {
+    SCOPED_TRACE(name);
+    const Platform& p = catalog.Get(name);
+    EXPECT_TRUE(p.Mnnvl());
+    EXPECT_EQ(p.gpus_per_node, 4);
+    EXPECT_EQ(p.nvlink_domain_gpus, 72);
+    EXPECT_EQ(p.NodesPerNvlinkDomain(), 18);
+    EXPECT_FALSE(p.InNvlinkDomain(1)) << "one node is the single-node figure";
+    EXPECT_TRUE(p.InNvlinkDomain(2));
+    EXPECT_TRUE(p.InNvlinkDomain(18));
+    EXPECT_FALSE(p.InNvlinkDomain(19)) << "a 19th tray is in another rack";
+    EXPECT_GT(p.domain_ring_busbw, p.NicTotalGBs()) << "NVLink, not the NICs";
+    EXPECT_FALSE(p.domain_source.empty());
+    EXPECT_FALSE(p.hardware_source.empty());
+    // Inside the rack the band is NVLink's, far above what the tray's NICs carry.
+    const auto two = p.ExpectationFor("all_reduce", 2, 8 * kGiB);
+    ASSERT_TRUE(two);
+    EXPECT_GT(two->typical_busbw, p.NicTotalGBs());
+  }
+  const Platform& dgx = catalog.Get("dgx-h100");
+  EXPECT_FALSE(dgx.Mnnvl());
+  EXPECT_EQ(dgx.NodesPerNvlinkDomain(), 1);
+  EXPECT_FALSE(dgx.InNvlinkDomain(2));
+  EXPECT_EQ(catalog.Get("azure-nd-mi300x-v5").intra_fabric, "XGMI");
+}
+
+// The published figures behind the new bands, digit for digit from their sources.
+TEST(CatalogTest, PublishedRackAndXgmiFiguresKeepTheirDigits) {
+  const Catalog catalog = Catalog::Builtin();
+  auto point = [&](const char* platform, int nodes, size_t size, const char* placement) {
+    for (const PublishedPoint& p : catalog.Get(platform).published) {
+      if (p.nodes == nodes && p.size == size && p.placement == placement) return p.busbw;
+    }
+    return 0.0;
+  };
+  // coreweave/nccl-tests README: one rack (72 ranks), 2 racks (144), 20 racks (1440).
+  EXPECT_DOUBLE_EQ(point("gb200-nvl72", 18, 8 * kGiB, "out-of-place"), 834.57);
+  EXPECT_DOUBLE_EQ(point("gb200-nvl72", 18, 8 * kGiB, "in-place"), 846.82);
+  EXPECT_DOUBLE_EQ(point("gb200-nvl72", 36, 16 * kGiB, "out-of-place"), 810.41);
+  EXPECT_DOUBLE_EQ(point("gb200-nvl72", 360, 16 * kGiB, "out-of-place"), 405.74);
+  // Azure AI-benchmarking-guide: one ND GB200 v6 VM, one ND MI300X v5 VM.
+  EXPECT_DOUBLE_EQ(point("azure-nd-gb200-v6", 1, 8 * kGiB, "in-place"), 679.61);
+  EXPECT_DOUBLE_EQ(point("azure-nd-mi300x-v5", 1, 8 * kGiB, "in-place"), 316.82);
+  EXPECT_DOUBLE_EQ(
+      catalog.Get("gb200-nvl72").ExpectationFor("all_reduce", 400, 16 * kGiB)->typical_busbw,
+      405.7);
 }
 
 TEST(CatalogTest, EveryFigureHasASourceAndSaneUnits) {
@@ -26,7 +120,8 @@ TEST(CatalogTest, EveryFigureHasASourceAndSaneUnits) {
     SCOPED_TRACE(p.name);
     EXPECT_FALSE(p.intra_node_source.empty());
     EXPECT_GT(p.NicTotalGBs(), 0);
-    EXPECT_EQ(p.gpus_per_node, 8);
+    // 8 GPUs a node, or an NVL72 compute tray of 4.
+    EXPECT_EQ(p.gpus_per_node, p.Mnnvl() ? 4 : 8);
     if (p.latency_floor_us) {
       EXPECT_FALSE(p.latency_source.empty());
     }
@@ -107,6 +202,63 @@ TEST(CatalogTest, BadDocumentsNameTheFileAndField) {
       std::string::npos);
   EXPECT_NE(error_of(base + R"("IB"},"expected":[{"collective":"all_reduce","nodes_min":2,)"
                             R"("typical_busbw":10,"low_busbw":1,"basis":"derived","source":""}]})")
+                .find("every figure needs its source"),
+            std::string::npos);
+}
+
+TEST(CatalogTest, BadNvlinkDomainsAreRefusedWithTheField) {
+  auto error_of = [](const std::string& gpu_fields) {
+    const std::string doc =
+        R"({"name":"n","gpu":{"model":"g","per_node":4,"intra_node_ring_busbw":600,)"
+        R"("intra_node_source":"s")" +
+        gpu_fields + R"(},"network":{"nics":4,"nic_rate_gbps":400,"transport":"IB"}})";
+    try {
+      Catalog::ParsePlatform(doc, "x.json");
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string mnnvl =
+      R"(,"fabric":"MNNVL","nvlink_domain_gpus":72,"domain_ring_busbw":834.6,)"
+      R"("domain_source":"coreweave")";
+  EXPECT_EQ(error_of(mnnvl), "no error");
+  EXPECT_EQ(error_of(R"(,"fabric":"XGMI")"), "no error");
+  EXPECT_NE(error_of(R"(,"fabric":"Ethernet")").find("field 'gpu.fabric' is 'Ethernet'"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"(,"nvlink_domain_gpus":72)").find("set gpu.fabric to \"MNNVL\""),
+            std::string::npos);
+  EXPECT_NE(error_of(R"(,"fabric":"MNNVL","nvlink_domain_gpus":70,"domain_ring_busbw":800,)"
+                     R"("domain_source":"s")")
+                .find("gpu.nvlink_domain_gpus' must be a multiple of gpu.per_node"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"(,"fabric":"MNNVL","nvlink_domain_gpus":72)")
+                .find("field 'gpu.domain_ring_busbw' is missing"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"(,"fabric":"MNNVL","nvlink_domain_gpus":72,"domain_ring_busbw":800,)"
+                     R"("domain_source":"")")
+                .find("every figure needs its source"),
+            std::string::npos);
+}
+
+TEST(CatalogTest, AFigureWithAnEmptySourceIsRefused) {
+  const std::string base =
+      R"({"name":"n","gpu":{"model":"g","per_node":8,"intra_node_ring_busbw":100,)"
+      R"("intra_node_source":"%s"},"network":{"nics":2,"nic_rate_gbps":100,"transport":"IB"})";
+  auto error_of = [&](const std::string& intra_source, const std::string& tail) {
+    std::string doc = base;
+    doc.replace(doc.find("%s"), 2, intra_source);
+    try {
+      Catalog::ParsePlatform(doc + tail + "}", "x.json");
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of("s", ""), "no error");
+  EXPECT_NE(error_of("", "").find("'gpu.intra_node_source' is empty"), std::string::npos);
+  EXPECT_NE(error_of("s", R"(,"published":[{"collective":"all_reduce","nodes":2,)"
+                          R"("size":1024,"busbw":10,"source":""}])")
                 .find("every figure needs its source"),
             std::string::npos);
 }
