@@ -382,9 +382,10 @@ Suspect ElementSuspect(const std::string& element, const ElementPairs& p,
   s.measurements = p.total;
   s.confidence = static_cast<double>(p.slow) / p.total;
   s.evidence = fmt::format(
-      "{} of the {} pairs whose routes cross {} slow (none fine), median {:.2f}x; the pairs "
-      "crossing the other links fine: the link from {} to {} (routes from {})",
-      p.slow, p.total, element, s.ratio, from, to, topology.source);
+      "{} of the {} pairs whose routes cross {} slow (none fine), median {:.2f}x, and every "
+      "one of the {} slow links it explains crosses it: the link from {} to {} (routes from "
+      "{})",
+      p.slow, p.total, element, s.ratio, p.links.size(), from, to, topology.source);
   return s;
 }
 
