@@ -109,7 +109,8 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
                  "which leaf switch each host hangs from: a map file (HOST SWITCH per line), "
                  "Slurm's topology.conf, or a directory of saved infiniband-diags outputs (as "
                  "`fabricscope fabric --from DIR` reads it: each HCA's leaf); slow pairs they "
-                 "share are blamed on a leaf's uplinks");
+                 "share are blamed on a leaf's uplinks (all of them, or some: which one needs "
+                 "the routes, known with --fat-tree: then the one uplink or spine link)");
   app.add_option("--expect", f.expect,
                  "expected sendrecv bus bandwidth of a pair, GB/s (e.g. from `fabricscope "
                  "check`): what two nodes are judged against");
@@ -138,7 +139,8 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
                  "simulated fault (repeatable): node:N, nic:N/RAIL, link:A-B, intra:N, "
                  "rail:R (every node's NIC R), uplink:FIRST-LAST (a leaf switch's uplinks); "
                  "with --fat-tree, uplink:leafL-spineS (one uplink), spine-link:spineS-leafL "
-                 "(a spine down to a leaf) or fabric:LINK (any link, as `fabricscope model "
+                 "(a spine down to a leaf), switch:NAME (every link of a switch) or fabric:LINK "
+                 "(any link, as `fabricscope model "
                  "--simulate` names it); each optionally :FACTOR (bandwidth left, default 0.25)");
   app.add_option("--fat-tree", f.fat_tree,
                  "simulated: a fat-tree of the fabric simulator under the nodes, each pair's "

@@ -300,10 +300,10 @@ TEST_F(LocateCliTest, BadInputsGetAClearErrorAndExitCode) {
 
 TEST_F(LocateCliTest, FatTreeUplinkIsNamedAsThatLink) {
   const fs::path json = dir_ / "fat.json";
-  const Outcome o = Run(
-      "locate --simulate 64 --fat-tree leaf-ports=8,oversubscription=2 --noise 0.1 "
-      "--inject uplink:leaf3-spine1:0.4 --skip-stragglers --json " +
-      json.string());
+  const Outcome o =
+      Run("locate --simulate 64 --fat-tree leaf-ports=8,oversubscription=2 --noise 0.1 "
+          "--inject uplink:leaf3-spine1:0.4 --skip-stragglers --json " +
+          json.string());
   EXPECT_EQ(o.exit_code, 1) << o.err << o.out;
   EXPECT_NE(o.out.find("verdict: 1 culprit named at 99.9% confidence: uplink leaf3-spine1\n"),
             std::string::npos)
