@@ -204,6 +204,7 @@ enum class SuspectKind {
   kSpineLink,    // one link from a spine down to a leaf (element "spine1-leaf3")
   kSomeUplinks,  // some of a leaf's links to the spines (which: the routes are unknown)
   kRail,         // every pair on one rail slow against the other rails: its switch or plane
+  kSpine,        // a spine switch: a named link between it and every leaf (element "spine1")
 };
 std::string_view NameOf(SuspectKind kind);
 

@@ -33,6 +33,8 @@ std::string_view NameOf(SuspectKind kind) {
       return "some-uplinks";
     case SuspectKind::kRail:
       return "rail";
+    case SuspectKind::kSpine:
+      return "spine";
   }
   return "node";
 }

@@ -55,6 +55,8 @@ std::string Describe(const LocateReport& report, const Suspect& s) {
       return "spine link " + s.element;
     case SuspectKind::kSomeUplinks:
       return "some uplinks of " + s.element;
+    case SuspectKind::kSpine:
+      return "spine " + s.element;
     case SuspectKind::kRail:
       return "rail " + std::to_string(s.rails.front());
     default:

@@ -366,6 +366,7 @@ struct SimulatedCluster::Impl {
       }
       case SuspectKind::kSpineLink:
       case SuspectKind::kSomeUplinks:
+      case SuspectKind::kSpine:
         throw UsageError("a simulated fault cannot be " + std::string(NameOf(f.kind)) +
                          " without a fabric link name");
     }

@@ -557,11 +557,71 @@ RailTest TestRail(const std::vector<std::vector<double>>& logs, int rail, double
   return t;
 }
 
+std::string SpineOf(const Suspect& s, const std::map<std::string, std::vector<int>>& leaves) {
+  const std::string& e = s.element;
+  for (const auto& [leaf, members] : leaves) {
+    if (s.kind == SuspectKind::kUplink && e.rfind(leaf + "-", 0) == 0) {
+      return e.substr(leaf.size() + 1);
+    }
+    if (s.kind == SuspectKind::kSpineLink && e.size() > leaf.size() + 1 &&
+        e.compare(e.size() - leaf.size() - 1, std::string::npos, "-" + leaf) == 0) {
+      return e.substr(0, e.size() - leaf.size() - 1);
+    }
+  }
+  return {};
+}
+
+void BlameSpines(const Topology& topology, LocateReport& report) {
+  const auto leaves = LeafMembers(topology, report.layout);
+  if (leaves.size() < 2) return;
+  std::map<std::string, std::set<std::string>> leaves_of;  // spine -> leaves it has a link to
+  for (const Suspect& s : report.suspects) {
+    const std::string spine = SpineOf(s, leaves);
+    if (spine.empty()) continue;
+    const bool up = s.kind == SuspectKind::kUplink;
+    leaves_of[spine].insert(up ? s.element.substr(0, s.element.size() - spine.size() - 1)
+                               : s.element.substr(spine.size() + 1));
+  }
+  for (const auto& [spine, linked] : leaves_of) {
+    if (linked.size() != leaves.size()) continue;
+    Suspect named;
+    named.kind = SuspectKind::kSpine;
+    named.element = spine;
+    std::vector<double> ratios;
+    std::set<int> rails;
+    auto& list = report.suspects;
+    for (const Suspect& s : list) {
+      if (SpineOf(s, leaves) != spine) continue;
+      ratios.push_back(s.ratio);
+      rails.insert(s.rails.begin(), s.rails.end());
+      named.agreeing += s.agreeing;
+      named.measurements += s.measurements;
+    }
+    list.erase(std::remove_if(list.begin(), list.end(),
+                              [&](const Suspect& s) { return SpineOf(s, leaves) == spine; }),
+               list.end());
+    for (size_t x = 0; x < report.layout.names.size(); ++x) {
+      named.nodes.push_back(static_cast<int>(x));
+    }
+    named.rails.assign(rails.begin(), rails.end());
+    named.ratio = Median(ratios);
+    named.confidence = static_cast<double>(named.agreeing) / named.measurements;
+    named.evidence = fmt::format(
+        "a slow link between {} and every one of the {} leaves, each named on its own "
+        "evidence (summed over the links: {} of {} crossing pairs slow, none fine, median "
+        "{:.2f}x): the "
+        "spine switch itself",
+        spine, leaves.size(), named.agreeing, named.measurements, named.ratio);
+    Name(report, std::move(named));
+  }
+}
+
 void Blame(const Topology& topology, LocateReport& report) {
   BlameRails(report);
   if (topology.empty()) return;
   BlameWholeLeaves(topology, report);
   BlameRoutes(topology, report);
+  BlameSpines(topology, report);
   BlameLeafSubsets(topology, report);
 }
 

@@ -79,7 +79,15 @@ RailTest TestRail(const std::vector<std::vector<double>>& logs, int rail, double
 // hides it from the pair tests): named kRail. Needs two rails and three nodes.
 void BlameRails(LocateReport& report);
 
-// All of the above in turn: rails, whole leaves, routes, leaf subsets. A no-op but for the
+// The spine end of a named uplink ("leaf3-spine1") or spine link ("spine1-leaf3") whose
+// other end is one of `leaves`; empty for any other suspect.
+std::string SpineOf(const Suspect& s, const std::map<std::string, std::vector<int>>& leaves);
+
+// A spine with a named link to or from every leaf (two or more leaves): the links are one
+// spine switch (kSpine), named instead of them.
+void BlameSpines(const Topology& topology, LocateReport& report);
+
+// All of the above in turn: rails, whole leaves, routes, spines, leaf subsets. A no-op but for the
 // rails without a topology.
 void Blame(const Topology& topology, LocateReport& report);
 

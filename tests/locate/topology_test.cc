@@ -274,6 +274,14 @@ TEST(FatTree, AllUplinksOfALeafAreStillTheLeafsUplinks) {
   EXPECT_EQ(r.suspects[0].element, "leaf3");
 }
 
+TEST(FatTree, ASlowSpineSwitchIsTheSpine) {
+  const LocateReport r = MeasureFatTree(FatTreeCluster({"switch:spine1:0.4"}));
+  ASSERT_EQ(r.suspects.size(), 1u) << Kinds(r);
+  EXPECT_EQ(r.suspects[0].kind, SuspectKind::kSpine);
+  EXPECT_EQ(r.suspects[0].element, "spine1");
+  EXPECT_NEAR(r.suspects[0].ratio, 0.4, 0.05);
+}
+
 TEST(FatTree, ASlowNodeOrHostLinkIsNotBlamedOnASwitch) {
   const LocateReport node = MeasureFatTree(FatTreeCluster({"node:9"}));
   ASSERT_EQ(node.suspects.size(), 1u) << Kinds(node);
@@ -445,6 +453,38 @@ TEST(BlameParts, LinksBetweenTwoLeavesAloneAreAmbiguous) {
   EXPECT_EQ(r.suspects.size(), 4u) << Kinds(r);  // the links stay: nobody wrongly named
   ASSERT_EQ(r.notes.size(), 1u);
   EXPECT_NE(r.notes[0].find("ambiguous"), std::string::npos) << r.notes[0];
+}
+
+TEST(BlameParts, LinksToASpineFromEveryLeafAreTheSpine) {
+  LocateReport r = SmallReport();
+  const Topology t = SmallTopology();
+  auto named = [](SuspectKind kind, const std::string& element) {
+    Suspect s;
+    s.kind = kind;
+    s.element = element;
+    s.rails = {0};
+    s.ratio = 0.4;
+    s.agreeing = s.measurements = 3;
+    return s;
+  };
+  const auto leaves = std::map<std::string, std::vector<int>>{
+      {"A", {0, 1}}, {"B", {2, 3}}, {"C", {4, 5}}, {"D", {6, 7}}};
+  EXPECT_EQ(topology::SpineOf(named(SuspectKind::kUplink, "A-s1"), leaves), "s1");
+  EXPECT_EQ(topology::SpineOf(named(SuspectKind::kSpineLink, "s1-D"), leaves), "s1");
+  EXPECT_EQ(topology::SpineOf(named(SuspectKind::kLink, "A-s1"), leaves), "");
+  // Three leaves of four: three links, not the spine.
+  r.suspects = {named(SuspectKind::kUplink, "A-s1"), named(SuspectKind::kSpineLink, "s1-B"),
+                named(SuspectKind::kUplink, "C-s1"), named(SuspectKind::kUplink, "A-s0")};
+  topology::BlameSpines(t, r);
+  EXPECT_EQ(r.suspects.size(), 4u) << Kinds(r);
+  // The fourth leaf too: the spine, and the link to the other spine stays.
+  r.suspects.push_back(named(SuspectKind::kSpineLink, "s1-D"));
+  topology::BlameSpines(t, r);
+  ASSERT_EQ(r.suspects.size(), 2u) << Kinds(r);
+  EXPECT_EQ(r.suspects[0].element, "A-s0");
+  EXPECT_EQ(r.suspects[1].kind, SuspectKind::kSpine);
+  EXPECT_EQ(r.suspects[1].element, "s1");
+  EXPECT_EQ(r.suspects[1].measurements, 12);
 }
 
 TEST(BlameParts, ARailIsSlowOnlyWhenSignificantlyBelowTheOthers) {
