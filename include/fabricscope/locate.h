@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fabricscope/backend.h"
+#include "fabricscope/fabric_sim.h"
 #include "fabricscope/launch.h"
 #include "fabricscope/options.h"
 #include "fabricscope/result.h"
@@ -127,9 +128,17 @@ double RobustSigma(const std::vector<double>& values);
 
 // Which leaf switch each host hangs from: from a host-to-switch map file or Slurm's
 // topology.conf. Locate then blames a leaf's uplinks, not the nodes or links behind it.
+// With the routes known (a simulated fat-tree), a slow set of pairs is blamed on the one
+// switch-to-switch link they all cross.
 struct Topology {
   std::map<std::string, std::string> leaf_of;  // host name -> leaf switch
   std::string source;                          // the file it came from
+  // The switch-to-switch links the traffic between two hosts crosses on a rail, both
+  // directions, named "from->to" (e.g. "leaf3->spine1", "spine1->leaf5"): set when the
+  // routes are known; unset (a map file, topology.conf, ECMP's hash unknown), the blame
+  // can only say which leaf's uplinks a subset of slow pairs shares.
+  std::function<std::vector<std::string>(const std::string& a, const std::string& b, int rail)>
+      route;
   bool empty() const { return leaf_of.empty(); }
 };
 
@@ -186,11 +195,16 @@ struct LocateOptions {
 
 // What a suspect is.
 enum class SuspectKind {
-  kNode,       // slow with every peer, on every rail
-  kNic,        // slow with every peer, on some rails only: that rail's NIC, cable or port
-  kLink,       // slow with one peer only: the path between the two
-  kIntraNode,  // its own ranks are slow together (the per-node test)
-  kUplink,     // a leaf switch's uplinks: its nodes slow with every node behind other leaves
+  kNode,         // slow with every peer, on every rail
+  kNic,          // slow with every peer, on some rails only: that rail's NIC, cable or port
+  kLink,         // slow with one peer only: the path between the two
+  kIntraNode,    // its own ranks are slow together (the per-node test)
+  kUplink,       // a leaf switch's uplinks: its nodes slow with every node behind other leaves
+                 // (element "leaf3"), or one uplink, leaf to spine (element "leaf3-spine1")
+  kSpineLink,    // one link from a spine down to a leaf (element "spine1-leaf3")
+  kSomeUplinks,  // some of a leaf's links to the spines (which: the routes are unknown)
+  kRail,         // every pair on one rail slow against the other rails: its switch or plane
+  kSpine,        // a spine switch: a named link between it and every leaf (element "spine1")
 };
 std::string_view NameOf(SuspectKind kind);
 
@@ -198,7 +212,9 @@ std::string_view NameOf(SuspectKind kind);
 struct Suspect {
   SuspectKind kind = SuspectKind::kNode;
   std::vector<int> nodes;  // one node; two for a link; a leaf's nodes for an uplink
-  std::string element;     // kUplink: the leaf switch
+  // kUplink, kSpineLink, kSomeUplinks: the switch or the link between two ("leaf3",
+  // "leaf3-spine1", "spine1-leaf3"); kRail: "rail1".
+  std::string element;
   std::vector<int> rails;  // the rails it is slow on
   // Median bandwidth of its slow measurements over the typical pair's (0.25 = a quarter).
   double ratio = 1.0;
@@ -332,12 +348,39 @@ std::vector<Straggler> FindStragglers(const RankTimes& times, const std::vector<
 // A fault injected into a simulated cluster: a slow node, a slow NIC (one node, one rail),
 // a slow link (two nodes), a slow node interior, or a late rank.
 struct SimulatedFault {
-  SuspectKind kind = SuspectKind::kNode;  // kNode, kNic, kLink, kIntraNode, kUplink
+  // kNode, kNic, kLink, kIntraNode, kUplink (nodes or a fat-tree link), kSpineLink, kRail
+  SuspectKind kind = SuspectKind::kNode;
   int node = 0;
   int peer = -1;         // kLink: the other node; kUplink: the leaf's last node
-  int rail = -1;         // kNic: the rail
+  int rail = -1;         // kNic, kRail: the rail
   double factor = 0.25;  // bandwidth multiplier
+  // A link of the fat-tree (SimulatedClusterOptions::fat_tree), as the fabric simulator names
+  // it: "leaf3->spine1" one direction, "leaf3-spine1" both.
+  std::string fabric_link;
+  // A switch of the fat-tree: every link to or from it (e.g. "leaf2", a rail's leaf in a
+  // rail-optimized design).
+  std::string fabric_switch;
 };
+
+// A fat-tree of the fabric simulator (src/model, as `fabricscope model --simulate` builds
+// it) under the simulated nodes: node i's rail r is the fabric's node i, NIC r. Each pair's
+// bandwidth is the narrowest link on its route (both directions, each hashed by ECMP on its
+// own with a seeded hash that is the same for every measurement of the pair).
+struct SimulatedFatTree {
+  bool enabled = false;
+  int tiers = 2;
+  sim::FabricDesign design = sim::FabricDesign::kRailOptimized;
+  int leaf_ports = 8;
+  double oversubscription = 1;
+  int leaves_per_pod = 32;
+  double pod_oversubscription = 1;
+  sim::Routing routing = sim::Routing::kEcmp;
+  uint64_t seed = 1;  // the ECMP hash's
+};
+
+// "leaf-ports=8,oversubscription=2,tiers=2,design=classic,routing=ecmp,seed=3" (every key
+// optional, as `fabricscope model --simulate` names them). Throws UsageError naming the key.
+SimulatedFatTree ParseFatTree(std::string_view spec);
 
 // The model: every pair at `bandwidth` GB/s times the smallest factor of the faults on its
 // path, times log-normal noise; now and then (transient_rate) a measurement loses a random
@@ -354,11 +397,15 @@ struct SimulatedClusterOptions {
   uint64_t seed = 1;
   std::vector<SimulatedFault> faults;
   std::vector<int> late_ranks;  // ranks that arrive late at the collective over every rank
+  SimulatedFatTree fat_tree;    // the fabric under the nodes; disabled: none
 };
 
 // Parses "node:N[:F]", "nic:N/R[:F]", "link:A-B[:F]", "intra:N[:F]", "uplink:A-B[:F]" (the
-// uplinks of a leaf switch with nodes A to B: every pair with one end behind it) (F the
-// bandwidth factor, 0 < F < 1; default 0.25). Throws UsageError naming the form.
+// uplinks of a leaf switch with nodes A to B: every pair with one end behind it),
+// "rail:R[:F]" (every node's NIC R), and on a fat-tree "uplink:leafL-spineS[:F]" (leaf L to
+// spine S), "spine-link:spineS-leafL[:F]" (spine S down to leaf L), "fabric:LINK[:F]" (any
+// link by the fabric simulator's name), "switch:NAME[:F]" (every link of a switch) (F the bandwidth
+// factor, 0 < F < 1; default 0.25). Throws UsageError naming the form.
 SimulatedFault ParseSimulatedFault(std::string_view text);
 
 // A cluster of nodes that exists only as this model: seeded, so every run is the same.
@@ -375,6 +422,9 @@ class SimulatedCluster : public PairMeasurer {
   ClusterLayout Layout() const;
   // Rounds measured so far.
   int rounds() const { return rounds_; }
+  // The fat-tree's topology: each node's leaf (its rail 0's) and every pair's route, as
+  // the blame reads them; empty without a fat-tree.
+  Topology FabricTopology() const;
 
  private:
   struct Impl;

@@ -53,6 +53,7 @@ struct LocateFlags {
   double noise = 0.03;
   double transients = 0;
   std::vector<std::string> inject;
+  std::string fat_tree;
   std::vector<int> late_ranks;
   bool dry_run = false;  // print the plan, measure nothing
 };
@@ -108,7 +109,8 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
                  "which leaf switch each host hangs from: a map file (HOST SWITCH per line), "
                  "Slurm's topology.conf, or a directory of saved infiniband-diags outputs (as "
                  "`fabricscope fabric --from DIR` reads it: each HCA's leaf); slow pairs they "
-                 "share are blamed on a leaf's uplinks");
+                 "share are blamed on a leaf's uplinks (all of them, or some: which one needs "
+                 "the routes, known with --fat-tree: then the one uplink or spine link)");
   app.add_option("--expect", f.expect,
                  "expected sendrecv bus bandwidth of a pair, GB/s (e.g. from `fabricscope "
                  "check`): what two nodes are judged against");
@@ -134,9 +136,20 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
                  "simulated: share of measurements hit by a burst of other traffic")
       ->capture_default_str();
   app.add_option("--inject", f.inject,
-                 "simulated fault (repeatable): node:N, nic:N/RAIL, link:A-B, intra:N or "
-                 "uplink:FIRST-LAST (a leaf switch's uplinks), each optionally :FACTOR "
-                 "(bandwidth left, default 0.25)");
+                 "simulated fault (repeatable): node:N, nic:N/RAIL, link:A-B, intra:N, "
+                 "rail:R (every node's NIC R), uplink:FIRST-LAST (a leaf switch's uplinks); "
+                 "with --fat-tree, uplink:leafL-spineS (one uplink), spine-link:spineS-leafL "
+                 "(a spine down to a leaf), switch:NAME (every link of a switch) or fabric:LINK "
+                 "(any link, as `fabricscope model "
+                 "--simulate` names it); each optionally :FACTOR (bandwidth left, default 0.25)");
+  app.add_option("--fat-tree", f.fat_tree,
+                 "simulated: a fat-tree of the fabric simulator under the nodes, each pair's "
+                 "bandwidth its ECMP route's narrowest link; KEY=VALUE,... of tiers, design, "
+                 "leaf-ports, oversubscription, leaves-per-pod, pod-oversubscription, routing, "
+                 "seed (e.g. leaf-ports=8,oversubscription=2: 8 leaves of 8 nodes under 4 "
+                 "spines for 64 nodes); without --topology, the blame reads its leaves and "
+                 "routes")
+      ->type_name("SPEC");
   app.add_option("--late-rank", f.late_ranks,
                  "simulated: a rank that arrives late at the collective over every rank "
                  "(repeatable)");
@@ -189,6 +202,7 @@ void CheckSimulationFlags(const LocateFlags& f) {
                      : f.rails != 1          ? "--rails"
                      : f.noise != 0.03       ? "--noise"
                      : f.transients != 0     ? "--transients"
+                     : !f.fat_tree.empty()   ? "--fat-tree"
                                              : nullptr;
   if (flag != nullptr) {
     throw UsageError(std::string(flag) +
@@ -306,7 +320,9 @@ int Execute(const LocateFlags& f, const std::vector<std::string>& args) {
     sim.seed = f.seed;
     for (const std::string& text : f.inject) sim.faults.push_back(ParseSimulatedFault(text));
     sim.late_ranks = f.late_ranks;
+    if (!f.fat_tree.empty()) sim.fat_tree = ParseFatTree(f.fat_tree);
     SimulatedCluster cluster(sim);
+    if (options.topology.empty()) options.topology = cluster.FabricTopology();
     Outputs outputs(f);
     ShowProgress(options);
     report = Locate(options, cluster.Layout(), cluster);

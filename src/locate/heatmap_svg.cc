@@ -131,7 +131,9 @@ std::string LocateHeatmapSvg(const LocateReport& report, int rail) {
       continue;
     }
     const int a = s.nodes.front() / g.block;
-    if (s.kind == SuspectKind::kUplink) {
+    if (s.kind == SuspectKind::kUplink || s.kind == SuspectKind::kSpineLink ||
+        s.kind == SuspectKind::kSomeUplinks || s.kind == SuspectKind::kRail ||
+        s.kind == SuspectKind::kSpine) {
       for (int x : s.nodes) outline(left, top + (x / g.block) * cell, side, cell);
     } else if (s.kind == SuspectKind::kLink) {
       const int b = s.nodes.back() / g.block;

@@ -27,6 +27,14 @@ std::string_view NameOf(SuspectKind kind) {
       return "intra-node";
     case SuspectKind::kUplink:
       return "uplink";
+    case SuspectKind::kSpineLink:
+      return "spine-link";
+    case SuspectKind::kSomeUplinks:
+      return "some-uplinks";
+    case SuspectKind::kRail:
+      return "rail";
+    case SuspectKind::kSpine:
+      return "spine";
   }
   return "node";
 }

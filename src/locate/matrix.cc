@@ -48,7 +48,20 @@ PairGrid BuildGrid(const LocateReport& report, int rail, int max_cells) {
 std::string Describe(const LocateReport& report, const Suspect& s) {
   auto name = [&](int node) { return report.layout.names[static_cast<size_t>(node)]; };
   std::string text(NameOf(s.kind));
-  if (s.kind == SuspectKind::kUplink) return text + " " + s.element;
+  switch (s.kind) {
+    case SuspectKind::kUplink:
+      return "uplink " + s.element;
+    case SuspectKind::kSpineLink:
+      return "spine link " + s.element;
+    case SuspectKind::kSomeUplinks:
+      return "some uplinks of " + s.element;
+    case SuspectKind::kSpine:
+      return "spine " + s.element;
+    case SuspectKind::kRail:
+      return "rail " + std::to_string(s.rails.front());
+    default:
+      break;
+  }
   text += " " + name(s.nodes.front());
   if (s.kind == SuspectKind::kLink) text += "-" + name(s.nodes.back());
   if (s.kind == SuspectKind::kNic || (s.kind == SuspectKind::kLink && report.layout.rails > 1 &&

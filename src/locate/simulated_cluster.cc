@@ -1,25 +1,34 @@
 // A simulated cluster: the same rounds as a real job, answered by a model with injected
 // faults and seeded noise. It is how locate's round counts and accuracy are checked at
 // thousands of nodes.
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "fabricscope/error.h"
+#include "fabricscope/fabric_sim.h"
 #include "fabricscope/locate.h"
 #include "locate/random.h"
+#include "model/sim_hash.h"
 
 namespace fabricscope {
 namespace {
 
 constexpr const char* kFaultForms =
-    "node:N, nic:N/RAIL, link:A-B, intra:N or uplink:FIRST-LAST (the uplinks of a leaf "
-    "switch with nodes FIRST to LAST), each optionally :FACTOR (0 < FACTOR < 1, the "
-    "bandwidth left; default 0.25), e.g. node:3, link:2-7:0.5";
+    "node:N, nic:N/RAIL, link:A-B, intra:N, rail:R, uplink:FIRST-LAST (the uplinks of a leaf "
+    "switch with nodes FIRST to LAST), and with --fat-tree uplink:leafL-spineS, "
+    "spine-link:spineS-leafL, fabric:LINK (the fabric simulator's link name) or "
+    "switch:NAME (every link of a switch), each "
+    "optionally :FACTOR (0 < FACTOR < 1, the bandwidth left; default 0.25), e.g. node:3, "
+    "link:2-7:0.5, uplink:leaf3-spine1:0.4";
 
 [[noreturn]] void BadFault(std::string_view text, const std::string& why) {
   throw UsageError("bad fault '" + std::string(text) + "': " + why + "; write " + kFaultForms);
@@ -34,6 +43,96 @@ int ParseIndex(std::string_view text, std::string_view whole, const char* what) 
   return value;
 }
 
+// "A-B" split at its dash; `form` says what it should look like.
+std::pair<std::string_view, std::string_view> SplitDash(std::string_view where,
+                                                        std::string_view text, const char* form) {
+  const size_t dash = where.find('-');
+  if (dash == std::string_view::npos || dash == 0 || dash + 1 == where.size()) {
+    BadFault(text, form);
+  }
+  return {where.substr(0, dash), where.substr(dash + 1)};
+}
+
+bool StartsWithDigit(std::string_view s) {
+  return !s.empty() && std::isdigit(static_cast<unsigned char>(s.front())) != 0;
+}
+
+void ParseNode(std::string_view where, std::string_view text, SimulatedFault& f) {
+  f.node = ParseIndex(where, text, "the node");
+}
+
+void ParseNic(std::string_view where, std::string_view text, SimulatedFault& f) {
+  const size_t slash = where.find('/');
+  if (slash == std::string_view::npos) BadFault(text, "a nic is NODE/RAIL");
+  f.node = ParseIndex(where.substr(0, slash), text, "the node");
+  f.rail = ParseIndex(where.substr(slash + 1), text, "the rail");
+}
+
+void ParseRail(std::string_view where, std::string_view text, SimulatedFault& f) {
+  f.rail = ParseIndex(where, text, "the rail");
+}
+
+void ParseLink(std::string_view where, std::string_view text, SimulatedFault& f) {
+  const auto [a, b] = SplitDash(where, text, "a link is A-B");
+  f.node = ParseIndex(a, text, "node A");
+  f.peer = ParseIndex(b, text, "node B");
+  if (f.node == f.peer) BadFault(text, "a link joins two different nodes");
+}
+
+// FIRST-LAST (a leaf's nodes) or leafL-spineS (one uplink of a fat-tree).
+void ParseUplink(std::string_view where, std::string_view text, SimulatedFault& f) {
+  const auto [a, b] = SplitDash(where, text, "an uplink is FIRST-LAST or leafL-spineS");
+  if (!StartsWithDigit(a)) {
+    f.fabric_link = std::string(a) + "->" + std::string(b);
+    return;
+  }
+  f.node = ParseIndex(a, text, "the first node");
+  f.peer = ParseIndex(b, text, "the last node");
+  if (f.peer < f.node) BadFault(text, "the last node comes before the first");
+}
+
+void ParseSpineLink(std::string_view where, std::string_view text, SimulatedFault& f) {
+  const auto [a, b] = SplitDash(where, text, "a spine link is spineS-leafL");
+  f.fabric_link = std::string(a) + "->" + std::string(b);
+}
+
+void ParseFabricLink(std::string_view where, std::string_view text, SimulatedFault& f) {
+  if (where.empty()) BadFault(text, "no link name after 'fabric:'");
+  f.fabric_link = std::string(where);
+}
+
+void ParseSwitch(std::string_view where, std::string_view text, SimulatedFault& f) {
+  if (where.empty()) BadFault(text, "no switch name after 'switch:'");
+  f.fabric_switch = std::string(where);
+}
+
+struct FaultForm {
+  std::string_view kind;
+  SuspectKind suspect;
+  void (*parse)(std::string_view where, std::string_view text, SimulatedFault& f);
+};
+
+constexpr FaultForm kForms[] = {
+    {"node", SuspectKind::kNode, ParseNode},
+    {"intra", SuspectKind::kIntraNode, ParseNode},
+    {"nic", SuspectKind::kNic, ParseNic},
+    {"link", SuspectKind::kLink, ParseLink},
+    {"rail", SuspectKind::kRail, ParseRail},
+    {"uplink", SuspectKind::kUplink, ParseUplink},
+    {"spine-link", SuspectKind::kSpineLink, ParseSpineLink},
+    {"fabric", SuspectKind::kSpineLink, ParseFabricLink},
+    {"switch", SuspectKind::kSpineLink, ParseSwitch},
+};
+
+double ParseFactor(std::string_view text, const std::string& factor) {
+  char* end = nullptr;
+  const double value = std::strtod(factor.c_str(), &end);
+  if (factor.empty() || end != factor.c_str() + factor.size() || !(value > 0) || !(value < 1)) {
+    BadFault(text, "the factor '" + factor + "' is not a number between 0 and 1");
+  }
+  return value;
+}
+
 }  // namespace
 
 SimulatedFault ParseSimulatedFault(std::string_view text) {
@@ -43,53 +142,175 @@ SimulatedFault ParseSimulatedFault(std::string_view text) {
   const std::string_view kind = text.substr(0, colon);
   std::string_view where = text.substr(colon + 1);
   if (const size_t second = where.find(':'); second != std::string_view::npos) {
-    const std::string factor(where.substr(second + 1));
-    char* end = nullptr;
-    fault.factor = std::strtod(factor.c_str(), &end);
-    if (factor.empty() || end != factor.c_str() + factor.size() || !(fault.factor > 0) ||
-        !(fault.factor < 1)) {
-      BadFault(text, "the factor '" + factor + "' is not a number between 0 and 1");
-    }
+    fault.factor = ParseFactor(text, std::string(where.substr(second + 1)));
     where = where.substr(0, second);
   }
-  if (kind == "node" || kind == "intra") {
-    fault.kind = kind == "node" ? SuspectKind::kNode : SuspectKind::kIntraNode;
-    fault.node = ParseIndex(where, text, "the node");
-  } else if (kind == "nic") {
-    const size_t slash = where.find('/');
-    if (slash == std::string_view::npos) BadFault(text, "a nic is NODE/RAIL");
-    fault.kind = SuspectKind::kNic;
-    fault.node = ParseIndex(where.substr(0, slash), text, "the node");
-    fault.rail = ParseIndex(where.substr(slash + 1), text, "the rail");
-  } else if (kind == "uplink") {
-    const size_t dash = where.find('-');
-    if (dash == std::string_view::npos)
-      BadFault(text, "an uplink is FIRST-LAST (its leaf's nodes)");
-    fault.kind = SuspectKind::kUplink;
-    fault.node = ParseIndex(where.substr(0, dash), text, "the first node");
-    fault.peer = ParseIndex(where.substr(dash + 1), text, "the last node");
-    if (fault.peer < fault.node) BadFault(text, "the last node comes before the first");
-  } else if (kind == "link") {
-    const size_t dash = where.find('-');
-    if (dash == std::string_view::npos) BadFault(text, "a link is A-B");
-    fault.kind = SuspectKind::kLink;
-    fault.node = ParseIndex(where.substr(0, dash), text, "node A");
-    fault.peer = ParseIndex(where.substr(dash + 1), text, "node B");
-    if (fault.node == fault.peer) BadFault(text, "a link joins two different nodes");
-  } else {
-    BadFault(text, "unknown kind '" + std::string(kind) + "'");
+  for (const FaultForm& form : kForms) {
+    if (form.kind != kind) continue;
+    fault.kind = form.suspect;
+    form.parse(where, text, fault);
+    return fault;
   }
-  return fault;
+  BadFault(text, "unknown kind '" + std::string(kind) + "'");
 }
+
+namespace {
+
+// One key of the fat-tree spec.
+void SetFatTreeKey(SimulatedFatTree& t, const std::string& key, const std::string& value) {
+  auto number = [&](double& out) {
+    char* end = nullptr;
+    out = std::strtod(value.c_str(), &end);
+    if (value.empty() || end != value.c_str() + value.size()) {
+      throw UsageError("--fat-tree: " + key + "=" + value + " is not a number");
+    }
+  };
+  double v = 0;
+  if (key == "design") {
+    t.design = sim::ParseDesign(value);
+  } else if (key == "routing") {
+    t.routing = sim::ParseRouting(value);
+  } else if (key == "oversubscription") {
+    number(t.oversubscription);
+  } else if (key == "pod-oversubscription") {
+    number(t.pod_oversubscription);
+  } else {
+    static const std::map<std::string, int SimulatedFatTree::*> kInts = {
+        {"tiers", &SimulatedFatTree::tiers},
+        {"leaf-ports", &SimulatedFatTree::leaf_ports},
+        {"leaves-per-pod", &SimulatedFatTree::leaves_per_pod}};
+    number(v);
+    if (key == "seed") {
+      t.seed = static_cast<uint64_t>(v);
+      return;
+    }
+    const auto it = kInts.find(key);
+    if (it == kInts.end()) {
+      throw UsageError("--fat-tree: unknown key '" + key +
+                       "': use tiers, design, leaf-ports, oversubscription, leaves-per-pod, "
+                       "pod-oversubscription, routing or seed (as `fabricscope model "
+                       "--simulate` names them), e.g. leaf-ports=8,oversubscription=2");
+    }
+    t.*(it->second) = static_cast<int>(v);
+  }
+}
+
+}  // namespace
+
+SimulatedFatTree ParseFatTree(std::string_view spec) {
+  SimulatedFatTree t;
+  t.enabled = true;
+  size_t start = 0;
+  while (start < spec.size()) {
+    const size_t comma = std::min(spec.find(',', start), spec.size());
+    const std::string item(spec.substr(start, comma - start));
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) {
+      throw UsageError("--fat-tree: '" + item +
+                       "' is not KEY=VALUE; e.g. --fat-tree leaf-ports=8,oversubscription=2");
+    }
+    SetFatTreeKey(t, item.substr(0, eq), item.substr(eq + 1));
+    start = comma + 1;
+  }
+  return t;
+}
+
+namespace {
+
+// The fat-tree under a simulated cluster and the routes through it: shared with the
+// topology it hands the blame, which may outlive the cluster.
+struct FatTreeRoutes {
+  std::shared_ptr<sim::Fabric> fabric;
+  sim::Routing routing = sim::Routing::kEcmp;
+  uint64_t seed = 1;
+  std::map<std::string, int> node_of;  // host name -> node
+
+  // One direction of one pair on one rail: the same key every time, so the same path.
+  std::vector<int> Path(int src, int dst, int rail) const {
+    const uint64_t key = sim::ConnectionKey(static_cast<uint64_t>(src), static_cast<uint64_t>(dst),
+                                            static_cast<uint64_t>(rail), 0);
+    return fabric->Route(src, rail, dst, rail, key, routing, seed, {}, nullptr);
+  }
+
+  // The narrowest link of both directions' routes over a NIC's rate: 1 healthy.
+  double Factor(int a, int b, int rail) const {
+    double f = 1.0;
+    const double nominal = fabric->options().nic_gbs;
+    for (const auto& [src, dst] : {std::pair{a, b}, std::pair{b, a}}) {
+      for (int link : Path(src, dst, rail)) {
+        f = std::min(f, fabric->link(static_cast<size_t>(link)).capacity_gbs / nominal);
+      }
+    }
+    return f;
+  }
+
+  // Both directions' switch-to-switch links, by name.
+  std::vector<std::string> SwitchLinks(int a, int b, int rail) const {
+    std::vector<std::string> out;
+    for (const auto& [src, dst] : {std::pair{a, b}, std::pair{b, a}}) {
+      for (int link : Path(src, dst, rail)) {
+        const sim::Link& l = fabric->link(static_cast<size_t>(link));
+        if (l.tier == sim::LinkTier::kNicUp || l.tier == sim::LinkTier::kNicDown ||
+            l.tier == sim::LinkTier::kNvlink) {
+          continue;
+        }
+        out.push_back(l.from + "->" + l.to);
+      }
+    }
+    return out;
+  }
+};
+
+// Every link to or from `name`, at `factor`.
+void DegradeSwitch(sim::Fabric& fabric, const std::string& name, double factor) {
+  std::vector<std::string> touching;
+  for (const sim::Link& l : fabric.links()) {
+    if (l.from == name || l.to == name) touching.push_back(l.from + "->" + l.to);
+  }
+  if (touching.empty()) {
+    throw UsageError("no switch '" + name + "' in the simulated fat-tree (switches are named " +
+                     "like leaf0, spine1; see `fabricscope model --simulate --format json`)");
+  }
+  for (const std::string& link : touching) fabric.DegradeLink(link, factor);
+}
+
+std::shared_ptr<FatTreeRoutes> BuildFatTree(const SimulatedClusterOptions& o,
+                                            const std::vector<std::string>& names) {
+  const SimulatedFatTree& t = o.fat_tree;
+  sim::FabricOptions fo;
+  fo.nodes = o.nodes;
+  fo.gpus_per_node = o.rails;
+  fo.nics_per_node = o.rails;
+  fo.nic_gbs = o.bandwidth;
+  fo.tiers = t.tiers;
+  fo.design = t.design;
+  fo.leaf_ports = t.leaf_ports;
+  fo.leaf_oversubscription = t.oversubscription;
+  fo.leaves_per_pod = t.leaves_per_pod;
+  fo.pod_oversubscription = t.pod_oversubscription;
+  auto routes = std::make_shared<FatTreeRoutes>();
+  routes->fabric = std::make_shared<sim::Fabric>(fo);
+  routes->routing = t.routing;
+  routes->seed = t.seed;
+  for (size_t i = 0; i < names.size(); ++i) routes->node_of[names[i]] = static_cast<int>(i);
+  for (const SimulatedFault& f : o.faults) {
+    if (!f.fabric_link.empty()) routes->fabric->DegradeLink(f.fabric_link, f.factor);
+    if (!f.fabric_switch.empty()) DegradeSwitch(*routes->fabric, f.fabric_switch, f.factor);
+  }
+  return routes;
+}
+
+}  // namespace
 
 struct SimulatedCluster::Impl {
   SimulatedClusterOptions options;
   SplitMix rng;
-  std::vector<double> node;                    // per node
-  std::vector<std::vector<double>> nic;        // per node, per rail
-  std::vector<double> intra;                   // per node
-  std::map<std::pair<int, int>, double> link;  // (a < b)
-  std::vector<SimulatedFault> uplinks;         // nodes node..peer behind one slow leaf uplink
+  std::vector<double> node;                       // per node
+  std::vector<std::vector<double>> nic;           // per node, per rail
+  std::vector<double> intra;                      // per node
+  std::map<std::pair<int, int>, double> link;     // (a < b)
+  std::vector<SimulatedFault> uplinks;            // nodes node..peer behind one slow leaf uplink
+  std::shared_ptr<const FatTreeRoutes> fat_tree;  // the fabric under the nodes, when modelled
 
   // The uplinks a pair crosses: one end behind the leaf, the other not.
   double UplinkFactor(int a, int b) const {
@@ -103,6 +324,53 @@ struct SimulatedCluster::Impl {
   }
 
   explicit Impl(SimulatedClusterOptions o) : options(std::move(o)), rng(options.seed) {}
+
+  void CheckRail(int rail) const {
+    if (rail < 0 || rail >= options.rails) {
+      throw UsageError("fault on rail " + std::to_string(rail) +
+                       ", but the simulated nodes have rails 0-" +
+                       std::to_string(options.rails - 1) + " (--rails)");
+    }
+  }
+
+  static void Lower(double& factor, double to) { factor = std::min(factor, to); }
+
+  // One fault on the nodes (not the fabric) into the model.
+  template <typename CheckNode>
+  void Apply(const SimulatedFault& f, const CheckNode& check_node) {
+    const size_t x = static_cast<size_t>(f.node);
+    switch (f.kind) {
+      case SuspectKind::kNode:
+        Lower(node[x], f.factor);
+        break;
+      case SuspectKind::kIntraNode:
+        Lower(intra[x], f.factor);
+        break;
+      case SuspectKind::kNic:
+        CheckRail(f.rail);
+        Lower(nic[x][static_cast<size_t>(f.rail)], f.factor);
+        break;
+      case SuspectKind::kRail:
+        CheckRail(f.rail);
+        for (auto& rails : nic) Lower(rails[static_cast<size_t>(f.rail)], f.factor);
+        break;
+      case SuspectKind::kUplink:
+        check_node(f.peer);
+        uplinks.push_back(f);
+        break;
+      case SuspectKind::kLink: {
+        check_node(f.peer);
+        auto [it, added] = link.emplace(std::minmax(f.node, f.peer), f.factor);
+        if (!added) Lower(it->second, f.factor);
+        break;
+      }
+      case SuspectKind::kSpineLink:
+      case SuspectKind::kSomeUplinks:
+      case SuspectKind::kSpine:
+        throw UsageError("a simulated fault cannot be " + std::string(NameOf(f.kind)) +
+                         " without a fabric link name");
+    }
+  }
 
   // One measurement: the model's bandwidth with noise and, now and then, a transient.
   double Observe(double bandwidth) {
@@ -139,37 +407,18 @@ SimulatedCluster::SimulatedCluster(SimulatedClusterOptions options)
     }
   };
   for (const SimulatedFault& f : o.faults) {
-    check_node(f.node);
-    const size_t x = static_cast<size_t>(f.node);
-    switch (f.kind) {
-      case SuspectKind::kNode:
-        impl_->node[x] = std::min(impl_->node[x], f.factor);
-        break;
-      case SuspectKind::kIntraNode:
-        impl_->intra[x] = std::min(impl_->intra[x], f.factor);
-        break;
-      case SuspectKind::kNic:
-        if (f.rail < 0 || f.rail >= o.rails) {
-          throw UsageError("fault on rail " + std::to_string(f.rail) +
-                           ", but the simulated nodes have rails 0-" + std::to_string(o.rails - 1) +
-                           " (--rails)");
-        }
-        impl_->nic[x][static_cast<size_t>(f.rail)] =
-            std::min(impl_->nic[x][static_cast<size_t>(f.rail)], f.factor);
-        break;
-      case SuspectKind::kUplink:
-        check_node(f.peer);
-        impl_->uplinks.push_back(f);
-        break;
-      case SuspectKind::kLink: {
-        check_node(f.peer);
-        const auto key = std::minmax(f.node, f.peer);
-        auto [it, added] = impl_->link.emplace(key, f.factor);
-        if (!added) it->second = std::min(it->second, f.factor);
-        break;
+    if (!f.fabric_link.empty() || !f.fabric_switch.empty()) {
+      if (!o.fat_tree.enabled) {
+        throw UsageError("the fault on the fabric's '" + f.fabric_link + f.fabric_switch +
+                         "' needs a fat-tree under the nodes: add --fat-tree, e.g. "
+                         "--fat-tree leaf-ports=8,oversubscription=2");
       }
+      continue;  // degraded in the fabric itself
     }
+    check_node(f.node);
+    impl_->Apply(f, check_node);
   }
+  if (o.fat_tree.enabled) impl_->fat_tree = BuildFatTree(o, Layout().names);
   for (int r : o.late_ranks) {
     if (r < 0 || r >= o.nodes * o.rails) {
       throw UsageError("late rank " + std::to_string(r) + " is not one of the simulated ranks 0-" +
@@ -194,7 +443,8 @@ std::vector<PairSample> SimulatedCluster::MeasureRound(const Round& round) {
     }
     for (int r = 0; r < m.options.rails; ++r) {
       const size_t rail = static_cast<size_t>(r);
-      const double factor = std::min({path, m.nic[a][rail], m.nic[b][rail]});
+      const double fabric = m.fat_tree ? m.fat_tree->Factor(p.a, p.b, r) : 1.0;
+      const double factor = std::min({path, fabric, m.nic[a][rail], m.nic[b][rail]});
       PairSample s;
       s.pair = p;
       s.rail = r;
@@ -269,6 +519,29 @@ ClusterLayout SimulatedCluster::Layout() const {
   }
   layout.rails = o.rails;
   return layout;
+}
+
+Topology SimulatedCluster::FabricTopology() const {
+  Topology t;
+  const std::shared_ptr<const FatTreeRoutes> routes = impl_->fat_tree;
+  if (!routes) return t;
+  const sim::FabricOptions& fo = routes->fabric->options();
+  t.source =
+      fmt::format("the simulated {}-tier {} fat-tree, leaves of {} ports at {:g}:1, {} (seed {})",
+                  fo.tiers, sim::DesignName(fo.design), fo.leaf_ports, fo.leaf_oversubscription,
+                  sim::RoutingName(routes->routing), routes->seed);
+  for (const auto& [name, node] : routes->node_of) {
+    t.leaf_of[name] =
+        routes->fabric->link(static_cast<size_t>(routes->fabric->NicLink(node, 0, true))).to;
+  }
+  t.route = [routes](const std::string& a, const std::string& b, int rail) {
+    const auto ia = routes->node_of.find(a);
+    const auto ib = routes->node_of.find(b);
+    if (ia == routes->node_of.end() || ib == routes->node_of.end())
+      return std::vector<std::string>{};
+    return routes->SwitchLinks(ia->second, ib->second, rail);
+  };
+  return t;
 }
 
 }  // namespace fabricscope

@@ -7,9 +7,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -18,6 +21,7 @@
 #include "fabricscope/error.h"
 #include "fabricscope/fabric.h"
 #include "fabricscope/locate.h"
+#include "locate/classifier.h"
 
 namespace fabricscope {
 namespace {
@@ -212,13 +216,54 @@ bool Uplinks(const LeafPairs& p) {
          p.inside_slow == 0;
 }
 
-// Whether a suspect is explained by the leaf's slow uplinks.
-bool Explained(const Suspect& s, const std::vector<char>& in_leaf) {
-  if (s.kind == SuspectKind::kLink) {
-    return (in_leaf[static_cast<size_t>(s.nodes.front())] != 0) !=
-           (in_leaf[static_cast<size_t>(s.nodes.back())] != 0);
+std::vector<char> Mask(size_t nodes, const std::vector<int>& members) {
+  std::vector<char> in(nodes, 0);
+  for (int x : members) in[static_cast<size_t>(x)] = 1;
+  return in;
+}
+
+// Takes off the named and the undecided the links (on a rail) an element explains: a link
+// slow on other rails too keeps those.
+void RemoveExplained(LocateReport& report,
+                     const std::function<bool(const NodePair&, int rail)>& explained) {
+  for (auto* list : {&report.suspects, &report.undecided}) {
+    for (Suspect& s : *list) {
+      if (s.kind != SuspectKind::kLink) continue;
+      const NodePair pair{s.nodes.front(), s.nodes.back()};
+      s.rails.erase(
+          std::remove_if(s.rails.begin(), s.rails.end(), [&](int r) { return explained(pair, r); }),
+          s.rails.end());
+    }
+    list->erase(std::remove_if(list->begin(), list->end(),
+                               [](const Suspect& s) {
+                                 return s.kind == SuspectKind::kLink && s.rails.empty();
+                               }),
+                list->end());
   }
-  return false;
+}
+
+// The named slow links on one rail, and each one's ratio.
+std::map<NodePair, double> SlowLinks(const LocateReport& report, int rail) {
+  std::map<NodePair, double> out;
+  for (const Suspect& s : report.suspects) {
+    if (s.kind != SuspectKind::kLink) continue;
+    if (std::find(s.rails.begin(), s.rails.end(), rail) == s.rails.end()) continue;
+    out[NodePair{s.nodes.front(), s.nodes.back()}] = s.ratio;
+  }
+  return out;
+}
+
+// The names of the job's leaves, and whose nodes are behind each.
+std::map<std::string, std::vector<int>> LeafMembers(const Topology& topology,
+                                                    const ClusterLayout& layout) {
+  const auto leaves = Leaves(topology, layout);
+  return {leaves.begin(), leaves.end()};
+}
+
+void Name(LocateReport& report, Suspect s) {
+  s.confirmed = true;
+  report.suspects.push_back(std::move(s));
+  report.status = LocateStatus::kFound;
 }
 
 }  // namespace
@@ -233,51 +278,351 @@ std::vector<std::pair<std::string, std::vector<int>>> Leaves(const Topology& top
   return {by_leaf.begin(), by_leaf.end()};
 }
 
-void Blame(const Topology& topology, LocateReport& report) {
-  if (topology.empty()) return;
+void BlameWholeLeaves(const Topology& topology, LocateReport& report) {
   const size_t nodes = report.layout.names.size();
   for (const auto& [leaf, members] : Leaves(topology, report.layout)) {
     // One node behind a leaf is that node as far as pairs can tell; all nodes, no outside.
     if (members.size() < 2 || members.size() == nodes) continue;
-    std::vector<char> in_leaf(nodes, 0);
-    for (int x : members) in_leaf[static_cast<size_t>(x)] = 1;
+    const std::vector<char> in_leaf = Mask(nodes, members);
     Suspect s;
     s.kind = SuspectKind::kUplink;
     s.nodes = members;
     s.element = leaf;
-    s.confirmed = true;
     std::vector<double> ratios;
-    int crossing = 0;
-    int slow = 0;
     for (int r = 0; r < report.layout.rails; ++r) {
       const LeafPairs p = Classify(report, in_leaf, r);
       if (!Uplinks(p)) continue;
       s.rails.push_back(r);
       ratios.insert(ratios.end(), p.crossing_ratios.begin(), p.crossing_ratios.end());
-      crossing += p.crossing;
-      slow += p.crossing_slow;
+      s.measurements += p.crossing;
+      s.agreeing += p.crossing_slow;
     }
     if (s.rails.empty()) continue;
     s.ratio = Median(ratios);
-    s.agreeing = slow;
-    s.measurements = crossing;
-    s.confidence = static_cast<double>(slow) / crossing;
+    s.confidence = static_cast<double>(s.agreeing) / s.measurements;
     s.evidence = fmt::format(
         "{} of the {} pairs between its {} nodes and the nodes behind other switches slow "
         "(none fine), median {:.2f}x; its nodes fine among themselves: the uplinks of {} "
         "(from {})",
-        slow, crossing, members.size(), s.ratio, leaf, topology.source);
-    auto& named = report.suspects;
-    named.erase(std::remove_if(named.begin(), named.end(),
-                               [&](const Suspect& x) { return Explained(x, in_leaf); }),
-                named.end());
-    auto& undecided = report.undecided;
-    undecided.erase(std::remove_if(undecided.begin(), undecided.end(),
-                                   [&](const Suspect& x) { return Explained(x, in_leaf); }),
-                    undecided.end());
-    named.push_back(std::move(s));
-    report.status = LocateStatus::kFound;
+        s.agreeing, s.measurements, members.size(), s.ratio, leaf, topology.source);
+    const std::vector<int> rails = s.rails;
+    RemoveExplained(report, [&](const NodePair& p, int rail) {
+      return std::find(rails.begin(), rails.end(), rail) != rails.end() &&
+             (in_leaf[static_cast<size_t>(p.a)] != 0) != (in_leaf[static_cast<size_t>(p.b)] != 0);
+    });
+    Name(report, std::move(s));
   }
+}
+
+std::map<std::string, ElementPairs> CrossedBy(
+    const LocateReport& report, int rail, const std::map<NodePair, double>& slow_links,
+    const std::function<std::vector<std::string>(const NodePair&)>& route) {
+  std::map<std::string, ElementPairs> out;
+  for (const PairJudgement& j : report.judgements) {
+    if (j.rail != rail) continue;
+    std::vector<std::string> elements = route(j.pair);
+    std::sort(elements.begin(), elements.end());
+    elements.erase(std::unique(elements.begin(), elements.end()), elements.end());
+    const bool slow_link = slow_links.count(j.pair) > 0;
+    for (const std::string& e : elements) {
+      ElementPairs& p = out[e];
+      ++p.total;
+      p.slow += j.call == PairCall::kSlow ? 1 : 0;
+      p.fine += j.call == PairCall::kFine ? 1 : 0;
+      if (slow_link) p.links.push_back(j.pair);
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> BestElement(const std::map<std::string, ElementPairs>& crossed) {
+  auto qualifies = [](const ElementPairs& p) {
+    return p.fine == 0 && p.links.size() >= 2 && 4 * p.slow >= 3 * p.total;
+  };
+  const std::string* best = nullptr;
+  for (const auto& [name, p] : crossed) {
+    if (qualifies(p) && (best == nullptr || p.links.size() > crossed.at(*best).links.size())) {
+      best = &name;
+    }
+  }
+  if (best == nullptr) return std::nullopt;
+  const std::vector<NodePair>& links = crossed.at(*best).links;  // sorted: judgements are
+  for (const auto& [name, p] : crossed) {
+    if (name == *best || !qualifies(p)) continue;
+    // Another element that every one of these pairs crosses: the routes cannot tell them
+    // apart.
+    if (std::includes(p.links.begin(), p.links.end(), links.begin(), links.end())) {
+      return std::nullopt;
+    }
+  }
+  return *best;
+}
+
+Suspect ElementSuspect(const std::string& element, const ElementPairs& p,
+                       const std::map<NodePair, double>& slow_links, const Topology& topology,
+                       const LocateReport& report) {
+  const size_t arrow = element.find("->");
+  const std::string from = element.substr(0, arrow);
+  const std::string to = element.substr(arrow + 2);
+  const auto leaves = LeafMembers(topology, report.layout);
+  Suspect s;
+  s.kind = leaves.count(from) > 0 ? SuspectKind::kUplink : SuspectKind::kSpineLink;
+  s.element = from + "-" + to;
+  const std::string leaf = leaves.count(from) > 0 ? from : to;
+  if (const auto it = leaves.find(leaf); it != leaves.end()) s.nodes = it->second;
+  std::vector<double> ratios;
+  for (const NodePair& pair : p.links) {
+    ratios.push_back(slow_links.at(pair));
+    if (s.nodes.empty() || leaves.count(leaf) == 0) s.nodes.push_back(pair.a);
+  }
+  std::sort(s.nodes.begin(), s.nodes.end());
+  s.nodes.erase(std::unique(s.nodes.begin(), s.nodes.end()), s.nodes.end());
+  s.ratio = Median(ratios);
+  s.agreeing = p.slow;
+  s.measurements = p.total;
+  s.confidence = static_cast<double>(p.slow) / p.total;
+  s.evidence = fmt::format(
+      "{} of the {} pairs whose routes cross {} slow (none fine), median {:.2f}x, and every "
+      "one of the {} slow links it explains crosses it: the link from {} to {} (routes from "
+      "{})",
+      p.slow, p.total, element, s.ratio, p.links.size(), from, to, topology.source);
+  return s;
+}
+
+void BlameRoutes(const Topology& topology, LocateReport& report) {
+  if (!topology.route) return;
+  const auto& names = report.layout.names;
+  for (int r = 0; r < report.layout.rails; ++r) {
+    std::map<NodePair, std::vector<std::string>> routes;
+    auto route = [&](const NodePair& pair) -> const std::vector<std::string>& {
+      auto [it, added] = routes.try_emplace(pair);
+      if (added) {
+        it->second = topology.route(names[static_cast<size_t>(pair.a)],
+                                    names[static_cast<size_t>(pair.b)], r);
+      }
+      return it->second;
+    };
+    for (;;) {
+      const std::map<NodePair, double> slow = SlowLinks(report, r);
+      if (slow.size() < 2) break;
+      const auto crossed = CrossedBy(report, r, slow, route);
+      const std::optional<std::string> best = BestElement(crossed);
+      if (!best) break;
+      Suspect s = ElementSuspect(*best, crossed.at(*best), slow, topology, report);
+      s.rails = {r};
+      RemoveExplained(report, [&](const NodePair& pair, int rail) {
+        if (rail != r) return false;
+        const auto& elements = route(pair);
+        return std::find(elements.begin(), elements.end(), *best) != elements.end();
+      });
+      Name(report, std::move(s));
+    }
+  }
+}
+
+std::optional<LeafSubset> SubsetOf(const LocateReport& report, const std::vector<int>& members) {
+  const size_t nodes = report.layout.names.size();
+  if (members.size() < 2 || members.size() == nodes) return std::nullopt;
+  const std::vector<char> in_leaf = Mask(nodes, members);
+  LeafSubset subset;
+  std::set<int> inside;
+  std::set<int> outside;
+  for (const Suspect& s : report.suspects) {
+    if (s.kind != SuspectKind::kLink) continue;
+    const bool a = in_leaf[static_cast<size_t>(s.nodes.front())] != 0;
+    const bool b = in_leaf[static_cast<size_t>(s.nodes.back())] != 0;
+    if (a && b) return std::nullopt;  // slow among themselves: not (only) the uplinks
+    if (a == b) continue;
+    subset.links.push_back(NodePair{s.nodes.front(), s.nodes.back()});
+    subset.ratios.push_back(s.ratio);
+    inside.insert(a ? s.nodes.front() : s.nodes.back());
+    outside.insert(a ? s.nodes.back() : s.nodes.front());
+  }
+  for (const PairJudgement& j : report.judgements) {
+    const bool a = in_leaf[static_cast<size_t>(j.pair.a)] != 0;
+    const bool b = in_leaf[static_cast<size_t>(j.pair.b)] != 0;
+    subset.crossing += a != b ? 1 : 0;
+  }
+  // One node's or one peer's links are that node's or that link's, not a switch's.
+  if (subset.links.size() < 3 || inside.size() < 2 || outside.size() < 2) return std::nullopt;
+  std::sort(subset.links.begin(), subset.links.end());
+  return subset;
+}
+
+void BlameLeafSubsets(const Topology& topology, LocateReport& report) {
+  const size_t nodes = report.layout.names.size();
+  for (;;) {
+    std::vector<std::pair<std::string, LeafSubset>> found;
+    for (const auto& [leaf, members] : Leaves(topology, report.layout)) {
+      if (auto subset = SubsetOf(report, members)) found.emplace_back(leaf, std::move(*subset));
+    }
+    if (found.empty()) return;
+    const auto best = std::max_element(
+        found.begin(), found.end(),
+        [](const auto& x, const auto& y) { return x.second.links.size() < y.second.links.size(); });
+    for (const auto& other : found) {
+      if (&other == &*best) continue;
+      const auto& mine = best->second.links;
+      if (std::includes(other.second.links.begin(), other.second.links.end(), mine.begin(),
+                        mine.end())) {
+        report.notes.push_back(fmt::format(
+            "the slow links all cross both {} and {}: which switch's uplinks are at fault is "
+            "ambiguous without the routes",
+            best->first, other.first));
+        return;
+      }
+    }
+    const std::string leaf = best->first;
+    const LeafSubset subset = best->second;
+    const std::vector<int> members = LeafMembers(topology, report.layout).at(leaf);
+    const std::vector<char> in_leaf = Mask(nodes, members);
+    Suspect s;
+    s.kind = SuspectKind::kSomeUplinks;
+    s.element = leaf;
+    s.nodes = members;
+    for (int r = 0; r < report.layout.rails; ++r) s.rails.push_back(r);
+    s.ratio = Median(subset.ratios);
+    s.agreeing = static_cast<int>(subset.links.size());
+    s.measurements = s.agreeing;
+    s.confidence = 1.0;
+    s.evidence = fmt::format(
+        "{} of the {} pairs between its {} nodes and the nodes behind other switches slow, "
+        "median {:.2f}x, and the rest fine: a subset, as one slow link among its uplinks (or "
+        "a spine's link down to it) slows the flows ECMP hashes onto it; its nodes fine among "
+        "themselves. Which link: give the routes (from {})",
+        subset.links.size(), subset.crossing, members.size(), s.ratio, topology.source);
+    RemoveExplained(report, [&](const NodePair& p, int) {
+      return (in_leaf[static_cast<size_t>(p.a)] != 0) != (in_leaf[static_cast<size_t>(p.b)] != 0);
+    });
+    Name(report, std::move(s));
+  }
+}
+
+void BlameRails(LocateReport& report) {
+  const int rails = report.layout.rails;
+  if (rails < 2 || report.layout.names.size() < 3) return;
+  std::vector<std::vector<double>> logs(static_cast<size_t>(rails));
+  for (const PairJudgement& j : report.judgements) {
+    if (j.sendrecv > 0 && j.all_reduce > 0) {
+      logs[static_cast<size_t>(j.rail)].push_back(0.5 *
+                                                  (std::log(j.sendrecv) + std::log(j.all_reduce)));
+    }
+  }
+  double sigma = 0;
+  double df = 1e6;
+  for (const RailBaseline& b : report.baselines) {
+    sigma = std::max(sigma, b.sigma);
+    df = std::min(df, std::max(1.0, b.noise_df));
+  }
+  const LocateOptions& o = report.options;
+  const double z = classify::CriticalValue(o.confidence, rails, df);
+  for (int r = 0; r < rails; ++r) {
+    const RailTest t = TestRail(logs, r, sigma, z, std::log(o.threshold));
+    if (!t.slow) continue;
+    Suspect s;
+    s.kind = SuspectKind::kRail;
+    s.element = "rail" + std::to_string(r);
+    for (size_t x = 0; x < report.layout.names.size(); ++x) s.nodes.push_back(static_cast<int>(x));
+    s.rails = {r};
+    s.ratio = std::exp(t.diff);
+    s.agreeing = t.pairs;
+    s.measurements = t.pairs;
+    s.confidence = 1.0;
+    s.evidence = fmt::format(
+        "every pair on rail {} at {:.2f}x the pairs on the other rails (median of {} pairs, "
+        "{:.1f} standard errors below {:.2f}x): the rail's own switch or plane, not a node",
+        r, s.ratio, t.pairs, (std::log(o.threshold) - t.diff) / t.se, o.threshold);
+    Name(report, std::move(s));
+  }
+}
+
+RailTest TestRail(const std::vector<std::vector<double>>& logs, int rail, double sigma, double z,
+                  double log_threshold) {
+  RailTest t;
+  std::vector<double> others;
+  for (size_t r = 0; r < logs.size(); ++r) {
+    if (static_cast<int>(r) != rail) others.insert(others.end(), logs[r].begin(), logs[r].end());
+  }
+  const std::vector<double>& mine = logs[static_cast<size_t>(rail)];
+  t.pairs = static_cast<int>(mine.size());
+  if (mine.empty() || others.empty()) return t;
+  t.diff = Median(mine) - Median(others);
+  // Medians: 1.2533 x sd / sqrt n each; the sd the larger of the noise and their spread.
+  auto se = [&](const std::vector<double>& v) {
+    const double sd = std::max(sigma, v.size() >= 3 ? RobustSigma(v) : 0.0);
+    return 1.2533 * sd / std::sqrt(static_cast<double>(v.size()));
+  };
+  t.se = std::hypot(se(mine), se(others));
+  t.slow = t.se > 0 && t.diff < log_threshold - z * t.se;
+  return t;
+}
+
+std::string SpineOf(const Suspect& s, const std::map<std::string, std::vector<int>>& leaves) {
+  const std::string& e = s.element;
+  for (const auto& [leaf, members] : leaves) {
+    if (s.kind == SuspectKind::kUplink && e.rfind(leaf + "-", 0) == 0) {
+      return e.substr(leaf.size() + 1);
+    }
+    if (s.kind == SuspectKind::kSpineLink && e.size() > leaf.size() + 1 &&
+        e.compare(e.size() - leaf.size() - 1, std::string::npos, "-" + leaf) == 0) {
+      return e.substr(0, e.size() - leaf.size() - 1);
+    }
+  }
+  return {};
+}
+
+void BlameSpines(const Topology& topology, LocateReport& report) {
+  const auto leaves = LeafMembers(topology, report.layout);
+  if (leaves.size() < 2) return;
+  std::map<std::string, std::set<std::string>> leaves_of;  // spine -> leaves it has a link to
+  for (const Suspect& s : report.suspects) {
+    const std::string spine = SpineOf(s, leaves);
+    if (spine.empty()) continue;
+    const bool up = s.kind == SuspectKind::kUplink;
+    leaves_of[spine].insert(up ? s.element.substr(0, s.element.size() - spine.size() - 1)
+                               : s.element.substr(spine.size() + 1));
+  }
+  for (const auto& [spine, linked] : leaves_of) {
+    if (linked.size() != leaves.size()) continue;
+    Suspect named;
+    named.kind = SuspectKind::kSpine;
+    named.element = spine;
+    std::vector<double> ratios;
+    std::set<int> rails;
+    auto& list = report.suspects;
+    for (const Suspect& s : list) {
+      if (SpineOf(s, leaves) != spine) continue;
+      ratios.push_back(s.ratio);
+      rails.insert(s.rails.begin(), s.rails.end());
+      named.agreeing += s.agreeing;
+      named.measurements += s.measurements;
+    }
+    list.erase(std::remove_if(list.begin(), list.end(),
+                              [&](const Suspect& s) { return SpineOf(s, leaves) == spine; }),
+               list.end());
+    for (size_t x = 0; x < report.layout.names.size(); ++x) {
+      named.nodes.push_back(static_cast<int>(x));
+    }
+    named.rails.assign(rails.begin(), rails.end());
+    named.ratio = Median(ratios);
+    named.confidence = static_cast<double>(named.agreeing) / named.measurements;
+    named.evidence = fmt::format(
+        "a slow link between {} and every one of the {} leaves, each named on its own "
+        "evidence (summed over the links: {} of {} crossing pairs slow, none fine, median "
+        "{:.2f}x): the "
+        "spine switch itself",
+        spine, leaves.size(), named.agreeing, named.measurements, named.ratio);
+    Name(report, std::move(named));
+  }
+}
+
+void Blame(const Topology& topology, LocateReport& report) {
+  BlameRails(report);
+  if (topology.empty()) return;
+  BlameWholeLeaves(topology, report);
+  BlameRoutes(topology, report);
+  BlameSpines(topology, report);
+  BlameLeafSubsets(topology, report);
 }
 
 }  // namespace topology

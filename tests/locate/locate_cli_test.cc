@@ -291,6 +291,27 @@ TEST_F(LocateCliTest, BadInputsGetAClearErrorAndExitCode) {
   ExpectRefused("locate --simulate 8 --topology " + bad.string(), 2,
                 bad.string() + ":2: expected 'HOST SWITCH'");
   ExpectRefused("locate --simulate 8 --inject uplink:5-2", 2, "the last node comes before");
+  ExpectRefused("locate --fat-tree leaf-ports=8", 2, "--fat-tree describes a simulated cluster");
+  ExpectRefused("locate --simulate 8 --fat-tree ports=8", 2, "--fat-tree: unknown key 'ports'");
+  ExpectRefused("locate --simulate 8 --inject uplink:leaf0-spine1", 2, "add --fat-tree");
+  ExpectRefused("locate --simulate 16 --fat-tree leaf-ports=8 --inject uplink:leaf0-spine9", 2,
+                "no link 'leaf0->spine9'");
+}
+
+TEST_F(LocateCliTest, FatTreeUplinkIsNamedAsThatLink) {
+  const fs::path json = dir_ / "fat.json";
+  const Outcome o =
+      Run("locate --simulate 64 --fat-tree leaf-ports=8,oversubscription=2 --noise 0.1 "
+          "--inject uplink:leaf3-spine1:0.4 --skip-stragglers --json " +
+          json.string());
+  EXPECT_EQ(o.exit_code, 1) << o.err << o.out;
+  EXPECT_NE(o.out.find("verdict: 1 culprit named at 99.9% confidence: uplink leaf3-spine1\n"),
+            std::string::npos)
+      << o.out;
+  const auto j = nlohmann::json::parse(Slurp(json));
+  ASSERT_EQ(j["suspects"].size(), 1u) << j["suspects"].dump(2);
+  EXPECT_EQ(j["suspects"][0]["kind"], "uplink");
+  EXPECT_EQ(j["suspects"][0]["element"], "leaf3-spine1");
 }
 
 }  // namespace
