@@ -44,6 +44,19 @@ bool OnHostMemory(const RunResult& run) {
                      [](const RankInfo& r) { return r.device_name.starts_with("host memory"); });
 }
 
+// NCCL's ring follows the ranks: the hosts in the order their first rank appears.
+std::vector<std::string> HostsInRankOrder(const RunResult& run) {
+  std::vector<const RankInfo*> ranks;
+  for (const RankInfo& r : run.ranks) ranks.push_back(&r);
+  std::stable_sort(ranks.begin(), ranks.end(),
+                   [](const RankInfo* a, const RankInfo* b) { return a->rank < b->rank; });
+  std::vector<std::string> hosts;
+  for (const RankInfo* r : ranks) {
+    if (!r->hostname.empty()) AddOnce(hosts, r->hostname);
+  }
+  return hosts;
+}
+
 }  // namespace
 
 std::optional<std::string> TestEvidence::Env(const std::string& name) const {
@@ -84,6 +97,7 @@ std::vector<TestEvidence> GatherTests(const std::vector<RunResult>& runs, const 
         fresh.nodes_from = nodes_from;
         fresh.backend = run.backend;
         if (!run.ranks.empty()) fresh.device_name = run.ranks.front().device_name;
+        fresh.hosts = HostsInRankOrder(run);
         tests.push_back(std::move(fresh));
         found = std::prev(tests.end());
       }
