@@ -128,6 +128,8 @@ scenario dor-engine base dor "" "" "unused-spine spine2"
 [ "$(jq -r .subnet_manager.routing_engine "$CURRENT/live.json")" = dor ] || fail "dor-engine: routing engine not dor"
 down
 scenario dead-switch base minhop dead-switch "" "dead-node LID $SPINE2_LID"
+# The tools give the dead switch no name; the healthy read as baseline does.
+saved --baseline "$WORK/baseline" && check "dead-switch (--from, --baseline)" "$CURRENT/saved.json" "dead-node spine2"
 down
 
 # Counter growth over --interval: the first read is saved (SAVE/earlier) before the pause;
