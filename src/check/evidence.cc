@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <tuple>
+#include <utility>
 
 namespace fabricscope::check {
 namespace {
@@ -57,6 +58,20 @@ std::vector<std::string> HostsInRankOrder(const RunResult& run) {
   return hosts;
 }
 
+// The test's node count and what it was taken from: --nodes, the host names, else ranks /
+// the platform's GPUs per node; 0 when none says.
+std::pair<int, std::string> NodesOf(const TestAnalysis& analysis, const ScaleHints& hints) {
+  if (hints.nodes) return {*hints.nodes, "--nodes"};
+  if (analysis.nodes > 0) {
+    return {analysis.nodes, analysis.nodes_from.empty() ? "host names" : analysis.nodes_from};
+  }
+  if (analysis.ranks > 0 && hints.gpus_per_node > 0) {
+    return {(analysis.ranks + hints.gpus_per_node - 1) / hints.gpus_per_node,
+            "ranks / GPUs per node"};
+  }
+  return {0, ""};
+}
+
 }  // namespace
 
 std::optional<std::string> TestEvidence::Env(const std::string& name) const {
@@ -72,18 +87,7 @@ std::vector<TestEvidence> GatherTests(const std::vector<RunResult>& runs, const 
   std::vector<TestEvidence> tests;
   for (const RunResult& run : runs) {
     for (const TestAnalysis& analysis : Analyze(run)) {
-      int nodes = 0;
-      std::string nodes_from;
-      if (hints.nodes) {
-        nodes = *hints.nodes;
-        nodes_from = "--nodes";
-      } else if (analysis.nodes > 0) {
-        nodes = analysis.nodes;
-        nodes_from = analysis.nodes_from.empty() ? "host names" : analysis.nodes_from;
-      } else if (analysis.ranks > 0 && hints.gpus_per_node > 0) {
-        nodes = (analysis.ranks + hints.gpus_per_node - 1) / hints.gpus_per_node;
-        nodes_from = "ranks / GPUs per node";
-      }
+      const auto [nodes, nodes_from] = NodesOf(analysis, hints);
       auto same = [&](const TestEvidence& t) {
         return std::tie(t.collective, t.ranks, t.nodes) ==
                std::tie(analysis.collective, analysis.ranks, nodes);
