@@ -154,7 +154,13 @@ namespace {
 void ChoosePlatform(const DoctorOptions& options, NodeContext& node) {
   const Catalog catalog = Catalog::Builtin();
   if (!options.platform.empty()) {
-    node.platform = catalog.Get(options.platform);  // UsageError listing the names
+    const Platform* named = catalog.Find(options.platform);
+    if (named == nullptr) {
+      throw UsageError("--platform '" + options.platform +
+                       "' is not a platform of the catalog; give one of " +
+                       Joined(catalog.Names()) + " (or leave --platform out to detect it)");
+    }
+    node.platform = *named;
     node.platform_from = "--platform";
     return;
   }

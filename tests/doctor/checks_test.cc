@@ -305,7 +305,16 @@ TEST_F(CatalogRateTest, RoCEPlatformAndDetectedPlatform) {
 
 TEST_F(CatalogRateTest, UnknownPlatformIsAUsageError) {
   Make(NodeSpec{});
-  EXPECT_THROW(Diagnose("no-such-platform"), UsageError);
+  try {
+    Diagnose("no-such-platform");
+    ADD_FAILURE() << "an unknown platform was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--platform 'no-such-platform' is not a platform of the "
+                                         "catalog; give one of "),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("dgx-h100"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(ChecksTest, ErrorCountersAreAWarning) {
