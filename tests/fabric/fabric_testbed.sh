@@ -115,6 +115,16 @@ mv "$CURRENT/bin/dump_fts.off" "$CURRENT/bin/dump_fts"
 down
 
 scenario width-1x base minhop width-1x "" "link-width leaf1[5] <-> spine1[1]"
+# check --fabric on what was just saved: an all_reduce over h1..h16 at 1.0 GB/s (a ring at
+# a quarter of 4X QDR) is pointed at the 1X link, judged against a generic 4X QDR platform.
+"$BIN" check --gpus-per-node 1 --intra-node-busbw 100 --nics 1 --nic-rate 40 --transport IB \
+  --fabric "$CURRENT/saved" --format json "$HERE/data/all_reduce_h1-h16_1GBs.log" >"$CURRENT/check.json" 2>"$CURRENT/check.err"
+element=$(jq -r '.tests[0].findings[] | select(.rule == "fabric") | "\(.verdict) \(.element) \(.figures.fabric_limit_factor)"' "$CURRENT/check.json")
+if [ "$element" = "FAIL leaf1[5] <-> spine1[1] 4" ]; then
+  echo "ok: width-1x: check --fabric points the slow ring at leaf1[5] <-> spine1[1] (1/4.00)"
+else
+  fail "width-1x: check --fabric: [$element] $(cat "$CURRENT/check.err")"
+fi
 down
 scenario speed-sdr base minhop speed-sdr "" "link-speed leaf2[5] <-> spine1[3]"
 down
