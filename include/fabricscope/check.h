@@ -14,6 +14,10 @@
 
 namespace fabricscope {
 
+namespace fabric {
+struct FabricReport;
+}
+
 // The outcome of one rule, of one test, of a whole check; ordered from best to worst so that
 // the worst finding decides.
 enum class CheckStatus { kNotApplicable, kPass, kWarn, kFail };
@@ -27,6 +31,8 @@ struct CheckFinding {
   CheckStatus status = CheckStatus::kNotApplicable;
   std::string reason;                     // what was seen, against what, and what to do
   std::map<std::string, double> figures;  // the numbers behind the reason, for programs
+  std::string element{};                  // the switch or link it points at ("" none)
+  std::vector<std::string> evidence{};    // the lines it rests on ("file:line: text")
 };
 
 // How sure a verdict from several runs is: a Student-t interval of the mean busbw.
@@ -90,6 +96,10 @@ struct CheckOptions {
   double confidence_level = 0.95;
   size_t latency_max_size = 64 * 1024;       // sizes at or below this show the latency floor
   size_t model_min_size = 32 * 1024 * 1024;  // the model judges bandwidth from this size up
+  // The fabric the runs crossed (check --fabric DIR), for the `fabric` rule; nullptr: none.
+  const fabric::FabricReport* fabric = nullptr;
+  // The HCAs of the run's hosts in rank order (--fabric-hosts); empty: the run's host names.
+  std::vector<std::string> fabric_hosts;
 };
 
 // Every test of a check and the overall outcome (the worst test).

@@ -80,6 +80,9 @@ struct DoctorOptions {
   std::map<std::string, std::string> env;  // the NCCL_* variables to lint
   std::vector<std::string> checks;         // check names or prefixes to run; empty: all
   int rank = 0;                            // this node's place in a job, for the report
+  // The catalog platform this node is (name or alias, --platform); empty: detected from the
+  // node (DMI, GPUs), as check does. Its NIC rate is what the GPU-fabric ports should run.
+  std::string platform;
 };
 
 // A check as the registry lists it.
@@ -92,8 +95,8 @@ struct CheckInfo {
 std::vector<CheckInfo> ListChecks();
 
 // Runs the selected checks on one node. Throws UsageError for a root that is not a
-// directory, an unknown check name, or a --nccl-log / --topo-file that cannot be read or
-// parsed (naming the file and line).
+// directory, an unknown check name or platform, or a --nccl-log / --topo-file that cannot be read
+// or parsed (naming the file and line).
 NodeReport RunDoctor(const DoctorOptions& options);
 
 // The facts on which nodes differ from the majority. NCCL variables that differ are

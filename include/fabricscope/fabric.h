@@ -268,6 +268,36 @@ std::string FormatSvg(const FabricReport& report);
 // The fabric as a section of `fabricscope report`'s HTML: the findings, then the picture.
 std::string FormatHtmlSection(const FabricReport& report);
 
+// --------------------------------------------------------------------------- one job
+
+// What the fabric does to one job's collective (`fabricscope check --fabric DIR`): the
+// findings on its routes, the link that limits it and by how much, and the busbw the
+// simulator predicts as routed and balanced.
+struct JobImpact {
+  std::string collective;            // "all_reduce (ring)" or "alltoall"
+  std::vector<std::string> hosts;    // the job's HCAs in ring order
+  std::string hosts_from;            // "the run's host names" or "every HCA of the fabric"
+  std::vector<std::string> missing;  // job hosts that are not HCAs of the fabric
+  CollectiveLoad load;               // through the forwarding tables, hottest link first
+  std::optional<FabricPrediction> prediction;  // empty: see prediction_error
+  std::string prediction_error;
+  std::vector<Finding> on_path;    // on the job's links or switches; the hottest link's first
+  std::vector<Finding> elsewhere;  // the fabric's other findings
+  // The fraction of its host links' rate the collective reaches on this fabric as routed
+  // (the prediction's busbw over a host link's; 1 when nothing in the fabric limits it).
+  double RoutedFraction() const;
+};
+
+// The HCAs of a job's hosts: a node description equal to the host name, else the first one
+// that starts with "HOST " (infiniband-diags' "host mlx5_0"); unmatched names go to
+// `missing`.
+std::vector<std::string> HcasOfHosts(const Fabric& fabric, const std::vector<std::string>& hosts,
+                                     std::vector<std::string>* missing);
+
+// The job over `hosts` (HCA names in ring order; empty, or any unknown: every HCA), its
+// traffic as a ring (all_reduce and the other ring collectives) or an all-to-all.
+JobImpact ImpactOnJob(const FabricReport& report, const std::vector<std::string>& hosts, bool ring);
+
 // --------------------------------------------------------------------------- collecting
 
 // How the tools are run live.

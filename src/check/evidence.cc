@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <tuple>
+#include <utility>
 
 namespace fabricscope::check {
 namespace {
@@ -44,6 +45,33 @@ bool OnHostMemory(const RunResult& run) {
                      [](const RankInfo& r) { return r.device_name.starts_with("host memory"); });
 }
 
+// NCCL's ring follows the ranks: the hosts in the order their first rank appears.
+std::vector<std::string> HostsInRankOrder(const RunResult& run) {
+  std::vector<const RankInfo*> ranks;
+  for (const RankInfo& r : run.ranks) ranks.push_back(&r);
+  std::stable_sort(ranks.begin(), ranks.end(),
+                   [](const RankInfo* a, const RankInfo* b) { return a->rank < b->rank; });
+  std::vector<std::string> hosts;
+  for (const RankInfo* r : ranks) {
+    if (!r->hostname.empty()) AddOnce(hosts, r->hostname);
+  }
+  return hosts;
+}
+
+// The test's node count and what it was taken from: --nodes, the host names, else ranks /
+// the platform's GPUs per node; 0 when none says.
+std::pair<int, std::string> NodesOf(const TestAnalysis& analysis, const ScaleHints& hints) {
+  if (hints.nodes) return {*hints.nodes, "--nodes"};
+  if (analysis.nodes > 0) {
+    return {analysis.nodes, analysis.nodes_from.empty() ? "host names" : analysis.nodes_from};
+  }
+  if (analysis.ranks > 0 && hints.gpus_per_node > 0) {
+    return {(analysis.ranks + hints.gpus_per_node - 1) / hints.gpus_per_node,
+            "ranks / GPUs per node"};
+  }
+  return {0, ""};
+}
+
 }  // namespace
 
 std::optional<std::string> TestEvidence::Env(const std::string& name) const {
@@ -59,18 +87,7 @@ std::vector<TestEvidence> GatherTests(const std::vector<RunResult>& runs, const 
   std::vector<TestEvidence> tests;
   for (const RunResult& run : runs) {
     for (const TestAnalysis& analysis : Analyze(run)) {
-      int nodes = 0;
-      std::string nodes_from;
-      if (hints.nodes) {
-        nodes = *hints.nodes;
-        nodes_from = "--nodes";
-      } else if (analysis.nodes > 0) {
-        nodes = analysis.nodes;
-        nodes_from = analysis.nodes_from.empty() ? "host names" : analysis.nodes_from;
-      } else if (analysis.ranks > 0 && hints.gpus_per_node > 0) {
-        nodes = (analysis.ranks + hints.gpus_per_node - 1) / hints.gpus_per_node;
-        nodes_from = "ranks / GPUs per node";
-      }
+      const auto [nodes, nodes_from] = NodesOf(analysis, hints);
       auto same = [&](const TestEvidence& t) {
         return std::tie(t.collective, t.ranks, t.nodes) ==
                std::tie(analysis.collective, analysis.ranks, nodes);
@@ -84,6 +101,7 @@ std::vector<TestEvidence> GatherTests(const std::vector<RunResult>& runs, const 
         fresh.nodes_from = nodes_from;
         fresh.backend = run.backend;
         if (!run.ranks.empty()) fresh.device_name = run.ranks.front().device_name;
+        fresh.hosts = HostsInRankOrder(run);
         tests.push_back(std::move(fresh));
         found = std::prev(tests.end());
       }

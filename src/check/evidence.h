@@ -34,6 +34,7 @@ struct TestEvidence {
   bool host_memory = false;  // ranks computed on host memory (Gloo, MPI), not on GPUs
   std::string backend;
   std::string device_name;              // the first rank's device, as the run names it
+  std::vector<std::string> hosts;       // the distinct host names in rank order
   std::vector<std::string> transports;  // NCCL's transport lines, each once
   std::vector<std::string> env;         // NAME=value recorded with the runs
   std::vector<std::string> run_errors;

@@ -69,10 +69,13 @@ json TestJson(const TestVerdict& t) {
   }
   json findings = json::array();
   for (const CheckFinding& f : t.findings) {
-    findings.push_back({{"rule", f.rule},
-                        {"verdict", StatusName(f.status)},
-                        {"reason", f.reason},
-                        {"figures", f.figures}});
+    json finding = {{"rule", f.rule},
+                    {"verdict", StatusName(f.status)},
+                    {"reason", f.reason},
+                    {"figures", f.figures}};
+    if (!f.element.empty()) finding["element"] = f.element;
+    if (!f.evidence.empty()) finding["evidence"] = f.evidence;
+    findings.push_back(std::move(finding));
   }
   j["findings"] = findings;
   return j;

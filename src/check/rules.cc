@@ -24,6 +24,10 @@ const std::vector<Rule>& Rules() {
        "large-size busbw against the expected band (catalog, else model): percentage of "
        "expected, per-NIC wire rate and percentage of line rate, confidence with repeats",
        BandwidthRule},
+      {"fabric",
+       "with --fabric DIR: a run below its expectation pointed at the link or switch on its "
+       "routes that explains it, against the busbw the fabric allows as routed",
+       FabricRule},
       {"gpudirect",
        "NCCL's transport: Socket or RDMA without GDRDMA where the platform needs GPUDirect",
        GpuDirectRule},

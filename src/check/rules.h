@@ -33,7 +33,7 @@ struct Rule {
 const std::vector<Rule>& Rules();
 
 // The rules, one function each, grouped by concern in run_rules.cc, bandwidth_rules.cc,
-// transport_rule.cc and latency_rule.cc.
+// transport_rule.cc, latency_rule.cc and fabric_rule.cc.
 std::optional<CheckFinding> CorrectnessRule(const RuleContext& context);
 std::optional<CheckFinding> PlatformRule(const RuleContext& context);
 std::optional<CheckFinding> GpuModelRule(const RuleContext& context);
@@ -42,6 +42,7 @@ std::optional<CheckFinding> AlgorithmRule(const RuleContext& context);
 std::optional<CheckFinding> BandwidthRule(const RuleContext& context);
 std::optional<CheckFinding> GpuDirectRule(const RuleContext& context);
 std::optional<CheckFinding> LatencyRule(const RuleContext& context);
+std::optional<CheckFinding> FabricRule(const RuleContext& context);
 
 // Whether `text` names the GPU of `gpu_model` ("H100" of "NVIDIA H100") as a whole token,
 // so that "GH100 [H200 SXM 141GB]" names an H200 and not an H100.

@@ -43,6 +43,7 @@ std::string RenderCheckText(const CheckReport& report) {
     out += fmt::format("\n{:<4}  {}: {}, {}\n", StatusName(t.status), t.collective, scale, where);
     for (const CheckFinding& f : t.findings) {
       out += Line(fmt::format("  {:<4}  {:<14} ", StatusName(f.status), f.rule), f.reason);
+      for (const std::string& e : f.evidence) out += Line("        evidence: ", e);
     }
   }
   out += fmt::format("\n{}: {} test{}", StatusName(report.status), report.tests.size(),

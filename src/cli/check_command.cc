@@ -7,6 +7,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "fabricscope/backend.h"
 #include "fabricscope/check.h"
 #include "fabricscope/error.h"
+#include "fabricscope/fabric.h"
 #include "fabricscope/launch.h"
 #include "fabricscope/parse.h"
 #include "fabricscope/platform.h"
@@ -36,6 +38,8 @@ struct CheckFlags {
   std::string format = "text";
   std::string output;
   std::string collective;
+  std::string fabric;        // --fabric DIR: saved infiniband-diags outputs
+  std::string fabric_hosts;  // --fabric-hosts: the run's HCAs in rank order
   bool strict = false;
   bool dry_run = false;
   std::vector<CLI::Option*> generic_options;
@@ -196,6 +200,43 @@ int PrintCheckPlan(const PlatformChoice& choice, std::vector<std::string> run_ar
   return kExitOk;
 }
 
+// --fabric-hosts A,B,C as a list.
+std::vector<std::string> FabricHosts(const CheckFlags& flags) {
+  std::vector<std::string> hosts;
+  std::string item;
+  std::istringstream in(flags.fabric_hosts);
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) hosts.push_back(item);
+  }
+  return hosts;
+}
+
+// --fabric DIR, read as `fabricscope fabric --from DIR` reads it (DIR/earlier too).
+std::optional<fabric::FabricReport> ReadFabric(const CheckFlags& flags) {
+  if (flags.fabric.empty()) {
+    if (!flags.fabric_hosts.empty()) {
+      throw UsageError("--fabric-hosts names the run's HCAs in the fabric: give --fabric DIR too");
+    }
+    return std::nullopt;
+  }
+  fabric::RunOptions options;
+  options.from = flags.fabric;
+  fabric::FabricReport report;
+  try {
+    report = fabric::RunFabric(options);
+  } catch (const UsageError& e) {
+    throw UsageError(std::string("--fabric: ") + e.what());
+  }
+  std::vector<std::string> missing;
+  fabric::HcasOfHosts(report.fabric, FabricHosts(flags), &missing);
+  if (!missing.empty()) {
+    throw UsageError("--fabric-hosts names '" + missing.front() + "', which is not an HCA of " +
+                     flags.fabric +
+                     " (give node descriptions as iblinkinfo prints them, e.g. 'CA: NAME:')");
+  }
+  return report;
+}
+
 int ExecuteCheck(const CheckFlags& flags, const CommandContext& ctx) {
   const CheckFormat& format = FindCheckFormat(flags.format);
   // CLI11 hands everything after "--" to the positional list: those are the run's flags.
@@ -223,6 +264,12 @@ int ExecuteCheck(const CheckFlags& flags, const CommandContext& ctx) {
     throw UsageError(
         "--root is where detection reads the node; with --platform or a generic "
         "description nothing is detected: drop --root or the platform");
+  }
+  // Read before the results or the run, so that a bad directory costs no measurement.
+  std::optional<fabric::FabricReport> fabric_report = ReadFabric(flags);
+  if (fabric_report) {
+    options.fabric = &*fabric_report;
+    options.fabric_hosts = FabricHosts(flags);
   }
   if (flags.dry_run) return PrintCheckPlan(ChoosePlatform(flags, {}), run_args, ctx);
   bool errors = false;
@@ -300,6 +347,16 @@ CommandAction SetupCheckCommand(CLI::App& app) {
       ->type_name("FILE");
   app.add_option("--collective", f.collective,
                  "the collective of logs that do not name it (otherwise inferred)");
+  app.add_option("--fabric", f.fabric,
+                 "the InfiniBand fabric the runs crossed: a directory of saved infiniband-diags "
+                 "outputs, as `fabricscope fabric --from DIR` reads it; a run below its "
+                 "expectation is pointed at the link or switch on its routes that explains it")
+      ->type_name("DIR");
+  // One argument split here: a list option would take the result files after it too.
+  app.add_option("--fabric-hosts", f.fabric_hosts,
+                 "with --fabric: the run's HCAs in rank order, as the fabric names them "
+                 "(default: the run's host names, matched to HCA node descriptions)")
+      ->type_name("HCA,...");
   app.add_flag("--strict", f.strict, "a WARN fails too (exit 1)");
   app.add_flag("--dry-run", f.dry_run,
                "print the platform and, with -- RUN FLAGS, the run's plan; exit 0 without "
@@ -310,7 +367,8 @@ CommandAction SetupCheckCommand(CLI::App& app) {
       "  fabricscope check --platform a3-ultragpu-8g all_gather.log\n"
       "  fabricscope check --gpus-per-node 8 --intra-node-busbw 370 --nics 8 --nic-rate 400 "
       "job.log\n"
-      "  fabricscope check -- --collective all_gather -b 1M -e 8G -f 2");
+      "  fabricscope check -- --collective all_gather -b 1M -e 8G -f 2\n"
+      "  fabricscope check --fabric /var/tmp/fabric job.log   # point a slow run at a link");
   return [flags](const CommandContext& ctx) { return ExecuteCheck(*flags, ctx); };
 }
 

@@ -25,6 +25,7 @@ struct DoctorFlags {
   std::string root = "/";
   std::string nccl_log;
   std::string topo_file;
+  std::string platform;
   bool env = true;
   std::vector<std::string> checks;
   bool list = false;
@@ -72,6 +73,7 @@ int ExecuteDoctor(const DoctorFlags& flags) {
   options.root = flags.root;
   options.nccl_log = flags.nccl_log;
   options.topo_file = flags.topo_file;
+  options.platform = flags.platform;
   options.lint_env = flags.env;
   if (flags.env) options.env = NcclEnvironment();
   options.checks = flags.checks;
@@ -111,6 +113,11 @@ CommandAction SetupDoctorCommand(CLI::App& app) {
   app.add_option("--topo-file", flags->topo_file,
                  "`nvidia-smi topo -m` output or an NCCL topology XML, for GPU-NIC affinity "
                  "(default: NCCL_TOPO_FILE when set)");
+  app.add_option("--platform", flags->platform,
+                 "the catalog platform this node is (name or alias, see fabricscope check "
+                 "--help): its NIC rate is what the GPU-fabric ports must run at (default: "
+                 "detected from the node's DMI name and GPUs, as check does)")
+      ->type_name("NAME");
   app.add_flag("--env,!--no-env", flags->env,
                "lint the NCCL_* variables of this environment and /etc/nccl.conf (default on)");
   app.add_option("--check", flags->checks,

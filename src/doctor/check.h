@@ -15,6 +15,7 @@
 #include "doctor/pci.h"
 #include "doctor/root.h"
 #include "fabricscope/doctor.h"
+#include "fabricscope/platform.h"
 
 namespace fabricscope::doctor {
 
@@ -29,6 +30,8 @@ struct NodeContext {
   std::optional<NcclLog> nccl_log;       // --nccl-log
   std::optional<PciTopology> topo_file;  // --topo-file, else NCCL_TOPO_FILE
   std::string topo_file_problem;         // NCCL_TOPO_FILE set but unusable
+  std::optional<Platform> platform{};    // --platform, else detected; empty: unknown
+  std::string platform_from{};           // "--platform", "detected: DMI product name ..."
 };
 
 // A check's findings and the facts it contributes to drift detection.

@@ -8,6 +8,7 @@
 #include "core/joined.h"
 #include "doctor/check.h"
 #include "doctor/topo_file.h"
+#include "fabricscope/check.h"
 #include "fabricscope/error.h"
 
 namespace fabricscope::doctor {
@@ -147,6 +148,36 @@ std::vector<CheckInfo> ListChecks() {
   return out;
 }
 
+namespace {
+
+// The node's catalog platform: the one named, else the one detection recognises (DMI, GPUs).
+void ChoosePlatform(const DoctorOptions& options, NodeContext& node) {
+  const Catalog catalog = Catalog::Builtin();
+  if (!options.platform.empty()) {
+    const Platform* named = catalog.Find(options.platform);
+    if (named == nullptr) {
+      throw UsageError("--platform '" + options.platform +
+                       "' is not a platform of the catalog; give one of " +
+                       Joined(catalog.Names()) + " (or leave --platform out to detect it)");
+    }
+    node.platform = *named;
+    node.platform_from = "--platform";
+    return;
+  }
+  try {
+    PlatformChoice choice = DetectPlatform(catalog, options.root);
+    if (!choice.platform) return;
+    node.platform = std::move(choice.platform);
+    node.platform_from = "detected";
+    if (!choice.evidence.empty())
+      node.platform_from += fmt::format(": {}", fmt::join(choice.evidence, "; "));
+  } catch (const std::exception&) {
+    // Detection is a help, not a check: a node it cannot read is judged without a platform.
+  }
+}
+
+}  // namespace
+
 NodeReport RunDoctor(const DoctorOptions& options) {
   const Root root(options.root);
   const auto selected = Select(options.checks);
@@ -158,6 +189,7 @@ NodeReport RunDoctor(const DoctorOptions& options) {
                    std::nullopt,
                    std::nullopt,
                    ""};
+  ChoosePlatform(options, node);
   if (!options.nccl_log.empty()) node.nccl_log = ParseNcclLog(options.nccl_log);
   if (!options.topo_file.empty()) {
     node.topo_file = ParseTopoFile(options.topo_file);

@@ -52,6 +52,66 @@ bool BelowModelRate(const NodeContext& node, const IbPort& p, CheckOutput& out) 
   return true;
 }
 
+// Whether the platform's GPU-fabric NICs are ports of this link layer (IB or RoCE); the other
+// transports (TCPX, EFA, TCP) are not RDMA ports of the doctor's scan.
+bool PlatformPort(const Platform& platform, const IbPort& p) {
+  if (platform.transport == "IB") return !p.roce();
+  if (platform.transport == "RoCE") return p.roce();
+  return false;
+}
+
+// How many active ports run at the platform's NIC rate: when the platform's NIC count of them
+// do, the slower others are extra NICs (storage, management), not a fault.
+int PortsAtCatalogRate(const Platform& platform, const std::vector<const IbPort*>& ports) {
+  return static_cast<int>(std::count_if(ports.begin(), ports.end(), [&](const IbPort* p) {
+    return PlatformPort(platform, *p) && p->state == "ACTIVE" &&
+           p->rate.gbps + 1e-9 >= platform.nic_rate_gbps;
+  }));
+}
+
+// A GPU-fabric port below the catalog's NIC rate for this platform. Returns whether it added
+// a finding.
+bool BelowCatalogRate(const NodeContext& node, const IbPort& p, int at_rate, CheckOutput& out) {
+  if (!node.platform) return false;
+  const Platform& platform = *node.platform;
+  if (!PlatformPort(platform, p) || p.state != "ACTIVE" || p.rate.gbps <= 0 ||
+      p.rate.gbps + 1e-9 >= platform.nic_rate_gbps || at_rate >= platform.nics) {
+    return false;
+  }
+  const auto device = std::find_if(node.ib.devices.begin(), node.ib.devices.end(),
+                                   [&](const IbDevice& d) { return d.name == p.device; });
+  // Whether the card itself could run the platform's rate: a slower card is the wrong NIC.
+  std::string slower_card;
+  if (device != node.ib.devices.end()) {
+    if (const auto model = FindHcaModel(device->hca_type, device->pci_device);
+        model && model->gbps + 1e-9 < platform.nic_rate_gbps) {
+      slower_card =
+          fmt::format(", and its {} cannot run faster ({:g} Gb/s)", model->name, model->gbps);
+    }
+  }
+  const bool card_can = slower_card.empty();
+  out.Add(Severity::kCritical,
+          fmt::format("{} runs at {} where {} has {} x {:g} Gb/s {} NICs: {:g}% of the "
+                      "platform's NIC rate; every ring through it runs at that speed{}",
+                      p.name(), p.rate.text, platform.name, platform.nics, platform.nic_rate_gbps,
+                      platform.nic_model.empty() ? platform.transport : platform.nic_model,
+                      100.0 * p.rate.gbps / platform.nic_rate_gbps, slower_card),
+          {node.root.Show(PortDir(p) + "/rate") + ": " + p.rate.text,
+           fmt::format("catalog {}: {} x {:g} Gb/s {} ({}; platform {})", platform.name,
+                       platform.nics, platform.nic_rate_gbps, platform.transport,
+                       platform.nic_model, node.platform_from),
+           fmt::format("{} of {} port(s) run at {:g} Gb/s", at_rate, platform.nics,
+                       platform.nic_rate_gbps)},
+          card_can ? fmt::format("check the switch port and the cable with iblinkinfo (both rated "
+                                 "for {:g} Gb/s?), reseat or replace the cable/transceiver; if "
+                                 "this is not {} (--platform), name the right platform",
+                                 platform.nic_rate_gbps, platform.name)
+                   : fmt::format("this card is not the platform's NIC: fit a {} (or name the "
+                                 "right platform with --platform)",
+                                 platform.nic_model.empty() ? "faster NIC" : platform.nic_model));
+  return true;
+}
+
 // The port's state: not ACTIVE is a finding. Returns whether the port is fine.
 bool CheckState(const Root& root, const IbPort& p, CheckOutput& out) {
   const std::string dir = PortDir(p);
@@ -200,6 +260,11 @@ class IbPortsCheck : public Check {
       double& fastest = p->roce() ? fastest_roce : fastest_ib;
       fastest = std::max(fastest, p->rate.gbps);
     }
+    const int at_rate = node.platform ? PortsAtCatalogRate(*node.platform, ports) : 0;
+    if (node.platform) {
+      out.Fact("platform", node.platform->name);
+      out.Fact("platform.nic_rate", fmt::format("{:g} Gb/s", node.platform->nic_rate_gbps));
+    }
     int healthy = 0;
     std::vector<std::string> healthy_evidence;
     for (const IbPort* p : ports) {
@@ -210,7 +275,11 @@ class IbPortsCheck : public Check {
       const double fastest = p->roce() ? fastest_roce : fastest_ib;
       bool ok = CheckState(root, *p, out);
       ok = CheckAgainstFastest(root, ports, *p, fastest, out) && ok;
-      if (!(p->rate.gbps < fastest) && BelowModelRate(node, *p, out)) ok = false;
+      // One rate finding a port: against the node's fastest, else the catalog, else the card.
+      if (!(p->rate.gbps < fastest) &&
+          (BelowCatalogRate(node, *p, at_rate, out) || BelowModelRate(node, *p, out))) {
+        ok = false;
+      }
       if (p->roce()) ok = CheckRoceGids(node, *p, key, out) && ok;
       ok = CheckCounters(root, *p, out) && ok;
       if (ok) {

@@ -349,7 +349,30 @@ std::vector<LeafView> Leaves(const Fabric& fabric, const Fabric* baseline) {
   return leaves;
 }
 
-void DeadNodeFindings(const Fabric& fabric, std::vector<Finding>& out) {
+// The dead node as a healthy read (--baseline) knew it: the node whose LID the tables still
+// route to, else the peer the baseline had on the ports that lead to it now.
+const Node* DeadNodeInBaseline(const Fabric& fabric, const Fabric* baseline,
+                               const std::set<int>& lost) {
+  if (baseline == nullptr) return nullptr;
+  if (lost.size() == 1) {
+    if (const Node* n = baseline->FindByLid(*lost.begin()); n != nullptr) return n;
+  }
+  for (const auto& node : fabric.nodes) {
+    const Node* before = baseline->FindByName(node.name);
+    if (before == nullptr) continue;
+    for (const auto& p : node.ports) {
+      if (!p.peer_unreachable) continue;
+      for (const auto& q : before->ports) {
+        if (q.number != p.number || q.peer_lid == 0) continue;
+        if (const Node* peer = baseline->FindByLid(q.peer_lid); peer != nullptr) return peer;
+      }
+    }
+  }
+  return nullptr;
+}
+
+void DeadNodeFindings(const Fabric& fabric, const FindingOptions& options,
+                      std::vector<Finding>& out) {
   std::vector<std::string> ports;
   std::vector<std::string> evidence;
   for (const auto& node : fabric.nodes) {
@@ -368,16 +391,30 @@ void DeadNodeFindings(const Fabric& fabric, std::vector<Finding>& out) {
       if (name.empty() && fabric.FindByLid(lid) == nullptr) lost.insert(lid);
     }
   }
+  const std::string lids =
+      lost.empty() ? "" : fmt::format(" (LID {} in the forwarding tables)", fmt::join(lost, ", "));
   std::string subject = "the node behind " + ports.front();
   if (lost.size() == 1) subject = "LID " + std::to_string(*lost.begin());
-  out.push_back({"cabling", "dead-node", Severity::kCritical, subject,
-                 fmt::format("ports {} are up, but the node behind them does not answer: a "
-                             "dead or hung switch{}",
-                             fmt::join(ports, ", "),
-                             lost.empty() ? ""
-                                          : fmt::format(" (LID {} in the forwarding tables)",
-                                                        fmt::join(lost, ", "))),
-                 evidence,
+  std::string message = fmt::format(
+      "ports {} are up, but the node behind them does not answer: a dead or hung switch{}",
+      fmt::join(ports, ", "), lids);
+  if (const Node* known = DeadNodeInBaseline(fabric, options.baseline, lost); known != nullptr) {
+    subject = known->name;
+    message += fmt::format("; the baseline names it {} (GUID {}, LID {})", known->name, known->guid,
+                           known->lid);
+    evidence.push_back(fmt::format("baseline: {} {} GUID {} LID {}",
+                                   known->kind == NodeKind::kSwitch ? "switch" : "HCA", known->name,
+                                   known->guid, known->lid));
+  } else {
+    // A node that does not answer gives the tools no description: only a healthy read can.
+    const std::string lid = lost.size() == 1 ? std::to_string(*lost.begin()) : "LID";
+    message += fmt::format(
+        "; the tools give no name for a node that no longer answers, so it is known only by "
+        "{}: name it with 'fabricscope fabric --baseline DIR' (a read of the healthy fabric "
+        "saved with --save DIR), or 'saquery -O {}' while the SM still holds its record",
+        lost.empty() ? "the ports that lead to it" : "LID " + lid, lid);
+  }
+  out.push_back({"cabling", "dead-node", Severity::kCritical, subject, message, evidence,
                  "power-cycle or replace the switch; until then take it out of routing "
                  "(disable its ports with ibportstate) so the SM routes around it"});
 }
@@ -430,7 +467,7 @@ void UplinkFindings(const std::vector<LeafView>& leaves, std::vector<Finding>& o
 
 std::vector<Finding> CablingFindings(const Fabric& fabric, const FindingOptions& options) {
   std::vector<Finding> out;
-  DeadNodeFindings(fabric, out);
+  DeadNodeFindings(fabric, options, out);
   UplinkFindings(Leaves(fabric, options.baseline), out);
   for (const auto& host : options.hosts) {
     const Node* n = fabric.FindByName(host);

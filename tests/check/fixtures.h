@@ -26,6 +26,7 @@ struct LogSpec {
   int nodes = 2;
   int gpus_per_node = 8;
   std::string gpu = "NVIDIA H100 80GB HBM3";
+  std::vector<std::string> hosts;      // one per node; empty: node0, node1, ...
   std::vector<std::string> nccl_info;  // NCCL INFO messages, printed before the table
   std::vector<LogRow> rows;
 };
@@ -51,7 +52,9 @@ inline std::string NcclTestsLog(const LogSpec& spec) {
       "iters: 20 agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n";
   for (int r = 0; r < ranks; ++r) {
     out += fmt::format("#  Rank {:2} Group  0 Pid {:6} on {:>10} device {:2} [0000:{:02x}:00] {}\n",
-                       r, 1000 + r, "node" + std::to_string(r / spec.gpus_per_node),
+                       r, 1000 + r,
+                       spec.hosts.empty() ? "node" + std::to_string(r / spec.gpus_per_node)
+                                          : spec.hosts[static_cast<size_t>(r / spec.gpus_per_node)],
                        r % spec.gpus_per_node, 0x10 + r % spec.gpus_per_node, spec.gpu);
   }
   for (const std::string& info : spec.nccl_info) {

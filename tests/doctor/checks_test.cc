@@ -1,6 +1,10 @@
 // The checks on node trees: a healthy 8-GPU, 8-NIC node, and one tree per fault.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
 #include "doctor/fixture.h"
 #include "fabricscope/error.h"
 
@@ -198,6 +202,119 @@ TEST_F(ChecksTest, PortBelowItsCardsRateIsAFindingWithoutAFasterPort) {
   spec.rate.fill("200 Gb/sec (4X HDR)");
   r = Run(spec);
   EXPECT_FALSE(Has(Find(r, "ib_ports"), Severity::kWarn, "can run")) << Dump(r);
+}
+
+// The catalog's NIC rate for the node's platform (--platform, or detected as check does).
+class CatalogRateTest : public ChecksTest {
+ protected:
+  // The old tree goes first: its directory is the path the new one takes.
+  void Make(const NodeSpec& spec) {
+    tree_.reset();
+    tree_ = std::make_unique<NodeTree>(TestDir("node"), spec);
+  }
+  NodeReport Diagnose(const std::string& platform = "") {
+    DoctorOptions options;
+    options.root = tree_->root().string();
+    options.platform = platform;
+    return RunDoctor(options);
+  }
+};
+
+TEST_F(CatalogRateTest, PortsBelowThePlatformsNicRateAreCritical) {
+  // A card the HCA table does not know, every port at HDR: only the catalog can tell.
+  NodeSpec spec;
+  spec.hca_type = "MT9999";
+  spec.nic_device = "0x9999";
+  spec.rate.fill("200 Gb/sec (4X HDR)");
+  Make(spec);
+  NodeReport r = Diagnose("dgx-h100");
+  const CheckResult& c = Find(r, "ib_ports");
+  EXPECT_TRUE(Has(c, Severity::kCritical,
+                  "mlx5_0/1 runs at 200 Gb/sec (4X HDR) where dgx-h100 has 8 x 400 Gb/s "
+                  "ConnectX-7 NICs: 50% of the platform's NIC rate"))
+      << Dump(r);
+  bool catalog_evidence = false;
+  for (const auto& f : c.findings) {
+    for (const auto& e : f.evidence) {
+      catalog_evidence = catalog_evidence ||
+                         e == "catalog dgx-h100: 8 x 400 Gb/s IB (ConnectX-7; platform --platform)";
+    }
+  }
+  EXPECT_TRUE(catalog_evidence) << Dump(r);
+  EXPECT_EQ(r.facts.at("platform"), "dgx-h100");
+  // Without a platform nothing says 200 Gb/s is short for this card.
+  r = Diagnose();
+  EXPECT_EQ(Find(r, "ib_ports").severity(), Severity::kOk) << Dump(r);
+  // A platform whose NICs run at 200 (ND A100 v4: 8 x HDR) is satisfied by the same ports.
+  r = Diagnose("azure-nd-a100-v4");
+  EXPECT_EQ(Find(r, "ib_ports").severity(), Severity::kOk) << Dump(r);
+}
+
+TEST_F(CatalogRateTest, ACardSlowerThanThePlatformsNicIsNamed) {
+  // ConnectX-6 at its full HDR rate: the HCA table is satisfied, the catalog is not.
+  NodeSpec spec;
+  spec.hca_type = "MT4123";
+  spec.nic_device = "0x101b";
+  spec.rate.fill("200 Gb/sec (4X HDR)");
+  Make(spec);
+  const NodeReport r = Diagnose("dgx-h100");
+  const CheckResult& c = Find(r, "ib_ports");
+  EXPECT_TRUE(Has(c, Severity::kCritical, "and its ConnectX-6 cannot run faster (200 Gb/s)"))
+      << Dump(r);
+  const auto it = std::find_if(c.findings.begin(), c.findings.end(), [](const Finding& f) {
+    return f.message.find("ConnectX-6 cannot") != std::string::npos;
+  });
+  ASSERT_NE(it, c.findings.end());
+  EXPECT_NE(it->fix.find("fit a ConnectX-7"), std::string::npos) << it->fix;
+}
+
+TEST_F(CatalogRateTest, RoCEPlatformAndDetectedPlatform) {
+  // a3-ultragpu-8g's NICs are 400 Gb/s RoCE.
+  NodeSpec spec;
+  spec.roce = true;
+  spec.hca_type = "MT9999";
+  spec.nic_device = "0x9999";
+  spec.rate.fill("200 Gb/sec (4X HDR)");
+  Make(spec);
+  NodeReport r = Diagnose("a3-ultragpu-8g");
+  EXPECT_TRUE(Has(Find(r, "ib_ports"), Severity::kCritical,
+                  "where gcp-a3-ultragpu-8g has 8 x 400 Gb/s ConnectX-7 NICs"))
+      << Dump(r);
+  // Detected: the DMI name and the GPUs make it a DGX H100 although its ports are slow.
+  spec = NodeSpec();
+  spec.hca_type = "MT9999";
+  spec.nic_device = "0x9999";
+  spec.rate.fill("200 Gb/sec (4X HDR)");
+  Make(spec);
+  tree_->Write("/sys/class/dmi/id/product_name", "DGX H100\n");
+  for (const auto& entry :
+       std::filesystem::directory_iterator(tree_->root() / "sys/bus/pci/devices")) {
+    std::ifstream in(entry.path() / "class");
+    std::string code;
+    in >> code;
+    if (!code.starts_with("0x0302")) continue;
+    const std::string bdf = entry.path().filename().string();
+    tree_->Write("/proc/driver/nvidia/gpus/" + bdf + "/information",
+                 "Model: \t\t NVIDIA H100 80GB HBM3\nBus Location: \t " + bdf + "\n");
+  }
+  r = Diagnose();
+  EXPECT_TRUE(Has(Find(r, "ib_ports"), Severity::kCritical, "where dgx-h100 has 8 x 400 Gb/s"))
+      << Dump(r);
+  EXPECT_EQ(r.facts.at("platform"), "dgx-h100");
+}
+
+TEST_F(CatalogRateTest, UnknownPlatformIsAUsageError) {
+  Make(NodeSpec{});
+  try {
+    Diagnose("no-such-platform");
+    ADD_FAILURE() << "an unknown platform was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--platform 'no-such-platform' is not a platform of the "
+                                         "catalog; give one of "),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("dgx-h100"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(ChecksTest, ErrorCountersAreAWarning) {

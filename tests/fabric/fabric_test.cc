@@ -108,10 +108,31 @@ TEST(FabricFindings, ExpectedRateJudgesEveryLink) {
 }
 
 TEST(FabricFindings, DeadSwitchMissingUplinkAndUnusedSpine) {
-  EXPECT_EQ(Named(Report("dead-switch", "healthy")),
-            (std::set<std::string>{"dead-node LID 3", "link-width leaf1[5] <-> spine1[1]",
+  // The baseline names the switch that no longer answers.
+  const FabricReport dead = Report("dead-switch", "healthy");
+  EXPECT_EQ(Named(dead),
+            (std::set<std::string>{"dead-node spine2", "link-width leaf1[5] <-> spine1[1]",
                                    "link-speed leaf2[5] <-> spine1[3]",
                                    "link-down leaf3[6] <-> spine1[6]", "error-counter leaf1[7]"}));
+  const auto named = std::find_if(dead.findings.begin(), dead.findings.end(),
+                                  [](const Finding& f) { return f.kind == "dead-node"; });
+  EXPECT_NE(named->message.find("the baseline names it spine2 (GUID 0x0000000000200001, LID 3)"),
+            std::string::npos)
+      << named->message;
+  EXPECT_NE(std::find(named->evidence.begin(), named->evidence.end(),
+                      "baseline: switch spine2 GUID 0x0000000000200001 LID 3"),
+            named->evidence.end());
+  // Without one it is known by its LID alone, and the message says how to name it.
+  const FabricReport lid_only = Report("dead-switch");
+  const auto by_lid = std::find_if(lid_only.findings.begin(), lid_only.findings.end(),
+                                   [](const Finding& f) { return f.kind == "dead-node"; });
+  ASSERT_NE(by_lid, lid_only.findings.end());
+  EXPECT_EQ(by_lid->subject, "LID 3");
+  EXPECT_NE(by_lid->message.find("known only by LID 3: name it with 'fabricscope fabric "
+                                 "--baseline DIR'"),
+            std::string::npos)
+      << by_lid->message;
+  EXPECT_NE(by_lid->message.find("'saquery -O 3'"), std::string::npos) << by_lid->message;
   EXPECT_EQ(Named(Report("missing-uplink")), (std::set<std::string>{"missing-uplink leaf4"}));
   const FabricReport dor = Report("dor-engine");
   EXPECT_EQ(Named(dor), (std::set<std::string>{"unused-spine spine2"}));

@@ -115,6 +115,16 @@ mv "$CURRENT/bin/dump_fts.off" "$CURRENT/bin/dump_fts"
 down
 
 scenario width-1x base minhop width-1x "" "link-width leaf1[5] <-> spine1[1]"
+# check --fabric on what was just saved: an all_reduce over h1..h16 at 1.0 GB/s (a ring at
+# a quarter of 4X QDR) is pointed at the 1X link, judged against a generic 4X QDR platform.
+"$BIN" check --gpus-per-node 1 --intra-node-busbw 100 --nics 1 --nic-rate 40 --transport IB \
+  --fabric "$CURRENT/saved" --format json "$HERE/data/all_reduce_h1-h16_1GBs.log" >"$CURRENT/check.json" 2>"$CURRENT/check.err"
+element=$(jq -r '.tests[0].findings[] | select(.rule == "fabric") | "\(.verdict) \(.element) \(.figures.fabric_limit_factor)"' "$CURRENT/check.json")
+if [ "$element" = "FAIL leaf1[5] <-> spine1[1] 4" ]; then
+  echo "ok: width-1x: check --fabric points the slow ring at leaf1[5] <-> spine1[1] (1/4.00)"
+else
+  fail "width-1x: check --fabric: [$element] $(cat "$CURRENT/check.err")"
+fi
 down
 scenario speed-sdr base minhop speed-sdr "" "link-speed leaf2[5] <-> spine1[3]"
 down
@@ -128,6 +138,8 @@ scenario dor-engine base dor "" "" "unused-spine spine2"
 [ "$(jq -r .subnet_manager.routing_engine "$CURRENT/live.json")" = dor ] || fail "dor-engine: routing engine not dor"
 down
 scenario dead-switch base minhop dead-switch "" "dead-node LID $SPINE2_LID"
+# The tools give the dead switch no name; the healthy read as baseline does.
+saved --baseline "$WORK/baseline" && check "dead-switch (--from, --baseline)" "$CURRENT/saved.json" "dead-node spine2"
 down
 
 # Counter growth over --interval: the first read is saved (SAVE/earlier) before the pause;
