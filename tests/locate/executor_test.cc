@@ -2,6 +2,7 @@
 // pair groups of each round through the launch layer's RankBody hook.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -10,9 +11,11 @@
 #include <vector>
 
 #include "fabricscope/backend.h"
+#include "fabricscope/engine.h"
 #include "fabricscope/error.h"
 #include "fabricscope/launch.h"
 #include "fabricscope/locate.h"
+#include "locate/pair_communicator.h"
 
 namespace fabricscope {
 namespace {
@@ -107,6 +110,56 @@ TEST(RunLocateJob, SixThreadRanksAsNodesOverGloo) {
   EXPECT_EQ(r.ranks.size(), 6u);
   EXPECT_EQ(r.backend, "gloo");
   EXPECT_EQ(r.bytes, 64u * 1024u);
+}
+
+// Two ranks of a Gloo communicator of four, as a communicator of two: the engine's
+// sendrecv and all_reduce on it validate (wrong = 0), as on a communicator of two.
+TEST(PairCommunicator, TheEngineRunsAndValidatesOnTwoRanksOfTheJob) {
+  auto backend = MakeBackend("gloo");
+  std::mutex mutex;
+  std::vector<int64_t> wrong;
+  std::vector<int> ranks;
+  RunJob(Threads(4), *backend, nullptr, LaunchInfo{}, NoEnvironment(), [&](RankContext& context) {
+    const int peer = context.self.rank ^ 3;  // 0-3 and 1-2
+    PairCommunicator pair(*context.world, peer, /*host_memory=*/true);
+    RunOptions options = Threads(4);
+    options.collectives = {Collective::kSendRecv, Collective::kAllReduce};
+    options.ops = {ReduceOp::kSum, ReduceOp::kAvg};
+    RunResult rows;
+    RunBenchmark(options, PlanSweep(options, 1), pair, rows, nullptr);
+    const std::lock_guard lock(mutex);
+    ranks.push_back(pair.rank());
+    for (const ResultRow& row : rows.rows) {
+      for (const auto* half : {&row.out_of_place, &row.in_place}) {
+        if (half->has_value()) wrong.push_back((*half)->wrong.value_or(-1));
+      }
+    }
+  });
+  std::sort(ranks.begin(), ranks.end());
+  EXPECT_EQ(ranks, (std::vector<int>{0, 0, 1, 1}));  // the lower rank of each pair is 0
+  ASSERT_FALSE(wrong.empty());
+  for (int64_t w : wrong) EXPECT_EQ(w, 0);
+}
+
+TEST(PairCommunicator, CollectivesOtherThanAPairsAreRefused) {
+  auto backend = MakeBackend("gloo");
+  EXPECT_THROW(RunJob(Threads(2), *backend, nullptr, LaunchInfo{}, NoEnvironment(),
+                      [&](RankContext& context) {
+                        PairCommunicator pair(*context.world, 1 - context.self.rank, true);
+                        float x = 1;
+                        CollectiveCall call;
+                        call.collective = Collective::kBroadcast;
+                        call.send = &x;
+                        call.recv = &x;
+                        call.count = 1;
+                        pair.Run(call);
+                      }),
+               UnsupportedError);
+  EXPECT_THROW(RunJob(Threads(2), *backend, nullptr, LaunchInfo{}, NoEnvironment(),
+                      [&](RankContext& context) {
+                        PairCommunicator pair(*context.world, context.self.rank, true);
+                      }),
+               UsageError);
 }
 
 // The real Gloo backend, with every Connect counted: how many communicators a run creates.
