@@ -49,6 +49,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "fake_gpu.h"
@@ -668,30 +669,10 @@ int ExecutePointToPoint(const Op& o) {
   return kSuccess;
 }
 
-// This rank's part of one operation; runs on the stream.
-int Execute(const Op& o) {
-  CommImpl& c = *o.comm;
-  const Clique& q = *c.clique;
-  const int n = c.nranks;
-  const int r = c.rank;
-  const size_t e = kTypeSize[o.type];
-  const size_t chunk = o.count * e;
-  const uint64_t index = c.ops.fetch_add(1) + 1;
-  if (index == static_cast<uint64_t>(c.hang_at) || index == static_cast<uint64_t>(c.fail_at)) {
-    if (index == static_cast<uint64_t>(c.fail_at)) {
-      c.SetError("fake nccl: injected failure (FAKE_NCCL_ASYNC_ERROR): peer unreachable");
-      c.async_error.store(kRemoteError);
-    }
-    fake_gpu::Trace("stuck rank=" + std::to_string(r) + " op=" + std::to_string(index) + " " +
-                    o.name);
-    // A kernel that never finishes: only ncclCommAbort ends it.
-    while (!c.aborted.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    return kInvalidUsage;
-  }
-
-  if (o.kind == Kind::kPointToPoint) return ExecutePointToPoint(o);
-
-  // What this rank publishes.
+// What a rank publishes in its slot for a collective: its data and how many bytes.
+std::pair<const std::byte*, size_t> Contribution(const Op& o, size_t chunk) {
+  const int n = o.comm->nranks;
+  const int r = o.comm->rank;
   const std::byte* contribution = nullptr;
   size_t bytes = 0;
   switch (o.kind) {
@@ -716,6 +697,34 @@ int Execute(const Op& o) {
     case Kind::kPointToPoint:
       break;  // ExecutePointToPoint
   }
+  return {contribution, bytes};
+}
+
+// This rank's part of one operation; runs on the stream.
+int Execute(const Op& o) {
+  CommImpl& c = *o.comm;
+  const Clique& q = *c.clique;
+  const int n = c.nranks;
+  const int r = c.rank;
+  const size_t e = kTypeSize[o.type];
+  const size_t chunk = o.count * e;
+  const uint64_t index = c.ops.fetch_add(1) + 1;
+  if (index == static_cast<uint64_t>(c.hang_at) || index == static_cast<uint64_t>(c.fail_at)) {
+    if (index == static_cast<uint64_t>(c.fail_at)) {
+      c.SetError("fake nccl: injected failure (FAKE_NCCL_ASYNC_ERROR): peer unreachable");
+      c.async_error.store(kRemoteError);
+    }
+    fake_gpu::Trace("stuck rank=" + std::to_string(r) + " op=" + std::to_string(index) + " " +
+                    o.name);
+    // A kernel that never finishes: only ncclCommAbort ends it.
+    while (!c.aborted.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return kInvalidUsage;
+  }
+
+  if (o.kind == Kind::kPointToPoint) return ExecutePointToPoint(o);
+
+  // What this rank publishes.
+  const auto [contribution, bytes] = Contribution(o, chunk);
   if (int rc = AwaitSlotFree(c); rc != kSuccess) return rc;
   if (bytes > q.slot_bytes()) {
     c.SetError(
