@@ -29,6 +29,17 @@ struct CollectiveCall {
   int device = 0;  // which of the communicator's devices (-g) runs it: rank() + device
 };
 
+// One point-to-point exchange with one peer (Communicator::Exchange), as nccl-tests'
+// sendrecv does it: a grouped ncclSend and ncclRecv, MPI_Sendrecv, a Gloo pair.
+struct PeerExchange {
+  const void* send = nullptr;  // memory from Communicator::Allocate; may be recv (in place)
+  void* recv = nullptr;
+  size_t count = 0;
+  DataType type = DataType::kFloat;
+  int peer = 0;    // a rank of this communicator other than this one
+  int device = 0;  // which of the communicator's devices (-g) exchanges
+};
+
 // One buffer of the same size on each device a communicator drives: device memory on GPU
 // backends (not addressable from the host: copy with CopyToDevice / CopyToHost), host
 // memory on host backends.
@@ -92,6 +103,12 @@ class Communicator {
   // What the library reports it uses to reach its peers from `device` ("P2P/CUMEM/read,
   // NET/IB/0/GDRDMA"), when it reports it (NCCL_DEBUG=INFO); empty otherwise.
   virtual std::string Transport(int device) const;
+  // Point-to-point on this communicator (BackendCapabilities::point_to_point): sends
+  // `count` elements of `send` to rank `peer` while receiving as many from it into `recv`,
+  // without the other ranks taking part. Completes as Run does (host backends: on return;
+  // GPU backends: enqueued on the device's stream, Sync waits). Both ranks must call it
+  // with each other as the peer. Throws UnsupportedError where the backend cannot.
+  virtual void Exchange(const PeerExchange& exchange);
 };
 
 // What a backend can do; the engine checks a request against it before starting.
@@ -106,6 +123,10 @@ struct BackendCapabilities {
   // Ranks are MPI processes: MPI must number them (mpirun, srun --mpi=pmix), one rank per
   // process; the launch layer starts MPI for it.
   bool mpi_processes = false;
+  // Communicator::Exchange works: two ranks of a communicator exchange data without the
+  // others, so that locate measures its pairs on the job's communicator instead of
+  // creating one per pair.
+  bool point_to_point = false;
 };
 
 // A device a rank computes on, for the "Using devices" lines.

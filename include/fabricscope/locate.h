@@ -442,12 +442,19 @@ struct LocateJobOptions {
   // Backend, message size (min_bytes = max_bytes), iterations, warm-up, -T; the
   // collectives are set by locate (sendrecv, all_reduce).
   RunOptions measure;
+  // Measure the pairs on the job's communicator where the backend has point-to-point
+  // (BackendCapabilities::point_to_point): no communicator per round. false: one
+  // communicator per pair and rail in every round, the way of backends without it.
+  bool point_to_point = true;
 };
 
 // Runs locate over the job this process is part of: every rank gathers the hostnames,
-// then each round splits the job into sub-communicators of the round's pairs (one per pair
-// and rail) and runs sendrecv and all_reduce on them through `backend`; the results reach
-// every rank, which all take the same decisions. Returns the report on the process of
+// then each round runs sendrecv and all_reduce on the round's pairs (one per pair and rail)
+// through `backend`: on the job's communicator where the backend has point-to-point
+// (all_reduce then only on host memory), else on sub-communicators of the round's pairs; the
+// per-node rounds of nodes with three or more ranks (or on device memory, two or more) join
+// one communicator per node, once. The results reach every rank, which all take the same
+// decisions. Returns the report on the process of
 // global rank 0 (an empty report elsewhere: `ranks` is empty).
 LocateReport RunLocateJob(const LocateJobOptions& options, Backend& backend,
                           const LaunchInfo& launch, const EnvLookup& env);

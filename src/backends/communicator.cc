@@ -48,6 +48,10 @@ std::unique_ptr<DeviceTimer> Communicator::MakeTimer(int /*marks*/) { return nul
 
 std::string Communicator::Transport(int /*device*/) const { return {}; }
 
+void Communicator::Exchange(const PeerExchange& /*exchange*/) {
+  throw UnsupportedError("this backend has no point-to-point exchange on a communicator");
+}
+
 std::vector<DeviceDescription> Backend::Devices(const ConnectOptions& /*options*/) const {
   return {};
 }

@@ -30,6 +30,14 @@ class Watchdog::WatchedCommunicator : public Communicator {
     inner_->Run(call);
     slot_.started_ns = 0;
   }
+  void Exchange(const PeerExchange& exchange) override {
+    last_call_ = "exchange of " + std::to_string(exchange.count) + " " +
+                 std::string(NameOf(exchange.type)) + " elements with rank " +
+                 std::to_string(exchange.peer);
+    Enter(last_call_);
+    inner_->Exchange(exchange);
+    slot_.started_ns = 0;
+  }
   void Barrier() override {
     Enter("barrier");
     inner_->Barrier();

@@ -594,6 +594,8 @@ namespace {
 // on one of the two nodes (or the cable, or the switch port between them).
 // Each rail's logs are relative to its own typical sample: this puts them on one scale.
 double Offset(const RailLevels& levels) {
+  // Pairs on NCCL's job communicator measure sendrecv only: no all_reduce typical.
+  if (!Finite(levels.all_reduce_typical)) return std::log(levels.sendrecv_typical);
   return 0.5 * (std::log(levels.sendrecv_typical) + std::log(levels.all_reduce_typical));
 }
 

@@ -1,6 +1,9 @@
-// The real measurer: each round splits the job into one communicator per pair and rail,
-// runs sendrecv and all_reduce on it through the backend, and shares the numbers with
-// every rank, so that every rank runs the same planner and takes the same decisions.
+// The real measurer: each round runs sendrecv and all_reduce on every pair and rail through
+// the backend and shares the numbers with every rank, so that every rank runs the same
+// planner and takes the same decisions. Where the backend has point-to-point on the job's
+// communicator (Gloo's pairs, MPI_Sendrecv, grouped ncclSend/ncclRecv) a pair is two ranks
+// of that communicator (PairCommunicator) and a round creates no communicator; otherwise
+// each round splits the job into one communicator per pair and rail.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -14,6 +17,7 @@
 #include "fabricscope/error.h"
 #include "fabricscope/launch.h"
 #include "fabricscope/locate.h"
+#include "locate/pair_communicator.h"
 
 namespace fabricscope {
 namespace {
@@ -37,10 +41,52 @@ struct WireRank {
 };
 static_assert(sizeof(WireRank) == 256);
 
+// How the measurer reaches its groups, from the backend's capabilities.
+struct GroupPaths {
+  bool point_to_point = false;      // pairs on the job's communicator (PairCommunicator)
+  bool host_memory = true;          // buffers the host can reduce: all_reduce of a pair too
+  bool collective_connect = false;  // Connect is collective over the job (MPI_Comm_split)
+};
+
+// An all-gather of `bytes` per rank over `comm` through memory the backend allocates
+// (device memory on GPU backends): `mine` in, every rank's in rank order out to `all`.
+class HostAllGather {
+ public:
+  HostAllGather(Communicator& comm, size_t bytes)
+      : comm_(comm),
+        bytes_(bytes),
+        send_(comm.Allocate(bytes)),
+        recv_(comm.Allocate(bytes * static_cast<size_t>(comm.size()))) {}
+
+  void Run(const void* mine, void* all) {
+    comm_.CopyToDevice(0, send_->data(0), mine, bytes_);
+    CollectiveCall call;
+    call.collective = Collective::kAllGather;
+    call.send = send_->data(0);
+    call.recv = recv_->data(0);
+    call.count = bytes_;
+    call.type = DataType::kUint8;
+    comm_.Run(call);
+    comm_.Sync();
+    comm_.CopyToHost(0, all, recv_->data(0), bytes_ * static_cast<size_t>(comm_.size()));
+  }
+
+ private:
+  Communicator& comm_;
+  const size_t bytes_;
+  std::unique_ptr<DeviceBuffers> send_;
+  std::unique_ptr<DeviceBuffers> recv_;
+};
+
 class CollectiveMeasurer final : public PairMeasurer {
  public:
-  CollectiveMeasurer(RankContext& context, const ClusterLayout& layout, const RunOptions& measure)
-      : context_(context), layout_(layout), measure_(measure), rank_(context.self.rank) {
+  CollectiveMeasurer(RankContext& context, const ClusterLayout& layout, const RunOptions& measure,
+                     GroupPaths paths)
+      : context_(context),
+        layout_(layout),
+        measure_(measure),
+        paths_(paths),
+        rank_(context.self.rank) {
     for (size_t n = 0; n < layout_.ranks.size(); ++n) {
       const auto& ranks = layout_.ranks[n];
       const auto it = std::find(ranks.begin(), ranks.end(), rank_);
@@ -55,6 +101,7 @@ class CollectiveMeasurer final : public PairMeasurer {
   }
 
   std::vector<PairSample> MeasureRound(const Round& round) override {
+    ++step_;  // every rank counts every round: the store keys of a round's groups agree
     const int rails = layout_.rails;
     // This rank's group: its node's pair in this round, on its rail, if it has one.
     int color = -1;
@@ -68,8 +115,13 @@ class CollectiveMeasurer final : public PairMeasurer {
       }
     }
     const int groups = static_cast<int>(round.pairs.size()) * rails;
-    const Record mine =
-        MeasureGroup(color, members, groups, {Collective::kSendRecv, Collective::kAllReduce});
+    Record mine;
+    if (paths_.point_to_point) {
+      // On the job's communicator: a rank without a pair this round sits it out.
+      if (!members.empty()) mine = MeasurePair(members[0] == rank_ ? members[1] : members[0]);
+    } else {
+      mine = MeasureGroup(color, members, groups, {Collective::kSendRecv, Collective::kAllReduce});
+    }
     const std::vector<Record> all = Share(mine);
     std::vector<PairSample> out;
     out.reserve(round.pairs.size() * static_cast<size_t>(rails));
@@ -83,13 +135,8 @@ class CollectiveMeasurer final : public PairMeasurer {
   }
 
   std::vector<NodeSample> MeasureNodes() override {
-    const auto& mine = layout_.ranks[static_cast<size_t>(node_)];
-    std::vector<int> members;
-    if (mine.size() >= 2) members = mine;
-    const int color = members.empty() ? -1 : node_;
-    const int groups = static_cast<int>(layout_.ranks.size());
-    const std::vector<Record> all =
-        Share(MeasureGroup(color, members, groups, {Collective::kAllReduce}));
+    ++step_;
+    const std::vector<Record> all = Share(MeasureOwnNode());
     std::vector<NodeSample> out;
     for (size_t n = 0; n < layout_.ranks.size(); ++n) {
       if (layout_.ranks[n].size() < 2) continue;
@@ -115,13 +162,65 @@ class CollectiveMeasurer final : public PairMeasurer {
     return layout_.ranks[static_cast<size_t>(node)][static_cast<size_t>(rail)];
   }
 
+  // This rank's node, its ranks together (all_reduce): a node of two is a pair on the job's
+  // communicator where the backend can; a larger one needs a communicator of its own (the
+  // reduction runs inside the library), joined at the first per-node round and kept for
+  // the others. The numbers on the node's first rank.
+  Record MeasureOwnNode() {
+    const auto& mine = layout_.ranks[static_cast<size_t>(node_)];
+    std::vector<int> members;
+    if (mine.size() >= 2) members = mine;
+    bool any = false;
+    for (size_t n = 0; n < layout_.ranks.size(); ++n) any = any || NodeNeedsCommunicator(n);
+    // A backend whose Connect is collective needs every rank of the job to join.
+    const bool join =
+        paths_.collective_connect ? any : NodeNeedsCommunicator(static_cast<size_t>(node_));
+    if (join) {
+      if (!node_comm_) {
+        const int groups = static_cast<int>(layout_.ranks.size());
+        node_comm_ = Join(members.empty() ? -1 : node_, members, groups);
+      }
+      if (members.empty()) return {};
+      return MeasureOn(*node_comm_, {Collective::kAllReduce});
+    }
+    if (members.size() != 2) return {};
+    return MeasurePair(members[0] == rank_ ? members[1] : members[0], {Collective::kAllReduce});
+  }
+
+  // Whether node n's ranks need a communicator of their own for the per-node rounds.
+  bool NodeNeedsCommunicator(size_t n) const {
+    const size_t ranks = layout_.ranks[n].size();
+    if (ranks < 2) return false;
+    return !(paths_.point_to_point && paths_.host_memory && ranks == 2);
+  }
+
+  // This rank and `peer` on the job's communicator, through its point-to-point exchange:
+  // nothing is created. all_reduce on device memory would time host copies with the
+  // transfer (there is no reduction kernel here), so there the pair runs sendrecv only.
+  Record MeasurePair(int peer, std::vector<Collective> collectives = {}) {
+    if (collectives.empty()) {
+      collectives = {Collective::kSendRecv};
+      if (paths_.host_memory) collectives.push_back(Collective::kAllReduce);
+    }
+    PairCommunicator pair(*context_.world, peer, paths_.host_memory);
+    return MeasureOn(pair, std::move(collectives));
+  }
+
   // Joins this round's group (`members`, ascending; empty: a group of its own, as backends
   // whose Connect is collective over the whole job need every rank to call it) and, in a
   // group of two or more, runs `collectives` on it. Returns the numbers on the group's
   // first rank.
   Record MeasureGroup(int color, std::vector<int> members, int groups,
                       std::vector<Collective> collectives) {
-    ++step_;
+    if (members.empty() && !paths_.collective_connect) return {};
+    auto comm = Join(color, std::move(members), groups);
+    if (comm->size() < 2) return {};
+    return MeasureOn(*comm, std::move(collectives));
+  }
+
+  // A communicator of `members` (ascending after sorting; empty: one of its own, for a
+  // backend whose Connect every rank of the job must call).
+  std::unique_ptr<Communicator> Join(int color, std::vector<int> members, int groups) {
     std::sort(members.begin(), members.end());
     ConnectOptions group = context_.connect;
     if (members.empty()) {
@@ -135,14 +234,17 @@ class CollectiveMeasurer final : public PairMeasurer {
       group.size = static_cast<int>(members.size());
     }
     group.prefix = "fs/locate/" + std::to_string(step_) + "/" + std::to_string(group.color);
-    auto comm = context_.join(group);
+    return context_.join(group);
+  }
+
+  // Runs `collectives` on `comm`; the numbers on its rank 0.
+  Record MeasureOn(Communicator& comm, std::vector<Collective> collectives) {
     Record record;
-    if (members.empty()) return record;
     RunOptions options = measure_;
     options.collectives = std::move(collectives);
     RunResult rows;
-    RunBenchmark(options, plan_, *comm, rows, nullptr);
-    if (group.rank != 0) return record;
+    RunBenchmark(options, plan_, comm, rows, nullptr);
+    if (comm.rank() != 0) return record;
     for (const ResultRow& row : rows.rows) {
       double best = 0;
       for (const auto* half : {&row.out_of_place, &row.in_place}) {
@@ -160,13 +262,7 @@ class CollectiveMeasurer final : public PairMeasurer {
   std::vector<Record> Share(Record mine) {
     mine.elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     std::vector<Record> all(static_cast<size_t>(context_.nranks));
-    CollectiveCall call;
-    call.collective = Collective::kAllGather;
-    call.send = &mine;
-    call.recv = all.data();
-    call.count = sizeof(Record) / sizeof(double);
-    call.type = DataType::kDouble;
-    context_.world->Run(call);
+    share_.Run(&mine, all.data());
     elapsed_ = all.front().elapsed;
     return all;
   }
@@ -174,7 +270,10 @@ class CollectiveMeasurer final : public PairMeasurer {
   RankContext& context_;
   const ClusterLayout& layout_;
   const RunOptions& measure_;
+  const GroupPaths paths_;
   const int rank_;
+  std::unique_ptr<Communicator> node_comm_;  // the per-node rounds' group, once joined
+  HostAllGather share_{*context_.world, sizeof(Record)};
   int node_ = 0;
   int rail_ = -1;
   int step_ = 0;
@@ -191,13 +290,7 @@ std::vector<RankInfo> GatherRanks(RankContext& context) {
   mine.device = context.self.device;
   std::strncpy(mine.hostname, context.self.hostname.c_str(), sizeof mine.hostname - 1);
   std::vector<WireRank> all(static_cast<size_t>(context.nranks));
-  CollectiveCall call;
-  call.collective = Collective::kAllGather;
-  call.send = &mine;
-  call.recv = all.data();
-  call.count = sizeof(WireRank);
-  call.type = DataType::kUint8;
-  context.world->Run(call);
+  HostAllGather(*context.world, sizeof(WireRank)).Run(&mine, all.data());
   std::vector<RankInfo> ranks;
   for (const WireRank& w : all) {
     RankInfo r;
@@ -229,7 +322,13 @@ LocateReport RunLocateJob(const LocateJobOptions& job, Backend& backend, const L
         }
         std::vector<RankInfo> ranks = GatherRanks(context);
         const ClusterLayout layout = GroupRanks(ranks, job.grouping);
-        CollectiveMeasurer measurer(context, layout, measure);
+        const BackendCapabilities& caps = backend.capabilities();
+        GroupPaths paths;
+        paths.point_to_point =
+            job.point_to_point && caps.point_to_point && context.world->devices() == 1;
+        paths.host_memory = !caps.device_memory;
+        paths.collective_connect = caps.mpi_processes;
+        CollectiveMeasurer measurer(context, layout, measure, paths);
         LocateOptions options = job.locate;
         if (context.self.rank != 0) options.progress = nullptr;
         LocateReport mine = Locate(options, layout, measurer);

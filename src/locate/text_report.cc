@@ -84,6 +84,12 @@ void WriteLocateText(const LocateReport& report, std::ostream& out) {
       const matrix::PairGrid grid = matrix::BuildGrid(report, rail, kMaxTextNodes);
       const RailBaseline& b = report.baselines[static_cast<size_t>(rail)];
       WriteMatrix(report, grid, grid.sendrecv, "sendrecv", b.sendrecv_typical, rail, out);
+      if (std::isnan(b.all_reduce_typical)) {
+        // NCCL's pairs on the job's communicator: sendrecv only (docs/locate.md).
+        out << "#\n# all_reduce: not measured in the pairs (device memory: each pair runs "
+               "sendrecv on the job's communicator)\n";
+        continue;
+      }
       WriteMatrix(report, grid, grid.all_reduce, "all_reduce", b.all_reduce_typical, rail, out);
     }
   } else {

@@ -278,6 +278,56 @@ TEST(GlooBackendTest, BarrierAndManyCallsInARow) {
   for (int32_t v : results) EXPECT_EQ(v, 4);
 }
 
+// Point-to-point on the job's context (locate's pairs): disjoint pairs exchange at the
+// same time, twice with other partners, in place the second time; nobody else takes part.
+TEST(GlooBackendTest, DisjointPairsExchangeOnOneCommunicator) {
+  auto backend = MakeBackend("gloo");
+  ASSERT_TRUE(backend->capabilities().point_to_point);
+  auto world = Connect(*backend, 4, milliseconds(5000));
+  std::vector<std::vector<int32_t>> got(4);
+  OnRanks(4, [&](int r) {
+    Communicator& comm = *world->comms[static_cast<size_t>(r)];
+    for (const int partner_bit : {1, 2}) {
+      std::vector<int32_t> send(1000, 100 * r);
+      std::vector<int32_t> recv(1000, -1);
+      PeerExchange x;
+      x.send = send.data();
+      x.recv = partner_bit == 1 ? recv.data() : send.data();  // in place the second time
+      x.count = send.size();
+      x.type = DataType::kInt32;
+      x.peer = r ^ partner_bit;
+      comm.Exchange(x);
+      const auto& out = partner_bit == 1 ? recv : send;
+      got[static_cast<size_t>(r)].push_back(out.front());
+      EXPECT_EQ(out.front(), out.back());
+    }
+  });
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(got[static_cast<size_t>(r)], (std::vector<int32_t>{100 * (r ^ 1), 100 * (r ^ 2)}));
+  }
+}
+
+TEST(GlooBackendErrorTest, ExchangeWithItselfOrNobodyIsAUsageError) {
+  auto backend = MakeBackend("gloo");
+  auto world = Connect(*backend, 2, milliseconds(5000));
+  int32_t a = 0, b = 0;
+  PeerExchange x;
+  x.send = &a;
+  x.recv = &b;
+  x.count = 1;
+  x.type = DataType::kInt32;
+  for (const int peer : {0, 2, -1}) {
+    x.peer = peer;
+    try {
+      world->comms[0]->Exchange(x);
+      FAIL() << "peer " << peer << " accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("is not another rank of 2"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(GlooBackendTest, DescribesItself) {
   auto backend = MakeBackend("gloo");
   EXPECT_EQ(backend->name(), "gloo");

@@ -231,6 +231,37 @@ TEST(MpiBackendTest, CountZeroIsANoOp) {
   }
 }
 
+// Point-to-point on the job's communicator (locate's pairs): ranks 2k and 2k+1 exchange,
+// out of place and then in place; with an odd number of ranks the last sits out.
+TEST(MpiBackendTest, PairsExchangeOnTheJobsCommunicator) {
+  auto backend = MakeBackend("mpi");
+  ASSERT_TRUE(backend->capabilities().point_to_point);
+  auto comm = ConnectWorld(*backend);
+  const int r = comm->rank();
+  const int peer = r ^ 1;
+  if (peer < comm->size()) {
+    std::vector<int32_t> send(1000, 100 * r);
+    std::vector<int32_t> recv(1000, -1);
+    PeerExchange x;
+    x.send = send.data();
+    x.recv = recv.data();
+    x.count = send.size();
+    x.type = DataType::kInt32;
+    x.peer = peer;
+    comm->Exchange(x);
+    EXPECT_EQ(recv.front(), 100 * peer);
+    EXPECT_EQ(recv.back(), 100 * peer);
+    x.recv = send.data();  // in place
+    comm->Exchange(x);
+    EXPECT_EQ(send.front(), 100 * peer);
+    EXPECT_EQ(send.back(), 100 * peer);
+  }
+  PeerExchange self;
+  self.peer = r;
+  EXPECT_THROW(comm->Exchange(self), UsageError);
+  comm->Barrier();
+}
+
 TEST(MpiBackendTest, BarrierAndManyCallsInARow) {
   auto backend = MakeBackend("mpi");
   auto comm = ConnectWorld(*backend);

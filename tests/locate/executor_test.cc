@@ -2,16 +2,20 @@
 // pair groups of each round through the launch layer's RankBody hook.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "fabricscope/backend.h"
+#include "fabricscope/engine.h"
 #include "fabricscope/error.h"
 #include "fabricscope/launch.h"
 #include "fabricscope/locate.h"
+#include "locate/pair_communicator.h"
 
 namespace fabricscope {
 namespace {
@@ -106,6 +110,105 @@ TEST(RunLocateJob, SixThreadRanksAsNodesOverGloo) {
   EXPECT_EQ(r.ranks.size(), 6u);
   EXPECT_EQ(r.backend, "gloo");
   EXPECT_EQ(r.bytes, 64u * 1024u);
+}
+
+// Two ranks of a Gloo communicator of four, as a communicator of two: the engine's
+// sendrecv and all_reduce on it validate (wrong = 0), as on a communicator of two.
+TEST(PairCommunicator, TheEngineRunsAndValidatesOnTwoRanksOfTheJob) {
+  auto backend = MakeBackend("gloo");
+  std::mutex mutex;
+  std::vector<int64_t> wrong;
+  std::vector<int> ranks;
+  RunJob(Threads(4), *backend, nullptr, LaunchInfo{}, NoEnvironment(), [&](RankContext& context) {
+    const int peer = context.self.rank ^ 3;  // 0-3 and 1-2
+    PairCommunicator pair(*context.world, peer, /*host_memory=*/true);
+    RunOptions options = Threads(4);
+    options.collectives = {Collective::kSendRecv, Collective::kAllReduce};
+    options.ops = {ReduceOp::kSum, ReduceOp::kAvg};
+    RunResult rows;
+    RunBenchmark(options, PlanSweep(options, 1), pair, rows, nullptr);
+    const std::lock_guard lock(mutex);
+    ranks.push_back(pair.rank());
+    for (const ResultRow& row : rows.rows) {
+      for (const auto* half : {&row.out_of_place, &row.in_place}) {
+        if (half->has_value()) wrong.push_back((*half)->wrong.value_or(-1));
+      }
+    }
+  });
+  std::sort(ranks.begin(), ranks.end());
+  EXPECT_EQ(ranks, (std::vector<int>{0, 0, 1, 1}));  // the lower rank of each pair is 0
+  ASSERT_FALSE(wrong.empty());
+  for (int64_t w : wrong) EXPECT_EQ(w, 0);
+}
+
+TEST(PairCommunicator, CollectivesOtherThanAPairsAreRefused) {
+  auto backend = MakeBackend("gloo");
+  EXPECT_THROW(RunJob(Threads(2), *backend, nullptr, LaunchInfo{}, NoEnvironment(),
+                      [&](RankContext& context) {
+                        PairCommunicator pair(*context.world, 1 - context.self.rank, true);
+                        float x = 1;
+                        CollectiveCall call;
+                        call.collective = Collective::kBroadcast;
+                        call.send = &x;
+                        call.recv = &x;
+                        call.count = 1;
+                        pair.Run(call);
+                      }),
+               UnsupportedError);
+  EXPECT_THROW(RunJob(Threads(2), *backend, nullptr, LaunchInfo{}, NoEnvironment(),
+                      [&](RankContext& context) {
+                        PairCommunicator pair(*context.world, context.self.rank, true);
+                      }),
+               UsageError);
+}
+
+// The real Gloo backend, with every Connect counted: how many communicators a run creates.
+class CountingBackend final : public Backend {
+ public:
+  explicit CountingBackend(std::unique_ptr<Backend> real) : real_(std::move(real)) {}
+  std::string_view name() const override { return real_->name(); }
+  std::string version() const override { return real_->version(); }
+  const BackendCapabilities& capabilities() const override { return real_->capabilities(); }
+  std::unique_ptr<Communicator> Connect(const ConnectOptions& options) override {
+    ++connects;
+    return real_->Connect(options);
+  }
+  std::atomic<int> connects{0};
+
+ private:
+  std::unique_ptr<Backend> real_;
+};
+
+// Gloo has point-to-point on the job's context (its pairs, connected once): the rounds
+// create no communicator, and the verdicts are those of the per-pair communicators.
+TEST(RunLocateJob, GlooPairsRunOnTheJobsCommunicatorWithTheSameVerdicts) {
+  LocateReport reports[2];
+  int connects[2] = {0, 0};
+  for (const bool p2p : {true, false}) {
+    CountingBackend backend(MakeBackend("gloo"));
+    ASSERT_TRUE(backend.capabilities().point_to_point);
+    LocateJobOptions job;
+    job.grouping = NodeGrouping::kRank;
+    job.measure = Threads(6);
+    job.locate.max_sweeps = 3;
+    job.point_to_point = p2p;
+    reports[p2p ? 0 : 1] = RunLocateJob(job, backend, LaunchInfo{}, NoEnvironment());
+    connects[p2p ? 0 : 1] = backend.connects.load();
+  }
+  EXPECT_EQ(connects[0], 6);  // the job's communicator, one Connect per rank: nothing else
+  // Before: besides it, two Connects for every pair measured (six nodes: no one sits out).
+  EXPECT_EQ(connects[1], 6 + 2 * static_cast<int>(reports[1].samples.size()));
+  for (const LocateReport& r : reports) {
+    EXPECT_EQ(r.rounds.pairs, 5);
+    EXPECT_EQ(r.judgements.size(), 15u);
+    for (const PairSample& s : r.samples) {
+      EXPECT_GT(s.sendrecv_busbw, 0) << s.pair.a << "-" << s.pair.b;
+      EXPECT_GT(s.all_reduce_busbw, 0);  // host memory: the pair's all_reduce too
+      EXPECT_EQ(s.wrong, 0);             // validated, as on a communicator of two
+    }
+    // Healthy thread ranks: nobody named either way (inconclusive at worst).
+    EXPECT_TRUE(r.suspects.empty()) << r.suspects.front().evidence;
+  }
 }
 
 TEST(RunLocateJob, OneHostIsNotEnoughNodes) {

@@ -229,8 +229,8 @@ TEST_F(LocateCliTest, FourProcessesAsNodesOverGloo) {
   EXPECT_EQ(j["world_times"]["per_rank_us"].size(), 8u);
 }
 
-// Under mpirun with the MPI backend, whose Connect is collective over the whole job: every
-// rank joins a group each round, the idle ones a group of their own.
+// Under mpirun with the MPI backend: the pairs exchange with MPI_Sendrecv on the job's
+// communicator, five nodes, so one sits out each round.
 TEST_F(LocateCliTest, MpiBackendUnderMpirun) {
   // Shared memory only, as the launch tests run mpirun; Open MPI leaves its own allocations
   // to the OS at exit, which a sanitizer build would otherwise report.

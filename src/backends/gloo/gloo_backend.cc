@@ -47,6 +47,7 @@ using Bytes = uint8_t;
 // 0x01..0x08; keeping ours apart means a message can never be matched by the wrong kind.
 constexpr uint8_t kReduceScatterSlotPrefix = 0x20;
 constexpr uint8_t kSendRecvSlotPrefix = 0x21;
+constexpr uint8_t kExchangeSlotPrefix = 0x22;
 
 // Gloo's rendezvous sees our Store through this, under the communicator's key prefix.
 class StoreAdapter final : public gloo::rendezvous::Store {
@@ -220,6 +221,35 @@ class GlooCommunicator final : public Communicator {
     } catch (...) {
       RethrowAs(fmt::format("gloo {} (rank {} of {}, {} elements): ", SpecOf(call.collective).name,
                             rank(), size(), call.count));
+    }
+  }
+
+  // Over the pair of the context that connectFullMesh made at Connect: nothing is set up
+  // per exchange but two unbound buffers.
+  void Exchange(const PeerExchange& x) override {
+    const size_t bytes = x.count * SizeOf(x.type);
+    try {
+      if (x.peer < 0 || x.peer >= size() || x.peer == rank()) {
+        throw UsageError(fmt::format("peer {} is not another rank of {}", x.peer, size()));
+      }
+      if (bytes == 0) return;
+      const void* send = x.send;
+      // In place, the peer's data would overwrite ours before it has been sent.
+      if (Overlaps(x.send, x.recv, bytes)) {
+        Bytes* copy = Scratch(bytes);
+        std::memcpy(copy, x.send, bytes);
+        send = copy;
+      }
+      auto send_buffer = context_->createUnboundBuffer(Mutable<Bytes>(send), bytes);
+      auto recv_buffer = context_->createUnboundBuffer(x.recv, bytes);
+      const uint64_t slot = gloo::Slot::build(kExchangeSlotPrefix, 0);
+      recv_buffer->recv(x.peer, slot);
+      send_buffer->send(x.peer, slot);
+      CheckCompleted(recv_buffer->waitRecv(timeout_), "receive");
+      CheckCompleted(send_buffer->waitSend(timeout_), "send");
+    } catch (...) {
+      RethrowAs(fmt::format("gloo exchange (rank {} with {} of {}, {} bytes): ", rank(), x.peer,
+                            size(), bytes));
     }
   }
 
@@ -441,7 +471,7 @@ class GlooCommunicator final : public Communicator {
 
 class GlooBackend final : public Backend {
  public:
-  GlooBackend() : capabilities_(AllCapabilities()) {}
+  GlooBackend() : capabilities_(Capabilities()) {}
 
   std::string_view name() const override { return "gloo"; }
 
@@ -481,6 +511,12 @@ class GlooBackend final : public Backend {
   }
 
  private:
+  static BackendCapabilities Capabilities() {
+    BackendCapabilities c = AllCapabilities();
+    c.point_to_point = true;
+    return c;
+  }
+
   const BackendCapabilities capabilities_;
 };
 

@@ -32,6 +32,7 @@ constexpr size_t kMaxCount = static_cast<size_t>(INT_MAX);
 
 // sendrecv's one message per call; the communicator is ours alone, so one tag will do.
 constexpr int kSendRecvTag = 0;
+constexpr int kExchangeTag = 1;  // Communicator::Exchange, apart from sendrecv's ring
 
 std::string ErrorText(int rc) {
   std::array<char, MPI_MAX_ERROR_STRING> text{};
@@ -245,6 +246,34 @@ class MpiCommunicator final : public Communicator {
     if (rc != MPI_SUCCESS) [[unlikely]] {
       throw BackendError(Where(call) + ErrorText(rc));
     }
+  }
+
+  // MPI_Sendrecv with the peer on this communicator (MPI_COMM_WORLD's split): the job's
+  // communicator serves every pair, nothing is created per exchange.
+  void Exchange(const PeerExchange& x) override {
+    const std::string where = fmt::format(
+        "mpi exchange (rank {} with {} of {}, {} elements): ", rank_, x.peer, size_, x.count);
+    if (x.peer < 0 || x.peer >= size_ || x.peer == rank_) {
+      throw UsageError(where + fmt::format("peer {} is not another rank of {}", x.peer, size_));
+    }
+    if (x.count == 0) return;
+    if (x.count > kMaxCount) {
+      throw UnsupportedError(where + fmt::format("MPI takes at most {} elements per call (an int "
+                                                 "count); use a smaller size",
+                                                 kMaxCount));
+    }
+    const MPI_Datatype type = WireType(x.type);
+    const int count = static_cast<int>(x.count);
+    const size_t bytes = x.count * SizeOf(x.type);
+    const void* send = x.send;
+    if (Overlaps(x.send, bytes, x.recv, bytes)) {  // in place: MPI_Sendrecv needs two
+      if (scratch_.size() < bytes) scratch_.resize(bytes);
+      std::memcpy(scratch_.data(), x.send, bytes);
+      send = scratch_.data();
+    }
+    const int rc = MPI_Sendrecv(send, count, type, x.peer, kExchangeTag, x.recv, count, type,
+                                x.peer, kExchangeTag, comm_.get(), MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) throw BackendError(where + ErrorText(rc));
   }
 
   void Barrier() override {
@@ -495,6 +524,7 @@ class MpiBackend final : public Backend {
   static BackendCapabilities Capabilities() {
     BackendCapabilities c = AllCapabilities();
     c.mpi_processes = true;
+    c.point_to_point = true;
     return c;
   }
 

@@ -477,6 +477,25 @@ class NcclCommunicator final : public Communicator {
     Sync();
   }
 
+  // A grouped ncclSend and ncclRecv with the peer on this communicator, as nccl-tests'
+  // sendrecv does: no communicator is created for the pair.
+  void Exchange(const PeerExchange& x) override {
+    const CommState& s = *state_;
+    const Lane& lane = s.lanes.at(static_cast<size_t>(x.device));
+    if (x.peer < 0 || x.peer >= size_ || x.peer == lane.rank) {
+      throw UsageError(fmt::format("{} exchange on rank {}: peer {} is not another rank of {}",
+                                   s.label, lane.rank, x.peer, size_));
+    }
+    pending_ =
+        fmt::format("exchange with rank {} of {} {} elements", x.peer, x.count, NameOf(x.type));
+    const ncclDataType_t type = ToNccl(x.type);
+    const NcclApi& n = s.nccl();
+    PointToPoint(lane, pending_, [&] {
+      s.Check(n.Send(x.send, x.count, type, x.peer, lane.comm, lane.stream), pending_, lane);
+      s.Check(n.Recv(x.recv, x.count, type, x.peer, lane.comm, lane.stream), pending_, lane);
+    });
+  }
+
   std::unique_ptr<DeviceBuffers> Allocate(size_t bytes) override {
     return std::make_unique<NcclBuffers>(state_, bytes);
   }
@@ -598,6 +617,7 @@ class NcclBackend final : public Backend {
                                          runtime.library->path()));
     }
     caps_ = AllCapabilities();
+    caps_.point_to_point = true;  // ncclSend/ncclRecv, in every NCCL fabricscope loads
     // ncclAvg and bfloat16 arrived in NCCL 2.10.
     if (libs_->nccl_version < NcclVersionCode(2, 10, 0)) {
       std::erase(caps_.ops, ReduceOp::kAvg);

@@ -11,9 +11,15 @@
 // memory of the communicator's device; one thread driving several ranks must group its calls
 // (ncclCommInitRank outside a group waits for every rank, as NCCL does, but gives up after
 // FAKE_NCCL_INIT_TIMEOUT_S seconds instead of hanging); symmetric window registration is
-// collective. Limits: a rank's contribution must fit its slot (FAKE_NCCL_SLOT_BYTES, default
-// 4 MiB), and a group's sends and receives are one exchange every rank takes part in (as in
-// every pattern fabricscope uses).
+// collective. Point-to-point is between the two ranks only, as in NCCL: a group's sends go
+// into the sender's slot, each receiver takes its own and says so, and the other ranks do
+// not take part (so disjoint pairs of one communicator exchange at the same time, as
+// locate's rounds do). Limits: a rank's contribution (a group's sends together) must fit
+// its slot (FAKE_NCCL_SLOT_BYTES, default 4 MiB).
+//
+// FAKE_NCCL_INIT_LOG=FILE appends one line per ncclCommInitRank (ncclCommInitAll makes one
+// per device): "<communicator id> <rank> <nranks>", so that tests count the communicators a
+// run creates.
 //
 // Faults on demand: FAKE_NCCL_HANG=rank:op makes that rank's op-th operation never finish
 // (until ncclCommAbort), FAKE_NCCL_ASYNC_ERROR=rank:op makes it fail the way a dead peer
@@ -43,6 +49,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "fake_gpu.h"
@@ -269,6 +276,10 @@ struct SegmentHeader {
   std::atomic<uint32_t> host_generation;
   int32_t pids[kMaxRanks];
   int32_t devices[kMaxRanks];
+  // Point-to-point: messages rank s has put in its slot for rank d, and of them, those d
+  // has taken. A rank rewrites its slot only once every message in it has been taken.
+  std::atomic<uint32_t> posted[kMaxRanks][kMaxRanks];
+  std::atomic<uint32_t> taken[kMaxRanks][kMaxRanks];
 };
 
 struct SlotHeader {
@@ -377,6 +388,8 @@ struct CommImpl {
   int slow_us = 0;                          // FAKE_NCCL_SLOW
   fake_profiler::Comm* profiler = nullptr;  // finalized when the last task lets go
   std::atomic<uint64_t> collectives{0};     // the profiler's sequence numbers
+  std::vector<uint32_t> received;           // messages taken from each peer (the stream's)
+  std::vector<int> unread;                  // peers the slot's messages are for
 
   CommImpl() = default;
   CommImpl(const CommImpl&) = delete;
@@ -549,6 +562,144 @@ struct Op {
   fake_profiler::Events events;  // the profiler's handles, started at the host call
 };
 
+// Before this rank rewrites its slot: every message in it has been taken.
+int AwaitSlotFree(CommImpl& c) {
+  SegmentHeader* h = c.clique->header();
+  for (const int d : c.unread) {
+    const int rc = WaitFor(c, [&] {
+      return h->taken[c.rank][d].load(std::memory_order_acquire) >=
+             h->posted[c.rank][d].load(std::memory_order_relaxed);
+    });
+    if (rc != kSuccess) return rc;
+  }
+  c.unread.clear();
+  return kSuccess;
+}
+
+// The message number `want` (from 1) that rank `from` has posted for rank `to`, in its slot:
+// its slot holds its last group's sends, the last `posted` of them to `to` numbered up to
+// `posted`. Null when the slot does not hold it.
+const Transfer* FindMessage(const Clique& q, int from, int to, uint32_t want, uint32_t posted,
+                            Transfer* out) {
+  const std::byte* slot = q.data(from);
+  uint64_t sends = 0;
+  std::memcpy(&sends, slot, sizeof sends);
+  std::vector<uint64_t> list(2 * sends);
+  std::memcpy(list.data(), slot + sizeof(uint64_t), list.size() * sizeof(uint64_t));
+  uint32_t to_me = 0;
+  for (uint64_t k = 0; k < sends; ++k) to_me += list[2 * k] == static_cast<uint64_t>(to) ? 1 : 0;
+  if (want + to_me <= posted) return nullptr;
+  uint32_t skip = want - 1 - (posted - to_me);
+  size_t data_at = (1 + list.size()) * sizeof(uint64_t);
+  for (uint64_t k = 0; k < sends; ++k) {
+    if (list[2 * k] == static_cast<uint64_t>(to) && skip-- == 0) {
+      out->bytes = list[2 * k + 1];
+      out->host = const_cast<std::byte*>(slot + data_at);
+      return out;
+    }
+    data_at += list[2 * k + 1];
+  }
+  return nullptr;
+}
+
+// A group's sends and receives on one communicator: the sends go into this rank's slot
+// ([sends][peer, bytes] x sends, then the data of each send, in order), then each receive
+// waits for its sender to have posted it and takes it. Only the two ranks of a transfer
+// take part.
+int ExecutePointToPoint(const Op& o) {
+  CommImpl& c = *o.comm;
+  const Clique& q = *c.clique;
+  SegmentHeader* h = q.header();
+  const int r = c.rank;
+  if (int rc = AwaitSlotFree(c); rc != kSuccess) return rc;
+  std::vector<uint64_t> header{0};
+  std::map<int, uint32_t> sends_to;
+  for (const Transfer& t : o.transfers) {
+    if (!t.send) continue;
+    ++header[0];
+    header.push_back(static_cast<uint64_t>(t.peer));
+    header.push_back(t.bytes);
+    ++sends_to[t.peer];
+  }
+  const auto* head = reinterpret_cast<const std::byte*>(header.data());
+  std::vector<std::byte> packed(head, head + header.size() * sizeof(uint64_t));
+  for (const Transfer& t : o.transfers) {
+    if (t.send) packed.insert(packed.end(), t.host, t.host + t.bytes);
+  }
+  if (packed.size() > q.slot_bytes()) {
+    c.SetError(
+        "fake nccl: " + o.name + " needs " + std::to_string(packed.size()) +
+        " bytes of staging, more than FAKE_NCCL_SLOT_BYTES=" + std::to_string(q.slot_bytes()));
+    c.async_error.store(kInvalidUsage);
+    return kInvalidUsage;
+  }
+  if (!sends_to.empty()) {
+    q.slot(r)->bytes = packed.size();
+    std::memcpy(q.data(r), packed.data(), packed.size());
+  }
+  // Each peer's count at once: a receiver finds the whole group's messages for it.
+  for (const auto& [peer, n] : sends_to) {
+    c.unread.push_back(peer);
+    h->posted[r][peer].fetch_add(n, std::memory_order_release);
+  }
+  for (const Transfer& t : o.transfers) {
+    if (t.send) continue;
+    const uint32_t want = c.received[static_cast<size_t>(t.peer)] + 1;
+    const int rc =
+        WaitFor(c, [&] { return h->posted[t.peer][r].load(std::memory_order_acquire) >= want; });
+    if (rc != kSuccess) return rc;
+    Transfer message;
+    if (FindMessage(q, t.peer, r, want, h->posted[t.peer][r].load(), &message) == nullptr) {
+      c.SetError("fake nccl: rank " + std::to_string(r) + " receives from " +
+                 std::to_string(t.peer) + ", whose message is not in its slot");
+      c.async_error.store(kInvalidUsage);
+      return kInvalidUsage;
+    }
+    if (message.bytes != t.bytes) {
+      c.SetError("fake nccl: rank " + std::to_string(r) + " receives " + std::to_string(t.bytes) +
+                 " bytes from " + std::to_string(t.peer) + ", which sends " +
+                 std::to_string(message.bytes));
+      c.async_error.store(kInvalidUsage);
+    } else if (t.bytes > 0) {
+      std::memcpy(t.host, message.host, t.bytes);
+    }
+    c.received[static_cast<size_t>(t.peer)] = want;
+    h->taken[t.peer][r].store(want, std::memory_order_release);
+  }
+  return kSuccess;
+}
+
+// What a rank publishes in its slot for a collective: its data and how many bytes.
+std::pair<const std::byte*, size_t> Contribution(const Op& o, size_t chunk) {
+  const int n = o.comm->nranks;
+  const int r = o.comm->rank;
+  const std::byte* contribution = nullptr;
+  size_t bytes = 0;
+  switch (o.kind) {
+    case Kind::kAllReduce:
+    case Kind::kReduce:
+    case Kind::kAllGather:
+    case Kind::kGather:
+      contribution = o.send;
+      bytes = chunk;
+      break;
+    case Kind::kReduceScatter:
+    case Kind::kAlltoAll:
+      contribution = o.send;
+      bytes = chunk * static_cast<size_t>(n);
+      break;
+    case Kind::kBroadcast:
+      if (r == o.root) contribution = o.send, bytes = chunk;
+      break;
+    case Kind::kScatter:
+      if (r == o.root) contribution = o.send, bytes = chunk * static_cast<size_t>(n);
+      break;
+    case Kind::kPointToPoint:
+      break;  // ExecutePointToPoint
+  }
+  return {contribution, bytes};
+}
+
 // This rank's part of one operation; runs on the stream.
 int Execute(const Op& o) {
   CommImpl& c = *o.comm;
@@ -570,48 +721,11 @@ int Execute(const Op& o) {
     return kInvalidUsage;
   }
 
+  if (o.kind == Kind::kPointToPoint) return ExecutePointToPoint(o);
+
   // What this rank publishes.
-  const std::byte* contribution = nullptr;
-  size_t bytes = 0;
-  std::vector<std::byte> packed;
-  switch (o.kind) {
-    case Kind::kAllReduce:
-    case Kind::kReduce:
-    case Kind::kAllGather:
-    case Kind::kGather:
-      contribution = o.send;
-      bytes = chunk;
-      break;
-    case Kind::kReduceScatter:
-    case Kind::kAlltoAll:
-      contribution = o.send;
-      bytes = chunk * static_cast<size_t>(n);
-      break;
-    case Kind::kBroadcast:
-      if (r == o.root) contribution = o.send, bytes = chunk;
-      break;
-    case Kind::kScatter:
-      if (r == o.root) contribution = o.send, bytes = chunk * static_cast<size_t>(n);
-      break;
-    case Kind::kPointToPoint: {
-      // [sends][peer, bytes] x sends, then the data of each send, in order.
-      std::vector<uint64_t> header{0};
-      for (const Transfer& t : o.transfers) {
-        if (!t.send) continue;
-        ++header[0];
-        header.push_back(static_cast<uint64_t>(t.peer));
-        header.push_back(t.bytes);
-      }
-      const auto* h = reinterpret_cast<const std::byte*>(header.data());
-      packed.assign(h, h + header.size() * sizeof(uint64_t));
-      for (const Transfer& t : o.transfers) {
-        if (t.send) packed.insert(packed.end(), t.host, t.host + t.bytes);
-      }
-      contribution = packed.data();
-      bytes = packed.size();
-      break;
-    }
-  }
+  const auto [contribution, bytes] = Contribution(o, chunk);
+  if (int rc = AwaitSlotFree(c); rc != kSuccess) return rc;
   if (bytes > q.slot_bytes()) {
     c.SetError(
         "fake nccl: " + o.name + " needs " + std::to_string(bytes) +
@@ -656,42 +770,8 @@ int Execute(const Op& o) {
         }
       }
       break;
-    case Kind::kPointToPoint: {
-      std::map<int, int> taken;  // receives so far from each peer: matched in order
-      for (const Transfer& t : o.transfers) {
-        if (t.send) continue;
-        const std::byte* slot = q.data(t.peer);
-        uint64_t sends = 0;
-        std::memcpy(&sends, slot, sizeof sends);
-        std::vector<uint64_t> list(2 * sends);
-        std::memcpy(list.data(), slot + sizeof(uint64_t), list.size() * sizeof(uint64_t));
-        size_t data_at = (1 + list.size()) * sizeof(uint64_t);
-        int skip = taken[t.peer]++;
-        bool found = false;
-        for (uint64_t k = 0; k < sends && !found; ++k) {
-          const int peer = static_cast<int>(list[2 * k]);
-          const uint64_t b = list[2 * k + 1];
-          if (peer == r && skip-- == 0) {
-            found = true;
-            if (b != t.bytes) {
-              c.SetError("fake nccl: rank " + std::to_string(r) + " receives " +
-                         std::to_string(t.bytes) + " bytes from " + std::to_string(t.peer) +
-                         ", which sends " + std::to_string(b));
-              c.async_error.store(kInvalidUsage);
-            } else if (b > 0) {
-              std::memcpy(t.host, slot + data_at, b);
-            }
-          }
-          data_at += b;
-        }
-        if (!found) {
-          c.SetError("fake nccl: rank " + std::to_string(r) + " receives from " +
-                     std::to_string(t.peer) + ", which sends nothing to it");
-          c.async_error.store(kInvalidUsage);
-        }
-      }
+    case Kind::kPointToPoint:
       break;
-    }
   }
   return Barrier(c);
 }
@@ -999,6 +1079,26 @@ FAKE_EXPORT int ncclGetUniqueId(UniqueId* id) {
   return kSuccess;
 }
 
+namespace {
+
+// FAKE_NCCL_INIT_LOG: one line per ncclCommInitRank, appended (one write: lines of
+// concurrent ranks do not mix).
+void LogInit(const UniqueId& id, int rank, int nranks) {
+  const char* file = std::getenv("FAKE_NCCL_INIT_LOG");
+  if (file == nullptr || file[0] == '\0') return;
+  uint64_t token = 0;
+  std::memcpy(&token, id.internal + 8, sizeof token);
+  char line[96];
+  const int n = std::snprintf(line, sizeof line, "%016llx %d %d\n",
+                              static_cast<unsigned long long>(token), rank, nranks);
+  const int fd = ::open(file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  [[maybe_unused]] const ssize_t w = ::write(fd, line, static_cast<size_t>(n));
+  ::close(fd);
+}
+
+}  // namespace
+
 FAKE_EXPORT int ncclCommInitRank(ncclComm** out, int nranks, UniqueId id, int rank) {
   if (std::memcmp(id.internal, kIdMagic, sizeof kIdMagic) != 0) {
     return Fail(kInvalidArgument, "ncclCommInitRank: not a unique id from ncclGetUniqueId");
@@ -1015,6 +1115,8 @@ FAKE_EXPORT int ncclCommInitRank(ncclComm** out, int nranks, UniqueId id, int ra
   c->hang_at = InjectionFor("FAKE_NCCL_HANG", rank);
   c->fail_at = InjectionFor("FAKE_NCCL_ASYNC_ERROR", rank);
   c->slow_us = InjectionFor("FAKE_NCCL_SLOW", rank);
+  c->received.assign(static_cast<size_t>(nranks), 0);
+  LogInit(id, rank, nranks);
   uint64_t comm_id = 0;
   std::memcpy(&comm_id, id.internal + 8, sizeof comm_id);
   c->profiler = fake_profiler::Init(comm_id, 1, nranks, rank);
