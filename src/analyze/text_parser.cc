@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "analyze/chunked_lines.h"
 #include "analyze/collective_inference.h"
 #include "analyze/diagnostics.h"
 #include "analyze/line_prefix.h"
@@ -124,6 +125,17 @@ class TextParser {
     // everything else is when they are not rows.
     if (IsDigit(body[0]) && !hashed && Row(line, body, line_no)) return;
     Keyword(line, TrimRight(body), hashed, line_no);
+  }
+
+  // Lines longer than the reader keeps (a binary file, a log without line breaks).
+  void CutLines(size_t first, size_t count, size_t limit) {
+    const std::string size = limit % (1 << 20) == 0 ? std::to_string(limit >> 20) + " MB"
+                                                    : std::to_string(limit) + " bytes";
+    sink_.Warn("long line", first,
+               "a line longer than " + size +
+                   (count > 1 ? " (and " + std::to_string(count - 1) + " more such lines)" : "") +
+                   ": only its first " + size +
+                   " were read, the rest of it was skipped; is this a text log?");
   }
 
   ParsedResults Finish() {
@@ -1020,6 +1032,19 @@ ParsedResults ParseTextResults(std::string_view text, const std::string& source,
   ForEachLine(text, [&](std::string_view line, size_t line_no, bool last) {
     parser.Feed(line, line_no, last);
   });
+  return parser.Finish();
+}
+
+ParsedResults ParseTextLines(ChunkedLineReader& reader, size_t skip_first,
+                             const std::string& source, const ParseOptions& options) {
+  TextParser parser(source, options);
+  reader.ForEachLine([&](std::string_view line, size_t line_no, bool last) {
+    if (line_no == 1) line.remove_prefix(std::min(skip_first, line.size()));
+    parser.Feed(line, line_no, last);
+  });
+  if (reader.cut_lines() > 0) {
+    parser.CutLines(reader.first_cut_line(), reader.cut_lines(), reader.max_line_bytes());
+  }
   return parser.Finish();
 }
 
