@@ -16,6 +16,7 @@
 
 #include "analyze/fixtures.h"
 #include "analyze/lines.h"
+#include "analyze/readers.h"
 #include "fabricscope/analyze.h"
 #include "fabricscope/parse.h"
 #include "fabricscope/report.h"
@@ -206,6 +207,47 @@ TEST(ChunkedLines, FilesReadAsTheirWholeText) {
         << "text " << i;
     std::remove(path.c_str());
   }
+}
+
+// A line beyond the limit is a warning naming it, and the table around it is still read.
+TEST(ChunkedLines, ALineBeyondTheLimitIsAWarningAndTheTableStillReads) {
+  const std::string table = fixtures::WithPrefix(fixtures::FixtureLines(fixtures::Layout{"t"}), "");
+  const std::string text = std::string(5000, 'b') + "\n" + table;
+  const int fd = MemoryFile(text);
+  ChunkedLineReader reader(fd, {64, 1024});
+  const ParsedResults parsed = ParseTextLines(reader, 0, "long.log", ParseOptions{});
+  close(fd);
+  EXPECT_EQ(parsed.RowCount(), ParseResults(table, "t").RowCount());
+  EXPECT_GT(parsed.RowCount(), 0u);
+  bool warned = false;
+  for (const Diagnostic& d : parsed.diagnostics) {
+    if (d.line == 1 && d.severity == Diagnostic::Severity::kWarning &&
+        d.message.find("a line longer than 1024 bytes") != std::string::npos &&
+        d.message.find("the rest of it was skipped") != std::string::npos) {
+      warned = true;
+    }
+  }
+  EXPECT_TRUE(warned) << (parsed.diagnostics.empty() ? "" : parsed.diagnostics[0].ToString());
+}
+
+// A read that fails (standard input that is a directory) is an error with the system's reason.
+TEST(ChunkedLines, AFailedReadIsAnErrorWithTheReason) {
+  const int saved = dup(STDIN_FILENO);
+  const int dir = open(::testing::TempDir().c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_GE(dir, 0);
+  ASSERT_EQ(dup2(dir, STDIN_FILENO), STDIN_FILENO);
+  const ParsedResults parsed = ReadResultsFile("-");
+  dup2(saved, STDIN_FILENO);
+  close(saved);
+  close(dir);
+  ASSERT_TRUE(parsed.HasErrors());
+  bool reason = false;
+  for (const Diagnostic& d : parsed.diagnostics) {
+    if (d.message.find("cannot read standard input: Is a directory") != std::string::npos) {
+      reason = true;
+    }
+  }
+  EXPECT_TRUE(reason) << parsed.diagnostics[0].ToString();
 }
 
 }  // namespace
