@@ -51,7 +51,7 @@ std::string Summary(const fabricscope::ParsedResults& parsed) {
 void CheckChunked(std::string_view text) {
   if (text.empty()) return;
   const fabricscope::analyze::ChunkedReadOptions options{
-      2 + static_cast<unsigned char>(text[0]) % 32, text.size() + 1};
+      size_t{2} + static_cast<unsigned char>(text[0]) % 32, text.size() + 1};
   Lines whole;
   fabricscope::ForEachLine(text, [&](std::string_view line, size_t no, bool last) {
     whole.emplace_back(std::string(line), no, last);
