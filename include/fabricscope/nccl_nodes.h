@@ -56,6 +56,9 @@ class NcclNodeCollector {
 
 // The whole text at once.
 NcclNodeComparison CompareNcclNodes(std::string_view text, const std::string& source);
+// A file read a chunk at a time (memory bounded whatever its size); one that cannot be read
+// compares no node.
+NcclNodeComparison CompareNcclNodesInFile(const std::string& path);
 
 // "nodes compared: 128 ...", then one block per differing node, with its lines.
 std::string RenderNcclNodes(const NcclNodeComparison& comparison);

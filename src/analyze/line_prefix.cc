@@ -2,6 +2,7 @@
 // that reach hundreds of MB, and each matcher gives up on its first character.
 #include "analyze/line_prefix.h"
 
+#include <array>
 #include <cstddef>
 
 #include "analyze/text_fields.h"
@@ -134,12 +135,29 @@ size_t SrunLabel(std::string_view s) {
   return i + 2;
 }
 
-bool IsNameChar(char c) { return IsAlpha(c) || IsDigit(c) || c == '_' || c == '-' || c == '.'; }
+// Letters, digits, '_', '-', '.': a table, because every line of a log that starts with a host
+// name is scanned through it.
+constexpr auto kNameChars = [] {
+  std::array<bool, 256> table{};
+  for (int c = 0; c < 256; ++c) {
+    table[static_cast<size_t>(c)] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                                    (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
+  }
+  return table;
+}();
 
-// docker compose: "worker-1  | ".
-size_t ComposePrefix(std::string_view s) {
+bool IsNameChar(char c) { return kNameChars[static_cast<unsigned char>(c)]; }
+
+// How many name characters `s` starts with: the scan docker compose's and pdsh's prefixes share.
+size_t NameLength(std::string_view s) {
   size_t i = 0;
   while (i < s.size() && IsNameChar(s[i])) ++i;
+  return i;
+}
+
+// docker compose: "worker-1  | ". `name` is NameLength(s).
+size_t ComposePrefix(std::string_view s, size_t name) {
+  size_t i = name;
   if (i == 0 || i >= s.size() || s[i] != ' ') return 0;
   while (i < s.size() && s[i] == ' ') ++i;
   if (i + 1 >= s.size() || s[i] != '|' || s[i + 1] != ' ') return 0;
@@ -160,10 +178,10 @@ bool IsTestsOutput(std::string_view rest) {
 
 // pdsh and clush: "node01: " -- but only when nccl-tests output follows, because
 // "rccl-tests: Version ..." and many log lines have the same shape.
-size_t HostPrefix(std::string_view s) {
+// `name` is NameLength(s).
+size_t HostPrefix(std::string_view s, size_t name) {
   if (s.empty() || !(IsAlpha(s[0]) || IsDigit(s[0]))) return 0;
-  size_t i = 1;
-  while (i < s.size() && IsNameChar(s[i])) ++i;
+  const size_t i = name;
   if (i + 1 >= s.size() || s[i] != ':' || s[i + 1] != ' ') return 0;
   if (!IsTestsOutput(TrimLeft(s.substr(i + 2)))) return 0;
   return i + 2;
@@ -182,8 +200,11 @@ std::string_view StripLaunchPrefixes(std::string_view line) {
     if (n == 0) n = TimeStamp(line);
     if (n == 0) n = KubectlPrefix(line);
     if (n == 0) n = SrunLabel(line);
-    if (n == 0) n = ComposePrefix(line);
-    if (n == 0) n = HostPrefix(line);
+    if (n == 0) {
+      const size_t name = NameLength(line);
+      n = ComposePrefix(line, name);
+      if (n == 0) n = HostPrefix(line, name);
+    }
     if (n == 0) return line;
     line.remove_prefix(n);
   }

@@ -3,7 +3,9 @@
 // nodes share, and the nodes that differ, with the first line of each value.
 #include "fabricscope/nccl_nodes.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -14,6 +16,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "analyze/chunked_lines.h"
 #include "analyze/lines.h"
 #include "analyze/text_fields.h"
 
@@ -104,7 +107,7 @@ struct Aspect {
 };
 
 std::string TransportValue(std::string_view m) {
-  const size_t via = m.find(" via ");
+  const size_t via = analyze::FindAnchored(m, " via ", 1);
   if (via == std::string_view::npos || !(StartsWith(m, "Channel") || StartsWith(m, "Ring")))
     return {};
   return ConnectionKind(Trim(m.substr(via + 5)));
@@ -125,24 +128,26 @@ std::string PluginValue(std::string_view m) {
   return {};
 }
 std::string VersionValue(std::string_view m) {
-  const size_t at = m.find("NCCL version ");
+  const size_t at = analyze::FindAnchored(m, "NCCL version ", 5);
   if (at == std::string_view::npos) return {};
   std::string_view f[3];
   const size_t n = analyze::SplitFields(m.substr(at), f, 3);
   return n >= 3 ? std::string(f[2]) : std::string();
 }
 std::string TuningValue(std::string_view m) {
-  if (!Contains(m, " Bytes -> Algo ")) return {};
+  if (analyze::FindAnchored(m, " Bytes -> Algo ", 1) == std::string_view::npos) return {};
   return Tuning(m);
 }
 std::string NvlsValue(std::string_view m) {
-  if (!Contains(m, "NVLS") || Contains(m, "CollNet")) return {};
+  if (std::memchr(m.data(), 'V', m.size()) == nullptr || !Contains(m, "NVLS") ||
+      Contains(m, "CollNet"))
+    return {};
   if (Contains(m, "not available") || Contains(m, "disabled")) return "NVLS not available";
   if (Contains(m, "available") || Contains(m, "enabled")) return "NVLS available";
   return {};
 }
 std::string CollNetValue(std::string_view m) {
-  if (!Contains(m, "CollNet")) return {};
+  if (analyze::FindAnchored(m, "CollNet", 4) == std::string_view::npos) return {};
   return Normalized(m);
 }
 std::string GdrValue(std::string_view m) {
@@ -199,7 +204,9 @@ std::string_view HostOf(std::string_view before) {
 struct NcclNodeCollector::State {
   std::string source;
   size_t lines = 0;
-  std::unordered_map<std::string, std::array<Values, kAspectCount>> nodes;
+  std::unordered_map<std::string, std::array<Values, kAspectCount>, analyze::ViewHash,
+                     std::equal_to<>>
+      nodes;
 };
 
 NcclNodeCollector::NcclNodeCollector(std::string source) : state_(std::make_unique<State>()) {
@@ -210,7 +217,7 @@ NcclNodeCollector::NcclNodeCollector(NcclNodeCollector&&) noexcept = default;
 NcclNodeCollector& NcclNodeCollector::operator=(NcclNodeCollector&&) noexcept = default;
 
 void NcclNodeCollector::Feed(std::string_view raw, size_t line_no) {
-  const size_t at = raw.find("NCCL INFO ");
+  const size_t at = analyze::FindAnchored(raw, "NCCL INFO ", 7);
   if (at == std::string_view::npos) return;
   const std::string_view host = HostOf(raw.substr(0, at));
   if (host.empty()) return;
@@ -220,11 +227,17 @@ void NcclNodeCollector::Feed(std::string_view raw, size_t line_no) {
   for (size_t a = 0; a < kAspectCount; ++a) {
     std::string value = kAspects[a].value(message);
     if (value.empty()) continue;
-    if (node == nullptr) node = &state_->nodes[std::string(host)];
+    if (node == nullptr) {
+      auto it = state_->nodes.find(host);
+      if (it == state_->nodes.end()) it = state_->nodes.try_emplace(std::string(host)).first;
+      node = &it->second;
+    }
     Values& values = (*node)[a];
-    if (values.first_line.size() >= kMaxValuesPerAspect) continue;
-    values.first_line.try_emplace(std::move(value), state_->source + ":" + std::to_string(line_no) +
-                                                        ": " + std::string(Trim(raw)));
+    // Most lines repeat a value their node already has: no line text is built for them.
+    if (values.first_line.size() >= kMaxValuesPerAspect || values.first_line.count(value) > 0)
+      continue;
+    values.first_line.emplace(std::move(value), state_->source + ":" + std::to_string(line_no) +
+                                                    ": " + std::string(Trim(raw)));
   }
 }
 
@@ -283,6 +296,18 @@ NcclNodeComparison NcclNodeCollector::Finish() {
               return std::tie(x.host, x.aspect) < std::tie(y.host, y.aspect);
             });
   return out;
+}
+
+NcclNodeComparison CompareNcclNodesInFile(const std::string& path) {
+  NcclNodeCollector collector(path);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return collector.Finish();
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  analyze::ChunkedLineReader reader(fd);
+  reader.ForEachLine(
+      [&](std::string_view line, size_t line_no, bool) { collector.Feed(line, line_no); });
+  ::close(fd);
+  return collector.Finish();
 }
 
 NcclNodeComparison CompareNcclNodes(std::string_view text, const std::string& source) {

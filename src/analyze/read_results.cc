@@ -1,4 +1,5 @@
-// Which reader a file needs, and reading files and stdin whole.
+// Which reader a file needs, and reading files and stdin: text logs streamed a chunk at a
+// time, JSON and CSV whole.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -6,11 +7,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <iostream>
-#include <iterator>
-#include <memory>
 #include <string>
 
+#include "analyze/chunked_lines.h"
 #include "analyze/readers.h"
 #include "analyze/text_fields.h"
 #include "fabricscope/inspector.h"
@@ -51,17 +50,9 @@ ParsedResults Unreadable(const std::string& source, std::string message) {
   return out;
 }
 
-}  // namespace
-
-ParsedResults ParseResults(std::string_view text, const std::string& source,
-                           const ParseOptions& options) {
-  // Windows editors start files with a byte-order mark; it is not part of the first line.
-  if (analyze::StartsWith(text, "\xEF\xBB\xBF")) text.remove_prefix(3);
-  if (analyze::StartsWith(text, "\x1f\x8b")) {
-    return Unreadable(
-        source, "gzip-compressed: decompress it first (zcat " + source + " | fabricscope analyze)");
-  }
-  const InputFormat format = options.format == InputFormat::kAuto ? Detect(text) : options.format;
+// A text already split off its byte-order mark, by the reader its content needs.
+ParsedResults ParseWhole(std::string_view text, const std::string& source,
+                         const ParseOptions& options, InputFormat format) {
   if (format == InputFormat::kJson && LooksLikeInspectorJsonl(text)) {
     return analyze::ParseInspectorResults(text, source, options);
   }
@@ -75,12 +66,49 @@ ParsedResults ParseResults(std::string_view text, const std::string& source,
   }
 }
 
-ParsedResults ReadResultsFile(const std::string& path, const ParseOptions& options) {
-  if (path == "-") {
-    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-    if (std::cin.bad()) return Unreadable("<stdin>", "cannot read standard input");
-    return ParseResults(text, "<stdin>", options);
+constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+
+ParsedResults Gzipped(const std::string& source) {
+  return Unreadable(
+      source, "gzip-compressed: decompress it first (zcat " + source + " | fabricscope analyze)");
+}
+
+// Reads `fd` as ParseResults reads a text: text logs a chunk at a time (memory stays bounded
+// whatever their size), JSON and CSV whole (their readers need all of it).
+ParsedResults ReadStream(int fd, const std::string& source, const std::string& what,
+                         const ParseOptions& options) {
+  analyze::ChunkedLineReader reader(fd);
+  const size_t bom = analyze::StartsWith(reader.Head(3), kByteOrderMark) ? 3 : 0;
+  const std::string_view head = reader.DetectionHead().substr(bom);
+  const auto failed = [&](ParsedResults out) {
+    if (reader.error() != 0) {
+      out.diagnostics.push_back({Diagnostic::Severity::kError, source, 0,
+                                 "cannot read " + what + ": " + std::strerror(reader.error()) +
+                                     "; what was read before is kept"});
+    }
+    return out;
+  };
+  if (analyze::StartsWith(head, "\x1f\x8b")) return Gzipped(source);
+  const InputFormat format = options.format == InputFormat::kAuto ? Detect(head) : options.format;
+  if (format == InputFormat::kJson || format == InputFormat::kCsv) {
+    return failed(ParseWhole(reader.ReadToEnd().substr(bom), source, options, format));
   }
+  return failed(analyze::ParseTextLines(reader, bom, source, options));
+}
+
+}  // namespace
+
+ParsedResults ParseResults(std::string_view text, const std::string& source,
+                           const ParseOptions& options) {
+  // Windows editors start files with a byte-order mark; it is not part of the first line.
+  if (analyze::StartsWith(text, kByteOrderMark)) text.remove_prefix(3);
+  if (analyze::StartsWith(text, "\x1f\x8b")) return Gzipped(source);
+  const InputFormat format = options.format == InputFormat::kAuto ? Detect(text) : options.format;
+  return ParseWhole(text, source, options, format);
+}
+
+ParsedResults ReadResultsFile(const std::string& path, const ParseOptions& options) {
+  if (path == "-") return ReadStream(STDIN_FILENO, "<stdin>", "standard input", options);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Unreadable(path, SystemReason(path, errno));
   struct stat info {};
@@ -93,32 +121,11 @@ ParsedResults ReadResultsFile(const std::string& path, const ParseOptions& optio
     ::close(fd);
     return Unreadable(path, "'" + path + "' is a directory: give the result files in it");
   }
-  // One read of the whole file into a buffer that is not zero-filled first (for a log of
-  // hundreds of MB that fill costs a fifth of the parse); the parsers then work on views
-  // into it. One byte more than the file's size lets the read that finds its end need no
-  // growing; pipes and other streams grow it as they go.
-  size_t capacity = S_ISREG(info.st_mode) ? static_cast<size_t>(info.st_size) + 1 : 65536;
-  std::unique_ptr<char[]> buffer(new char[capacity]);
-  size_t have = 0;
-  while (true) {
-    if (have == capacity) {
-      std::unique_ptr<char[]> bigger(new char[capacity * 2]);
-      std::memcpy(bigger.get(), buffer.get(), have);
-      buffer = std::move(bigger);
-      capacity *= 2;
-    }
-    const ssize_t n = ::read(fd, buffer.get() + have, capacity - have);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int error = errno;
-      ::close(fd);
-      return Unreadable(path, SystemReason(path, error));
-    }
-    if (n == 0) break;
-    have += static_cast<size_t>(n);
-  }
+  // The kernel reads ahead further for a file read front to back.
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  ParsedResults out = ReadStream(fd, path, "'" + path + "'", options);
   ::close(fd);
-  return ParseResults(std::string_view(buffer.get(), have), path, options);
+  return out;
 }
 
 }  // namespace fabricscope

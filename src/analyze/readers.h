@@ -8,9 +8,15 @@
 
 namespace fabricscope::analyze {
 
+class ChunkedLineReader;
+
 // nccl-tests / rccl-tests / fabricscope text output inside any log (text_parser.cc).
 ParsedResults ParseTextResults(std::string_view text, const std::string& source,
                                const ParseOptions& options);
+// The same, one line at a time from `reader` (a file of any size in bounded memory); the
+// first `skip_first` bytes of the first line (a byte-order mark) are not part of it.
+ParsedResults ParseTextLines(ChunkedLineReader& reader, size_t skip_first,
+                             const std::string& source, const ParseOptions& options);
 
 // nccl-tests -J, fabricscope JSON, rccl-tests -Z json (json_reader.cc).
 ParsedResults ParseJsonResults(std::string_view text, const std::string& source,

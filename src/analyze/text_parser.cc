@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "analyze/chunked_lines.h"
 #include "analyze/collective_inference.h"
 #include "analyze/diagnostics.h"
 #include "analyze/line_prefix.h"
@@ -124,6 +125,17 @@ class TextParser {
     // everything else is when they are not rows.
     if (IsDigit(body[0]) && !hashed && Row(line, body, line_no)) return;
     Keyword(line, TrimRight(body), hashed, line_no);
+  }
+
+  // Lines longer than the reader keeps (a binary file, a log without line breaks).
+  void CutLines(size_t first, size_t count, size_t limit) {
+    const std::string size = limit % (1 << 20) == 0 ? std::to_string(limit >> 20) + " MB"
+                                                    : std::to_string(limit) + " bytes";
+    sink_.Warn("long line", first,
+               "a line longer than " + size +
+                   (count > 1 ? " (and " + std::to_string(count - 1) + " more such lines)" : "") +
+                   ": only its first " + size +
+                   " were read, the rest of it was skipped; is this a text log?");
   }
 
   ParsedResults Finish() {
@@ -589,19 +601,27 @@ class TextParser {
     if (TableKeyword(line, body, hashed, line_no)) return;
     if (IsVersionLine(body)) return VersionLine(body, line_no);
     if (hashed) return;
-    // The library's own version line, alone or inside an INFO line, behind any prefix.
-    for (std::string_view library : {"NCCL version ", "RCCL version "}) {
-      const size_t at = body.find(library);
-      if (at != std::string_view::npos)
-        LibraryVersion(body.substr(at), library[0] == 'N' ? "nccl" : "rccl");
+    // Most lines of a big log are NCCL's INFO lines: each search below is one memchr on a byte
+    // that is rare in them, so that a line that holds none of these costs a few passes.
+    // The library's own version line, alone or inside an INFO line, behind any prefix
+    // ("NCCL version " and "RCCL version " share "CCL version ").
+    if (FindAnchored(body, "CCL version ", 4) != std::string_view::npos) {
+      for (std::string_view library : {"NCCL version ", "RCCL version "}) {
+        const size_t at = body.find(library);
+        if (at != std::string_view::npos)
+          LibraryVersion(body.substr(at), library[0] == 'N' ? "nccl" : "rccl");
+      }
     }
-    if (const size_t at = body.find("rccl-tests: Version"); at != std::string_view::npos) {
+    if (const size_t at = FindAnchored(body, "rccl-tests: Version", 12);
+        at != std::string_view::npos) {
       ToolHint("rccl-tests");
       if (run_open_) run_.version = std::string(Trim(body.substr(at + 19)));
       return;
     }
     // Lines of other programs interleaved with the table: NCCL's and nccl-tests' own.
-    if (Contains(body, "NCCL INFO")) return NcclInfo(body, line_no);
+    if (const size_t at = FindAnchored(body, "NCCL INFO", 7); at != std::string_view::npos) {
+      return NcclInfo(body, at, line_no);
+    }
     if (Contains(body, "NCCL WARN")) return NcclWarn(body, line_no);
     if (const size_t mark = FailureMark(body); mark != std::string_view::npos) {
       Failure(body, body.substr(mark), line_no);
@@ -629,10 +649,22 @@ class TextParser {
     tool_seen_ = tool;
   }
 
+  // "<tool> version <number> ...": a second field "version" and a third after it. Scanned by
+  // hand up to the second field: every line of a log comes here.
   static bool IsVersionLine(std::string_view body) {
-    std::string_view f[4];
-    if (SplitFields(body, f, 3) < 3 || f[1] != "version") return false;
-    return f[0] == "fabricscope" || (f[0].size() > 6 && f[0].substr(f[0].size() - 6) == "-tests");
+    size_t i = 0;
+    while (i < body.size() && IsBlank(body[i])) ++i;
+    const size_t first_start = i;
+    while (i < body.size() && !IsBlank(body[i])) ++i;
+    const std::string_view first = body.substr(first_start, i - first_start);
+    while (i < body.size() && IsBlank(body[i])) ++i;
+    const std::string_view rest = body.substr(i);
+    if (!StartsWith(rest, "version") || rest.size() == 7 || !IsBlank(rest[7]) ||
+        TrimLeft(rest.substr(7)).empty()) {
+      return false;
+    }
+    return first == "fabricscope" ||
+           (first.size() > 6 && first.substr(first.size() - 6) == "-tests");
   }
 
   // "# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809", and fabricscope's
@@ -917,15 +949,20 @@ class TextParser {
 
   // NCCL INFO lines that say which transport NCCL chose: the network plugin and device, and
   // the "via" of each channel connection (reduced to its kind, without channel numbers).
-  void NcclInfo(std::string_view body, size_t line_no) {
+  // `at` is where "NCCL INFO" starts in `body`. Lines that say nothing of it (most) cost a
+  // few memchr; a connection already seen costs no allocation.
+  void NcclInfo(std::string_view body, size_t at, size_t line_no) {
     if (!run_open_) return;
-    const std::string_view text = Trim(body.substr(body.find("NCCL INFO") + 9));
-    if (StartsWith(text, "NET/") || StartsWith(text, "Using network") || Contains(text, "NVLS") ||
-        Contains(text, "MNNVL")) {
-      PlatformLine(text, line_no);
-    }
-    std::string entry;
-    const size_t via = text.find(" via ");
+    const std::string_view text = Trim(body.substr(at + 9));
+    const bool network = StartsWith(text, "NET/") || StartsWith(text, "Using network");
+    // "NVLS" and "MNNVL" both have a 'V', which few INFO lines have.
+    const bool has_v = std::memchr(text.data(), 'V', text.size()) != nullptr;
+    const bool nvls = has_v && Contains(text, "NVLS");
+    if (network || nvls || (has_v && Contains(text, "MNNVL"))) PlatformLine(text, line_no);
+    if (transports_.size() >= kMaxTransportLines) return;
+    std::string& entry = entry_;
+    entry.clear();
+    const size_t via = FindAnchored(text, " via ", 1);
     if (via != std::string_view::npos) {
       // "Channel 00/0 : 0[0] -> 1[1] via NET/IB/0/GDRDMA" -> "via NET/IB/GDRDMA": one entry
       // per kind of connection, without the channel and device numbers.
@@ -946,19 +983,20 @@ class TextParser {
         if (slash == std::string_view::npos) break;
         start = slash + 1;
       }
-    } else if (StartsWith(text, "NET/") || StartsWith(text, "Using network") ||
-               Contains(text, "GPU Direct RDMA") || Contains(text, "NVLS") ||
-               Contains(text, "CollNet")) {
-      entry = std::string(text);
+    } else if (network || Contains(text, "GPU Direct RDMA") || nvls ||
+               FindAnchored(text, "CollNet", 4) != std::string_view::npos) {
+      entry = text;
     }
-    if (entry.empty() || transports_.size() >= kMaxTransportLines) return;
-    if (transports_.insert(entry).second) run_.transports.push_back(std::move(entry));
+    if (entry.empty() || transports_.find(entry) != transports_.end()) return;
+    transports_.insert(entry);
+    run_.transports.push_back(entry);
   }
 
   // Every rank prints these; the run keeps each text once, with where it was first seen.
   void PlatformLine(std::string_view text, size_t line_no) {
     if (platform_seen_.size() >= kMaxPlatformLines) return;
-    if (!platform_seen_.insert(std::string(text)).second) return;
+    if (platform_seen_.find(text) != platform_seen_.end()) return;
+    platform_seen_.emplace(text);
     run_.platform_lines.push_back(sink_.file() + ":" + std::to_string(line_no) + ": " +
                                   std::string(text));
   }
@@ -988,10 +1026,11 @@ class TextParser {
   bool title_out_ = false;
   bool title_in_ = false;
   std::string pending_collective_;
-  std::unordered_set<std::string> transports_;
+  std::unordered_set<std::string, ViewHash, std::equal_to<>> transports_;
   std::unordered_set<std::string> warns_;
   std::unordered_set<std::string> failures_;
-  std::unordered_set<std::string> platform_seen_;
+  std::unordered_set<std::string, ViewHash, std::equal_to<>> platform_seen_;
+  std::string entry_;  // NcclInfo's transport entry, reused from line to line
   size_t first_device_line_ = 0;
   size_t last_device_line_ = 0;
 };
@@ -1020,6 +1059,19 @@ ParsedResults ParseTextResults(std::string_view text, const std::string& source,
   ForEachLine(text, [&](std::string_view line, size_t line_no, bool last) {
     parser.Feed(line, line_no, last);
   });
+  return parser.Finish();
+}
+
+ParsedResults ParseTextLines(ChunkedLineReader& reader, size_t skip_first,
+                             const std::string& source, const ParseOptions& options) {
+  TextParser parser(source, options);
+  reader.ForEachLine([&](std::string_view line, size_t line_no, bool last) {
+    if (line_no == 1) line.remove_prefix(std::min(skip_first, line.size()));
+    parser.Feed(line, line_no, last);
+  });
+  if (reader.cut_lines() > 0) {
+    parser.CutLines(reader.first_cut_line(), reader.cut_lines(), reader.max_line_bytes());
+  }
   return parser.Finish();
 }
 

@@ -143,12 +143,7 @@ std::string NcclNodesOf(const std::vector<std::string>& files) {
     if (path == "-") {
       throw UsageError("--nccl-nodes reads the files again: give the log as a file, not stdin");
     }
-    std::ifstream in(path, std::ios::binary);
-    NcclNodeCollector collector(path);
-    std::string line;
-    size_t line_no = 0;
-    while (std::getline(in, line)) collector.Feed(line, ++line_no);
-    out += "\n" + RenderNcclNodes(collector.Finish());
+    out += "\n" + RenderNcclNodes(CompareNcclNodesInFile(path));
   }
   return out;
 }
