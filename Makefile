@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build run test bench sanitize format format-check clean image
+.PHONY: all deps configure build run test bench sanitize format format-check clean image tidy tsan
 
 all: build
 
@@ -22,6 +22,7 @@ run: build
 	./$(BUILD)/fabricscope run
 
 # The suite, after the format check (the tree stays clang-formatted) and a -Werror build.
+# `make tidy` and `make tsan` (below) join it once both pass on main (docs/development.md).
 test: format-check build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600
 
@@ -43,6 +44,24 @@ image: build
 	podman build --network host --build-arg BASE=$(BASE) --build-arg FABRICSCOPE_BIN=fabricscope \
 	  -t $(IMAGE) -f $(BUILD)/image/Containerfile $(BUILD)/image
 
+# clang-tidy over the library, the CLI and the plugin (src/), with $(BUILD)'s compile database:
+# the checks of .clang-tidy, any finding fails. GCC's -Wconversion leaves out sign conversions,
+# clang's includes them: the GCC build decides on compiler warnings, clang-tidy on its checks.
+tidy: configure
+	run-clang-tidy -j $(JOBS) -quiet -p $(BUILD) -extra-arg=-Wno-sign-conversion '$(CURDIR)/src/'
+
+# The threaded tests (ctest label `threads`) under ThreadSanitizer, in build-tsan/: only the
+# binaries they need are built. tests/tsan.supp: the uninstrumented libraries' internals.
+TSAN_BUILD ?= build-tsan
+TSAN_TARGETS = fabricscope core_test backends_test launch_test nccl_backend_test locate_test \
+  profiler_test watch_test
+tsan: deps
+	cmake -S . -B $(TSAN_BUILD) -G Ninja -DFABRICSCOPE_TSAN=ON -DFABRICSCOPE_BUILD_BENCH=OFF \
+	  $(CMAKE_FLAGS)
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target $(TSAN_TARGETS)
+	TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1" \
+	  ctest --test-dir $(TSAN_BUILD) -L threads --output-on-failure -j $(JOBS) --timeout 600
+
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')
 
@@ -50,4 +69,4 @@ format-check: deps
 	clang-format --dry-run --Werror $$(git ls-files '*.cc' '*.h')
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-tsan

@@ -24,6 +24,9 @@ packages=(
   # fabric's test bed: a simulated InfiniBand fabric (ibsim, libumad2sim) routed by the real
   # opensm and read by the real infiniband-diags (docs/fabric.md).
   ibsim-utils libumad2sim0 opensm infiniband-diags
+  # make tidy: clang-tidy and its run-clang-tidy (ThreadSanitizer's runtime, libtsan2, comes
+  # with GCC).
+  clang-tidy
 )
 
 missing=()

@@ -575,8 +575,9 @@ std::vector<Finding> LintNcclSettings(const LintContext& context) {
       if (!it->replaced_by.empty()) Renamed(name, setting, context, out);
       continue;
     }
-    const auto prefix = std::find_if(NcclVariablePrefixes().begin(), NcclVariablePrefixes().end(),
-                                     [&](const auto& p) { return name.starts_with(p.first); });
+    const auto prefix =
+        std::find_if(NcclVariablePrefixes().begin(), NcclVariablePrefixes().end(),
+                     [&name = name](const auto& p) { return name.starts_with(p.first); });
     if (prefix != NcclVariablePrefixes().end()) continue;
     const std::string suggestion = ClosestVariable(name);
     out.push_back({Severity::kWarn,

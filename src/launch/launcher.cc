@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include "fabricscope/error.h"
 #include "fabricscope/launch.h"
 #include "fabricscope/version.h"
+#include "launch/guarded_reporter.h"
 #include "launch/mpi_session.h"
 #include "launch/watchdog.h"
 
@@ -124,7 +126,7 @@ bool IsLoopback(const std::string& address) {
 // unless the whole job is on loopback, it listens on its advertised address instead.
 std::string ListenAddress(const TcpStoreClient* client, const std::string& master_addr) {
   if (client == nullptr) return "127.0.0.1";  // one process: ranks are threads
-  const std::string local = client->LocalAddress();
+  std::string local = client->LocalAddress();
   if (local.empty() || (IsLoopback(local) && !IsLoopback(master_addr))) {
     return AdvertisedAddress();
   }
@@ -318,13 +320,21 @@ class JobRunner {
     // longer: their peers are stuck in the same call, and one of them ending first makes
     // the launcher (mpirun) kill the first process before it could record anything.
     const auto grace = std::max(std::chrono::milliseconds(1000), timeout_ / 2);
+    // The watchdog's thread ends the report while rank 0's thread may still write it: from
+    // here on, the report goes through the guard.
+    if (process_ == 0 && sink_ != nullptr) sink_ = &guarded_.emplace(*sink_);
     watchdog_.emplace(timeout_ + (process_ == 0 ? grace : 2 * grace), host_,
-                      [this](const std::string& message) {
-                        if (process_ != 0 || sink_ == nullptr) return;
-                        result_.errors.push_back(message);
-                        result_.end_time = LocalTime(kIsoTime);
-                        sink_->End(result_);
-                      });
+                      [this](const std::string& message) { Expire(message); });
+  }
+
+  // The -T policy: the stuck call is inside the communication library, which cannot be
+  // interrupted safely, so say why, record it in the report and end the process. Rows
+  // already reported are on disk.
+  [[noreturn]] void Expire(const std::string& message) {
+    std::fprintf(stderr, "fabricscope: error: %s\n", message.c_str());
+    std::fflush(stderr);
+    if (guarded_) guarded_->Abort(message, LocalTime(kIsoTime));
+    std::_Exit(3);
   }
 
   // What ConnectOptions says about the devices of a thread; the same in its rank thread.
@@ -477,7 +487,8 @@ class JobRunner {
 
   // "process 2 (ranks 4-5 on node2)": for the message naming who never finished.
   std::string ProcessName(int process) const {
-    const size_t first_rank = static_cast<size_t>(process * ranks_per_process_);
+    const size_t first_rank =
+        static_cast<size_t>(process) * static_cast<size_t>(ranks_per_process_);
     return "process " + std::to_string(process) + " (ranks " + std::to_string(first_rank) + "-" +
            std::to_string(first_rank + static_cast<size_t>(ranks_per_process_) - 1) +
            (first_rank < result_.ranks.size() ? " on " + result_.ranks[first_rank].hostname
@@ -536,7 +547,7 @@ class JobRunner {
 
   const RunOptions& options_;
   Backend& backend_;
-  Reporter* const sink_;
+  Reporter* sink_;  // the guard of guarded_ under -T
   const LaunchInfo& launch_;
   const EnvLookup& env_;
   const RankBody& body_;
@@ -555,6 +566,7 @@ class JobRunner {
   std::string device_name_;
   std::vector<int> colors_;
   std::vector<std::vector<DeviceDescription>> thread_devices_;
+  std::optional<GuardedReporter> guarded_;  // before watchdog_: outlives its thread
   std::optional<Watchdog> watchdog_;
 
   RunResult result_;

@@ -1,7 +1,6 @@
 #include "launch/watchdog.h"
 
 #include <cstdio>
-#include <cstdlib>
 
 #include "fabricscope/collective.h"
 #include "fabricscope/dtype.h"
@@ -128,8 +127,6 @@ void Watchdog::Loop() {
     for (const auto& slot : slots_) {
       const int64_t started = slot->started_ns.load(std::memory_order_acquire);
       if (started == 0 || now - started < limit_.count() * 1'000'000) continue;
-      // The call is stuck inside the communication library, which cannot be interrupted
-      // safely: report and end the process. Rows already reported are on disk.
       std::string what;
       {
         const std::lock_guard what_lock(slot->what_mutex);
@@ -141,10 +138,8 @@ void Watchdog::Loop() {
                     "grace); a peer is stuck or dead",
                     slot->rank, where_.c_str(), what.c_str(),
                     static_cast<double>(limit_.count()) / 1000.0);
-      std::fprintf(stderr, "fabricscope: error: %s\n", message);
-      std::fflush(stderr);
-      if (on_expire_) on_expire_(message);
-      std::_Exit(3);
+      if (on_expire_) on_expire_(message);  // the caller's policy: the launcher's ends the process
+      return;
     }
   }
 }

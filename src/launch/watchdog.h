@@ -1,7 +1,8 @@
 // Private: the -T watchdog. Backends time out their own waits where they can (Gloo, the
-// store); MPI cannot, nor can NCCL's init, so every rank's connect and calls are watched
-// and one that outlives the timeout ends the process with an error that names the rank,
-// its host and the call, rather than hanging the job.
+// store); MPI cannot, nor can NCCL's init, so every rank's connect and calls are watched,
+// and one that outlives the timeout is handed to the caller with an error that names the
+// rank, its host and the call. What follows is the caller's policy: the launcher ends the
+// process rather than hanging the job.
 #pragma once
 
 #include <atomic>
@@ -20,7 +21,8 @@ namespace fabricscope {
 
 class Watchdog {
  public:
-  // Called with the message just before the process ends, to save what can be saved.
+  // Called once, from the watchdog's own thread, with the message of the first call that
+  // outlived the limit; the watchdog then stops watching.
   using OnExpire = std::function<void(const std::string& message)>;
 
   // `limit`: how long one call may take; `where`: "host", for the message.

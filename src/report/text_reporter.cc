@@ -35,7 +35,7 @@ __attribute__((format(printf, 1, 2))) std::string Printf(const char* format, ...
 // Width of one half's columns "  %7s  %6s  %6s  %6g": used to blank a missing half.
 constexpr size_t kHalfWidth = 2 + 7 + 2 + 6 + 2 + 6 + 2 + 6;
 // Width of the -I columns "  %7s  %7s  %7s  %7s".
-constexpr size_t kPerIterWidth = 4 * (2 + 7);
+constexpr size_t kPerIterWidth = size_t{4} * (2 + 7);
 
 class TextReporter final : public Reporter {
  public:
