@@ -161,8 +161,8 @@ RankInfo DecodeRank(int rank, const std::vector<char>& data) {
 
 // The rendezvous of the job's processes: an in-memory store for one process, else a TCP
 // store served by process 0 (at MASTER_ADDR:MASTER_PORT, or a free port whose address MPI
-// broadcasts). Each rank thread gets its own client: a client serves one request at a
-// time, and a rank blocked in a wait must not hold up the others.
+// broadcasts or, with MASTER_PORT=0, a file publishes). Each rank thread gets its own client: a
+// client serves one request at a time, and a rank blocked in a wait must not hold up the others.
 class Rendezvous {
  public:
   Rendezvous(const LaunchInfo& launch, int process, int processes, MpiSession* mpi,
@@ -184,7 +184,9 @@ class Rendezvous {
       master_addr_ = where.substr(0, space);
       port_ = static_cast<uint16_t>(std::atoi(where.c_str() + space + 1));
     } else {
-      if (process == 0) server_ = std::make_unique<TcpStoreServer>(port_);
+      job_store_ = std::make_unique<JobStore>(JobStoreOptions{
+          .serve = process == 0, .port = port_, .port_file = launch.port_file, .timeout = timeout});
+      port_ = job_store_->port();
       master_addr_ = launch.master_addr;
     }
   }
@@ -200,7 +202,8 @@ class Rendezvous {
 
  private:
   std::chrono::milliseconds timeout_;
-  std::unique_ptr<TcpStoreServer> server_;
+  std::unique_ptr<TcpStoreServer> server_;  // under MPI, whose broadcast publishes the port
+  std::unique_ptr<JobStore> job_store_;     // under the env launcher
   std::unique_ptr<Store> shared_;
   std::string master_addr_ = "127.0.0.1";
   uint16_t port_ = 0;

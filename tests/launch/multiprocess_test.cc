@@ -17,8 +17,6 @@
 #include <thread>
 #include <vector>
 
-#include "fabricscope/store.h"
-
 extern char** environ;
 
 namespace {
@@ -39,11 +37,6 @@ size_t Count(const std::string& text, const std::string& what) {
   return n;
 }
 
-uint16_t FreePort() {
-  fabricscope::TcpStoreServer probe(0);
-  return probe.port();
-}
-
 // One process of a job, with its output in files.
 struct Proc {
   pid_t pid = -1;
@@ -59,7 +52,6 @@ class MultiProcessTest : public ::testing::Test {
            ("fabricscope-mp-" + std::to_string(getpid()) + "-" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
-    port_ = FreePort();
   }
   void TearDown() override {
     for (Proc& p : procs_) {
@@ -79,7 +71,9 @@ class MultiProcessTest : public ::testing::Test {
     env_strings.push_back("WORLD_SIZE=" + std::to_string(world));
     env_strings.push_back("LOCAL_RANK=" + std::to_string(rank));
     env_strings.push_back("MASTER_ADDR=127.0.0.1");
-    env_strings.push_back("MASTER_PORT=" + std::to_string(port_));
+    // Process 0's store binds a port of its own and publishes it; the others read it.
+    env_strings.push_back("MASTER_PORT=0");
+    env_strings.push_back("FABRICSCOPE_PORT_FILE=" + (dir_ / "port").string());
     std::vector<char*> envp;
     for (auto& s : env_strings) envp.push_back(s.data());
     envp.push_back(nullptr);
@@ -125,7 +119,6 @@ class MultiProcessTest : public ::testing::Test {
   }
 
   fs::path dir_;
-  uint16_t port_ = 0;
   std::vector<Proc> procs_;
 };
 
