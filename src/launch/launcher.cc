@@ -249,7 +249,10 @@ class JobRunner {
                        "without it (" + launch_.detected_from +
                        "): under Slurm run srun --mpi=pmix, or start it with mpirun");
     }
-    if (launch_.kind == LaunchKind::kMpi || mpi_processes) mpi_.emplace();
+    // MPI_THREAD_MULTIPLE only where rank threads may call MPI: it costs every call.
+    if (launch_.kind == LaunchKind::kMpi || mpi_processes) {
+      mpi_.emplace(MpiSessionOptions{.rank_threads = options_.nthreads > 1});
+    }
     process_ = mpi_ ? mpi_->rank() : launch_.process_rank;
     processes_ = mpi_ ? mpi_->size() : launch_.process_count;
     if (mpi_processes && options_.nthreads > 1) {
@@ -259,7 +262,9 @@ class JobRunner {
                              std::to_string(options_.nthreads));
     }
     if (mpi_ && !mpi_->multithreaded() && options_.nthreads > 1) {
-      throw UnsupportedError("this MPI library does not support MPI_THREAD_MULTIPLE; use -t 1");
+      throw UnsupportedError(
+          "MPI provides " + mpi_->thread_level() + ", not the MPI_THREAD_MULTIPLE that -t " +
+          std::to_string(options_.nthreads) + " needs: use -t 1 and more processes");
     }
   }
 
@@ -271,6 +276,7 @@ class JobRunner {
     rendezvous_.emplace(launch_, process_, processes_, mpi_ ? &*mpi_ : nullptr, timeout_);
     if (const auto ifname = env_("GLOO_SOCKET_IFNAME")) gloo_interface_ = *ifname;
     result_ = MakeHeader(options_, backend_);
+    if (mpi_) result_.mpi_thread_level = mpi_->thread_level();
     result_.config.max_bytes = plan_.max_bytes;
     result_.notes = plan_.notes;
     result_.nranks = nranks_;

@@ -253,6 +253,35 @@ TEST_P(MpirunTest, GlooBackendBootstrapsThroughMpiWithThreads) {
 
 INSTANTIATE_TEST_SUITE_P(Processes, MpirunTest, ::testing::Values(2, 3, 4));
 
+// The thread level MPI was initialized at, as rank 0's JSON record gives it: each process
+// of a real 2-process mpirun job asks MPI_Init_thread for it (MPI_Query_thread's answer).
+std::string ThreadLevelOf(const std::string& flags) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("fabricscope-mpilevel-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path json = dir / "r.json";
+  const std::string code =
+      Mpirun(2, flags + " -b 1K -e 1K -n 2 -T 60 -J " + json.string(), dir / "out");
+  const std::string text = Slurp(dir / "out");
+  std::string level = "exit " + code + ": " + text;
+  if (code == "0") {
+    const auto doc = nlohmann::json::parse(Slurp(json));
+    level = doc.contains("mpi_thread_level") ? doc["mpi_thread_level"].get<std::string>()
+                                             : "(no mpi_thread_level)";
+  }
+  fs::remove_all(dir);
+  return level;
+}
+
+TEST(MpiThreadLevelTest, OneRankPerProcessRunsAtFunneledAndRankThreadsAtMultiple) {
+  // One rank per process: only the thread that initialized MPI calls it, so the level of a
+  // plain MPI program is enough, and MPI takes no locks on each call.
+  EXPECT_EQ(ThreadLevelOf("--backend mpi --collective sendrecv"), "MPI_THREAD_FUNNELED");
+  EXPECT_EQ(ThreadLevelOf("--backend gloo -t 1"), "MPI_THREAD_FUNNELED");
+  // Rank threads may call MPI at once.
+  EXPECT_EQ(ThreadLevelOf("--backend gloo -t 2"), "MPI_THREAD_MULTIPLE");
+}
+
 }  // namespace
 
 namespace {
