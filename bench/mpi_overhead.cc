@@ -9,7 +9,7 @@
 //
 // --init says who initializes MPI, which fixes the thread level of both sides: mpi_init
 // (MPI_Init, the level a plain MPI program gets), fabricscope (the launcher's own session,
-// as `fabricscope run -t 1` opens it: MPI_THREAD_FUNNELED) or multiple (MPI_THREAD_MULTIPLE,
+// as `fabricscope run -t 1` opens it: MPI_THREAD_SINGLE) or multiple (MPI_THREAD_MULTIPLE,
 // what fabricscope asked for before it chose by the number of rank threads).
 //
 // Each half round is timed as the engine times: one untimed op, a barrier, then N ops

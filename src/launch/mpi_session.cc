@@ -39,7 +39,7 @@ MpiSession::MpiSession(const MpiSessionOptions& options) {
   MPI_Initialized(&initialized);
   int provided = MPI_THREAD_SINGLE;
   if (initialized == 0) {
-    const int required = options.rank_threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED;
+    const int required = options.rank_threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE;
     Check(MPI_Init_thread(nullptr, nullptr, required, &provided), "MPI_Init_thread");
     owns_ = true;
   } else {

@@ -9,9 +9,10 @@ namespace fabricscope {
 // What the process will ask of MPI, which decides the thread level it initializes at.
 struct MpiSessionOptions {
   // Several rank threads of this process may call MPI at once (-t > 1): then it asks for
-  // MPI_THREAD_MULTIPLE. Otherwise only the thread that creates the session calls MPI, and
-  // MPI_THREAD_FUNNELED is enough: Open MPI runs it on the same path as a plain MPI_Init,
-  // while MPI_THREAD_MULTIPLE locks inside every call (docs/performance.md measures it).
+  // MPI_THREAD_MULTIPLE. Otherwise only the thread that creates the session calls MPI (the
+  // watchdog and store threads never do), and it asks for MPI_THREAD_SINGLE, the level of a
+  // plain MPI_Init: Open MPI 4.1 takes its thread-safe paths at any level above it
+  // (docs/performance.md).
   bool rank_threads = false;
 };
 
@@ -29,7 +30,7 @@ class MpiSession {
   // False when several threads may not call MPI at once: the library cannot, or MPI was
   // initialized (here or before) at a lower level.
   bool multithreaded() const { return multithreaded_; }
-  // The level MPI provides, as MPI names it: "MPI_THREAD_FUNNELED".
+  // The level MPI provides, as MPI names it: "MPI_THREAD_SINGLE".
   const std::string& thread_level() const { return thread_level_; }
   // Rank 0's `value` reaches every process.
   std::string Broadcast(const std::string& value) const;
