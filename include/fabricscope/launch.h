@@ -32,7 +32,8 @@ struct LaunchInfo {
   int process_count = 1;
   int local_rank = 0;  // among the processes of this host
   std::string master_addr;
-  uint16_t master_port = 0;
+  uint16_t master_port = 0;   // 0 under the env launcher: process 0 picks it (port_file)
+  std::string port_file;      // FABRICSCOPE_PORT_FILE: where process 0 publishes its port
   std::string detected_from;  // the variables that decided, for messages
   std::string reason;         // why this path and not another, for the stderr line
 };

@@ -116,6 +116,9 @@ struct RunResult {
   // "file:line: text": the span of its device lines, NCCL's network, NVLS and MNNVL lines.
   // check infers the platform from them and names them.
   std::vector<std::string> platform_lines{};
+  // The thread level MPI runs at when the job used MPI ("MPI_THREAD_SINGLE"; MULTIPLE only
+  // with rank threads), since it changes what every MPI call costs; empty without MPI.
+  std::string mpi_thread_level{};
 
   // Filled only when a run is read back from a log or file (src/analyze), empty for a run
   // measured here.

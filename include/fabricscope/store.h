@@ -65,4 +65,36 @@ class TcpStoreClient : public Store {
   std::string where_;  // "host:port" for messages
 };
 
+// How a job started by the env launcher (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) finds
+// its store.
+struct JobStoreOptions {
+  bool serve = false;     // this is process 0: it serves the store
+  uint16_t port = 0;      // MASTER_PORT; 0 = process 0 binds a free port and publishes it
+  std::string port_file;  // FABRICSCOPE_PORT_FILE: where the port is published, with port 0
+  std::chrono::milliseconds timeout{0};  // how long the others wait for the port file
+};
+
+// The store of such a job. With a port, process 0 serves it there. With port 0, the owner
+// of the port binds it: process 0's server binds port 0, takes the port the kernel gave it
+// and writes it to `port_file` (atomically: a temporary file renamed), and every other
+// process waits for that file and reads the port from it. So no process picks a port that
+// was free a moment ago and another takes before it binds. Process 0 removes the file when
+// the store closes.
+class JobStore {
+ public:
+  // Throws UsageError for port 0 without a port file or a file holding no port,
+  // SystemError when the file cannot be written, TimeoutError when it never appears.
+  explicit JobStore(const JobStoreOptions& options);
+  ~JobStore();
+  JobStore(const JobStore&) = delete;
+  JobStore& operator=(const JobStore&) = delete;
+  // The port every process of the job connects to.
+  uint16_t port() const { return port_; }
+
+ private:
+  std::unique_ptr<TcpStoreServer> server_;
+  uint16_t port_ = 0;
+  std::string published_;  // the file this process wrote, removed at the end
+};
+
 }  // namespace fabricscope

@@ -261,6 +261,7 @@ class JsonReader {
         code.has_value() && run.backend_version.empty()) {
       run.backend_version = NcclVersionName(Whole<long>(code, 0));
     }
+    run.mpi_thread_level = String(doc, "mpi_thread_level");
     run.start_time = String(doc, "start_time");
     run.end_time = String(doc, "end_time");
     if (const auto it = doc.find("args"); it != doc.end() && it->is_array()) {

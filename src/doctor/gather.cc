@@ -52,9 +52,11 @@ std::vector<std::string> GatherMpi(const std::string& mine) {
 std::vector<std::string> GatherStore(const std::string& mine, const LaunchInfo& launch,
                                      std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
-  std::optional<TcpStoreServer> server;
-  if (launch.process_rank == 0) server.emplace(launch.master_port);
-  TcpStoreClient client(launch.master_addr, launch.master_port, timeout);
+  const JobStore store(JobStoreOptions{.serve = launch.process_rank == 0,
+                                       .port = launch.master_port,
+                                       .port_file = launch.port_file,
+                                       .timeout = timeout});
+  TcpStoreClient client(launch.master_addr, store.port(), timeout);
   std::vector<std::string> out;
   if (launch.process_rank != 0) {
     try {

@@ -105,6 +105,24 @@ uint16_t ParsePort(const std::string& name, const std::string& value) {
   return static_cast<uint16_t>(p);
 }
 
+// MASTER_PORT, where 0 asks process 0 to bind a free port and publish it in
+// FABRICSCOPE_PORT_FILE, which the other processes read (the JobStore of store.h).
+void ReadStorePort(const EnvLookup& env, const std::string& port, LaunchInfo& info) {
+  const auto file = env("FABRICSCOPE_PORT_FILE");
+  if (port != "0") {
+    info.master_port = ParsePort("MASTER_PORT", port);
+    return;
+  }
+  if (!file || file->empty()) {
+    throw UsageError(
+        "MASTER_PORT=0 lets process 0 pick the store's port, which the others then read from "
+        "a file: set FABRICSCOPE_PORT_FILE to a path every process can read, or MASTER_PORT to "
+        "a free port");
+  }
+  info.master_port = 0;
+  info.port_file = *file;
+}
+
 // srun without PMIx: Slurm numbers the tasks, and the step's first node, where srun puts
 // task 0, serves the store. MASTER_ADDR and MASTER_PORT override the derived address.
 std::optional<LaunchInfo> FromSlurm(const EnvLookup& env) {
@@ -134,9 +152,12 @@ std::optional<LaunchInfo> FromSlurm(const EnvLookup& env) {
         "serve the store, or use srun --mpi=pmix with the mpi launcher");
   }
   info.master_addr = addr ? *addr : FirstSlurmHost(*nodelist);
-  info.master_port =
-      port ? ParsePort("MASTER_PORT", *port)
-           : SlurmStorePort(ParseId("SLURM_JOB_ID", *job), ParseId("SLURM_STEP_ID", *step));
+  if (port) {
+    ReadStorePort(env, *port, info);
+  } else {
+    info.master_port =
+        SlurmStorePort(ParseId("SLURM_JOB_ID", *job), ParseId("SLURM_STEP_ID", *step));
+  }
   if (const auto node = env("SLURM_NODEID");
       node && info.process_rank == 0 && *node != "0" && !addr) {
     throw UsageError("task 0 runs on node " + *node + " of the step, not on its first node " +
@@ -182,9 +203,11 @@ std::optional<LaunchInfo> FromTorchrunEnv(const EnvLookup& env, bool required) {
                      "is not: set MASTER_ADDR to rank 0's host and MASTER_PORT to a free port");
   }
   if (addr) info.master_addr = *addr;
-  if (port) info.master_port = ParsePort("MASTER_PORT", *port);
+  if (port) ReadStorePort(env, *port, info);
   info.reason = "the torchrun convention: store on " + info.master_addr + ":" +
-                std::to_string(info.master_port) + " (MASTER_ADDR, MASTER_PORT)";
+                (info.port_file.empty() ? std::to_string(info.master_port)
+                                        : "the port process 0 publishes in " + info.port_file) +
+                " (MASTER_ADDR, MASTER_PORT)";
   return info;
 }
 

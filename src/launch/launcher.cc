@@ -163,8 +163,8 @@ RankInfo DecodeRank(int rank, const std::vector<char>& data) {
 
 // The rendezvous of the job's processes: an in-memory store for one process, else a TCP
 // store served by process 0 (at MASTER_ADDR:MASTER_PORT, or a free port whose address MPI
-// broadcasts). Each rank thread gets its own client: a client serves one request at a
-// time, and a rank blocked in a wait must not hold up the others.
+// broadcasts or, with MASTER_PORT=0, a file publishes). Each rank thread gets its own client: a
+// client serves one request at a time, and a rank blocked in a wait must not hold up the others.
 class Rendezvous {
  public:
   Rendezvous(const LaunchInfo& launch, int process, int processes, MpiSession* mpi,
@@ -186,7 +186,9 @@ class Rendezvous {
       master_addr_ = where.substr(0, space);
       port_ = static_cast<uint16_t>(std::atoi(where.c_str() + space + 1));
     } else {
-      if (process == 0) server_ = std::make_unique<TcpStoreServer>(port_);
+      job_store_ = std::make_unique<JobStore>(JobStoreOptions{
+          .serve = process == 0, .port = port_, .port_file = launch.port_file, .timeout = timeout});
+      port_ = job_store_->port();
       master_addr_ = launch.master_addr;
     }
   }
@@ -202,7 +204,8 @@ class Rendezvous {
 
  private:
   std::chrono::milliseconds timeout_;
-  std::unique_ptr<TcpStoreServer> server_;
+  std::unique_ptr<TcpStoreServer> server_;  // under MPI, whose broadcast publishes the port
+  std::unique_ptr<JobStore> job_store_;     // under the env launcher
   std::unique_ptr<Store> shared_;
   std::string master_addr_ = "127.0.0.1";
   uint16_t port_ = 0;
@@ -248,7 +251,10 @@ class JobRunner {
                        "without it (" + launch_.detected_from +
                        "): under Slurm run srun --mpi=pmix, or start it with mpirun");
     }
-    if (launch_.kind == LaunchKind::kMpi || mpi_processes) mpi_.emplace();
+    // MPI_THREAD_MULTIPLE only where rank threads may call MPI: it costs every call.
+    if (launch_.kind == LaunchKind::kMpi || mpi_processes) {
+      mpi_.emplace(MpiSessionOptions{.rank_threads = options_.nthreads > 1});
+    }
     process_ = mpi_ ? mpi_->rank() : launch_.process_rank;
     processes_ = mpi_ ? mpi_->size() : launch_.process_count;
     if (mpi_processes && options_.nthreads > 1) {
@@ -258,7 +264,9 @@ class JobRunner {
                              std::to_string(options_.nthreads));
     }
     if (mpi_ && !mpi_->multithreaded() && options_.nthreads > 1) {
-      throw UnsupportedError("this MPI library does not support MPI_THREAD_MULTIPLE; use -t 1");
+      throw UnsupportedError(
+          "MPI provides " + mpi_->thread_level() + ", not the MPI_THREAD_MULTIPLE that -t " +
+          std::to_string(options_.nthreads) + " needs: use -t 1 and more processes");
     }
   }
 
@@ -270,6 +278,7 @@ class JobRunner {
     rendezvous_.emplace(launch_, process_, processes_, mpi_ ? &*mpi_ : nullptr, timeout_);
     if (const auto ifname = env_("GLOO_SOCKET_IFNAME")) gloo_interface_ = *ifname;
     result_ = MakeHeader(options_, backend_);
+    if (mpi_) result_.mpi_thread_level = mpi_->thread_level();
     result_.config.max_bytes = plan_.max_bytes;
     result_.notes = plan_.notes;
     result_.nranks = nranks_;

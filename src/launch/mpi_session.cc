@@ -17,20 +17,38 @@ void Check(int rc, const char* call) {
   throw BackendError(std::string("MPI bootstrap: ") + call + " failed: " + text);
 }
 
+const char* ThreadLevelName(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE:
+      return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED:
+      return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED:
+      return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE:
+      return "MPI_THREAD_MULTIPLE";
+    default:
+      return "unknown";
+  }
+}
+
 }  // namespace
 
-MpiSession::MpiSession() {
+MpiSession::MpiSession(const MpiSessionOptions& options) {
   int initialized = 0;
   MPI_Initialized(&initialized);
+  int provided = MPI_THREAD_SINGLE;
   if (initialized == 0) {
-    int provided = 0;
-    Check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
+    const int required = options.rank_threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE;
+    Check(MPI_Init_thread(nullptr, nullptr, required, &provided), "MPI_Init_thread");
     owns_ = true;
-    if (provided < MPI_THREAD_MULTIPLE) {
-      // Thread ranks (-t > 1) would call MPI concurrently; the launcher refuses them then.
-      multithreaded_ = false;
-    }
+  } else {
+    // Whoever initialized MPI chose the level (a program that embeds the library).
+    Check(MPI_Query_thread(&provided), "MPI_Query_thread");
   }
+  // Below MULTIPLE, thread ranks (-t > 1) must not call MPI at once: the launcher refuses them.
+  multithreaded_ = provided >= MPI_THREAD_MULTIPLE;
+  thread_level_ = ThreadLevelName(provided);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   Check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
   Check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");

@@ -6,25 +6,39 @@
 
 namespace fabricscope {
 
-// Initializes MPI (MPI_THREAD_MULTIPLE, so thread ranks may call it) unless it already is,
-// and finalizes what it initialized.
+// What the process will ask of MPI, which decides the thread level it initializes at.
+struct MpiSessionOptions {
+  // Several rank threads of this process may call MPI at once (-t > 1): then it asks for
+  // MPI_THREAD_MULTIPLE. Otherwise only the thread that creates the session calls MPI (the
+  // watchdog and store threads never do), and it asks for MPI_THREAD_SINGLE, the level of a
+  // plain MPI_Init: Open MPI 4.1 takes its thread-safe paths at any level above it
+  // (docs/performance.md).
+  bool rank_threads = false;
+};
+
+// Initializes MPI at the level the options need unless it already is, and finalizes what
+// it initialized.
 class MpiSession {
  public:
-  MpiSession();
+  explicit MpiSession(const MpiSessionOptions& options = {});
   ~MpiSession();
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
 
   int rank() const { return rank_; }
   int size() const { return size_; }
-  // False when the MPI library cannot take calls from several threads at once.
+  // False when several threads may not call MPI at once: the library cannot, or MPI was
+  // initialized (here or before) at a lower level.
   bool multithreaded() const { return multithreaded_; }
+  // The level MPI provides, as MPI names it: "MPI_THREAD_SINGLE".
+  const std::string& thread_level() const { return thread_level_; }
   // Rank 0's `value` reaches every process.
   std::string Broadcast(const std::string& value) const;
 
  private:
   bool owns_ = false;
-  bool multithreaded_ = true;
+  bool multithreaded_ = false;
+  std::string thread_level_;
   int rank_ = 0;
   int size_ = 1;
 };

@@ -16,7 +16,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
 #include <thread>
 
 #include "fabricscope/error.h"
@@ -298,6 +302,87 @@ std::vector<char> TcpStoreClient::Get(const std::string& key, std::chrono::milli
                        " ms; a rank did not start or died");
   }
   return value;
+}
+
+namespace {
+
+// What FABRICSCOPE_PORT_FILE holds: the port in decimal and a newline. Empty when the file
+// is not there yet; throws UsageError when it holds anything else.
+std::optional<uint16_t> ReadPortFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string content = text.str();
+  char* end = nullptr;
+  errno = 0;
+  const long port = std::strtol(content.c_str(), &end, 10);
+  if (errno != 0 || end == content.c_str() || (*end != '\n' && *end != '\0') || port < 1 ||
+      port > 65535) {
+    throw UsageError("rendezvous: '" + path + "' (FABRICSCOPE_PORT_FILE) holds '" +
+                     content.substr(0, 32) +
+                     "', not a port: give each job a path of its own that does not exist "
+                     "before it starts");
+  }
+  return static_cast<uint16_t>(port);
+}
+
+uint16_t AwaitPortFile(const std::string& path, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    if (const auto port = ReadPortFile(path)) return *port;
+    if (Clock::now() >= deadline) {
+      throw TimeoutError("rendezvous: process 0 did not publish its store's port in '" + path +
+                         "' (FABRICSCOPE_PORT_FILE, with MASTER_PORT=0) within " +
+                         std::to_string(timeout.count()) +
+                         " ms: it was not started, died, or was given another path");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// Written beside the file and renamed over it, so a reader sees no port or the whole one.
+void PublishPort(const std::string& path, uint16_t port) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << port << "\n";
+    out.close();
+    if (!out) {
+      throw SystemError("rendezvous: cannot write the store's port to '" + tmp +
+                        "' (FABRICSCOPE_PORT_FILE): check the directory exists and is writable");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    throw SystemError("rendezvous: cannot publish the store's port as '" + path +
+                      "' (FABRICSCOPE_PORT_FILE): " + why);
+  }
+}
+
+}  // namespace
+
+JobStore::JobStore(const JobStoreOptions& options) : port_(options.port) {
+  if (port_ == 0 && options.port_file.empty()) {
+    throw UsageError(
+        "MASTER_PORT=0 lets process 0 pick the store's port, which the other processes then "
+        "read from a file: set FABRICSCOPE_PORT_FILE to a path every process can read, or "
+        "MASTER_PORT to a free port");
+  }
+  if (!options.serve) {
+    if (port_ == 0) port_ = AwaitPortFile(options.port_file, options.timeout);
+    return;
+  }
+  server_ = std::make_unique<TcpStoreServer>(port_);
+  if (port_ != 0) return;
+  port_ = server_->port();
+  PublishPort(options.port_file, port_);
+  published_ = options.port_file;
+}
+
+JobStore::~JobStore() {
+  if (!published_.empty()) std::remove(published_.c_str());
 }
 
 }  // namespace fabricscope

@@ -244,6 +244,8 @@ std::string ToJson(const RunResult& result) {
   json["fabricscope_version"] = result.version;
   json["backend"] = result.backend;
   json["backend_version"] = result.backend_version;
+  // Only when MPI ran: its thread level changes what every MPI call costs.
+  if (!result.mpi_thread_level.empty()) json["mpi_thread_level"] = result.mpi_thread_level;
   json["nranks"] = result.nranks;
   json["config"] = ConfigJson(result);
   json["notes"] = result.notes;

@@ -826,15 +826,13 @@ TEST_F(FakeBinaryTest, NcclDebugInfoPutsTheTransportInTheResults) {
 }
 
 TEST_F(FakeBinaryTest, ProcessesShareTheUniqueIdThroughTheStoreAndPickDevicesByLocalRank) {
-  const uint16_t port = [] {
-    TcpStoreServer probe(0);
-    return probe.port();
-  }();
+  // Process 0's store binds a port of its own and publishes it; the others read it.
+  const std::string store =
+      " MASTER_ADDR=127.0.0.1 MASTER_PORT=0 FABRICSCOPE_PORT_FILE=" + (dir_ / "port").string();
   std::string script;
   for (int p = 0; p < 2; ++p) {
     const std::string ps = std::to_string(p);
-    script += "(RANK=" + ps + " WORLD_SIZE=2 LOCAL_RANK=" + ps +
-              " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) +
+    script += "(RANK=" + ps + " WORLD_SIZE=2 LOCAL_RANK=" + ps + store +
               " NCCL_DEBUG=INFO FAKE_GPU_TRACE=" + (dir_ / "trace").string() + " " +
               FABRICSCOPE_BINARY + " run --backend nccl" + kFakeLibs +
               "-t 2 -b 1K -e 4K -f 4 -n 2 --collective all -J " + (dir_ / ("r" + ps)).string() +

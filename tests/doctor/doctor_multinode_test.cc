@@ -7,7 +7,6 @@
 
 #include "doctor/fixture.h"
 #include "doctor/process.h"
-#include "fabricscope/store.h"
 
 namespace fabricscope::doctor::testing {
 namespace {
@@ -15,17 +14,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-uint16_t FreePort() {
-  TcpStoreServer probe(0);
-  return probe.port();
-}
-
 class MultiNodeTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = TestDir("multi");
-    port_ = FreePort();
-  }
+  void SetUp() override { dir_ = TestDir("multi"); }
   void TearDown() override {
     for (Child& c : children_) {
       if (c.exit_code < 0) Wait(c, std::chrono::seconds(1));
@@ -40,7 +31,9 @@ class MultiNodeTest : public ::testing::Test {
     env["WORLD_SIZE"] = std::to_string(world);
     env["LOCAL_RANK"] = "0";
     env["MASTER_ADDR"] = "127.0.0.1";
-    env["MASTER_PORT"] = std::to_string(port_);
+    // Process 0's store binds a port of its own and publishes it; the others read it.
+    env["MASTER_PORT"] = "0";
+    env["FABRICSCOPE_PORT_FILE"] = (dir_ / "port").string();
     std::vector<std::string> argv = {FABRICSCOPE_BINARY, "doctor", "--root", root};
     argv.insert(argv.end(), flags.begin(), flags.end());
     children_.push_back(Spawn(argv, env, dir_, "rank" + std::to_string(rank)));
@@ -51,7 +44,6 @@ class MultiNodeTest : public ::testing::Test {
     return trees_.back()->root().string();
   }
   fs::path dir_;
-  uint16_t port_ = 0;
   std::vector<Child> children_;
   std::vector<std::unique_ptr<NodeTree>> trees_;
 };

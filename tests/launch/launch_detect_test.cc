@@ -201,6 +201,35 @@ TEST(LaunchDetectTest, TorchrunConventionIsEnv) {
   EXPECT_EQ(info.master_port, 29500);
 }
 
+TEST(LaunchDetectTest, PortZeroMeansProcessZeroPublishesItsPortInTheFile) {
+  std::map<std::string, std::string> vars = {{"RANK", "1"},
+                                             {"WORLD_SIZE", "2"},
+                                             {"MASTER_ADDR", "127.0.0.1"},
+                                             {"MASTER_PORT", "0"},
+                                             {"FABRICSCOPE_PORT_FILE", "/tmp/job/port"}};
+  const LaunchInfo info = DetectLaunch(Env(vars));
+  EXPECT_EQ(info.kind, LaunchKind::kEnv);
+  EXPECT_EQ(info.master_port, 0);
+  EXPECT_EQ(info.port_file, "/tmp/job/port");
+  EXPECT_NE(DescribeLaunch(info).find("publishes in /tmp/job/port"), std::string::npos)
+      << DescribeLaunch(info);
+  // A real port ignores the file: the store is where MASTER_PORT says.
+  vars["MASTER_PORT"] = "29500";
+  EXPECT_EQ(DetectLaunch(Env(vars)).master_port, 29500);
+  EXPECT_EQ(DetectLaunch(Env(vars)).port_file, "");
+  // Without the file the others could never learn the port.
+  vars["MASTER_PORT"] = "0";
+  vars.erase("FABRICSCOPE_PORT_FILE");
+  try {
+    DetectLaunch(Env(vars));
+    FAIL() << "expected UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("MASTER_PORT=0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("set FABRICSCOPE_PORT_FILE"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(LaunchDetectTest, IncompleteEnvironmentsNameWhatIsMissing) {
   try {
     DetectLaunch(Env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "1234"}}));

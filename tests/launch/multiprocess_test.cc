@@ -17,8 +17,6 @@
 #include <thread>
 #include <vector>
 
-#include "fabricscope/store.h"
-
 extern char** environ;
 
 namespace {
@@ -39,11 +37,6 @@ size_t Count(const std::string& text, const std::string& what) {
   return n;
 }
 
-uint16_t FreePort() {
-  fabricscope::TcpStoreServer probe(0);
-  return probe.port();
-}
-
 // One process of a job, with its output in files.
 struct Proc {
   pid_t pid = -1;
@@ -59,7 +52,6 @@ class MultiProcessTest : public ::testing::Test {
            ("fabricscope-mp-" + std::to_string(getpid()) + "-" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
-    port_ = FreePort();
   }
   void TearDown() override {
     for (Proc& p : procs_) {
@@ -79,7 +71,9 @@ class MultiProcessTest : public ::testing::Test {
     env_strings.push_back("WORLD_SIZE=" + std::to_string(world));
     env_strings.push_back("LOCAL_RANK=" + std::to_string(rank));
     env_strings.push_back("MASTER_ADDR=127.0.0.1");
-    env_strings.push_back("MASTER_PORT=" + std::to_string(port_));
+    // Process 0's store binds a port of its own and publishes it; the others read it.
+    env_strings.push_back("MASTER_PORT=0");
+    env_strings.push_back("FABRICSCOPE_PORT_FILE=" + (dir_ / "port").string());
     std::vector<char*> envp;
     for (auto& s : env_strings) envp.push_back(s.data());
     envp.push_back(nullptr);
@@ -125,7 +119,6 @@ class MultiProcessTest : public ::testing::Test {
   }
 
   fs::path dir_;
-  uint16_t port_ = 0;
   std::vector<Proc> procs_;
 };
 
@@ -259,6 +252,35 @@ TEST_P(MpirunTest, GlooBackendBootstrapsThroughMpiWithThreads) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Processes, MpirunTest, ::testing::Values(2, 3, 4));
+
+// The thread level MPI was initialized at, as rank 0's JSON record gives it: each process
+// of a real 2-process mpirun job asks MPI_Init_thread for it (MPI_Query_thread's answer).
+std::string ThreadLevelOf(const std::string& flags) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("fabricscope-mpilevel-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path json = dir / "r.json";
+  const std::string code =
+      Mpirun(2, flags + " -b 1K -e 1K -n 2 -T 60 -J " + json.string(), dir / "out");
+  const std::string text = Slurp(dir / "out");
+  std::string level = "exit " + code + ": " + text;
+  if (code == "0") {
+    const auto doc = nlohmann::json::parse(Slurp(json));
+    level = doc.contains("mpi_thread_level") ? doc["mpi_thread_level"].get<std::string>()
+                                             : "(no mpi_thread_level)";
+  }
+  fs::remove_all(dir);
+  return level;
+}
+
+TEST(MpiThreadLevelTest, OneRankPerProcessRunsAtMpiInitsLevelAndRankThreadsAtMultiple) {
+  // One rank per process: only the thread that initialized MPI calls it, so the level of a
+  // plain MPI_Init is enough, and MPI keeps off its thread-safe paths.
+  EXPECT_EQ(ThreadLevelOf("--backend mpi --collective sendrecv"), "MPI_THREAD_SINGLE");
+  EXPECT_EQ(ThreadLevelOf("--backend gloo -t 1"), "MPI_THREAD_SINGLE");
+  // Rank threads may call MPI at once.
+  EXPECT_EQ(ThreadLevelOf("--backend gloo -t 2"), "MPI_THREAD_MULTIPLE");
+}
 
 }  // namespace
 

@@ -1,6 +1,16 @@
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -59,12 +69,34 @@ TEST(TcpStoreTest, MissingKeyTimesOutWithItsName) {
   EXPECT_EQ(client.Get("after", milliseconds(100)), Bytes("x"));
 }
 
-TEST(TcpStoreTest, NoServerIsATimeoutNamingTheAddress) {
-  uint16_t port = 0;
-  {
-    TcpStoreServer probe(0);  // a port that was free a moment ago
-    port = probe.port();
+// A port this test holds, bound but not listening: connecting to it is refused, and no
+// other process can take it while the test runs (as a port closed again could be).
+class RefusingPort {
+ public:
+  RefusingPort() : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      ADD_FAILURE() << "cannot bind a loopback port: " << std::strerror(errno);
+    }
+    port_ = ntohs(addr.sin_port);
   }
+  ~RefusingPort() { ::close(fd_); }
+  RefusingPort(const RefusingPort&) = delete;
+  RefusingPort& operator=(const RefusingPort&) = delete;
+  uint16_t port() const { return port_; }
+
+ private:
+  int fd_;
+  uint16_t port_ = 0;
+};
+
+TEST(TcpStoreTest, NoServerIsATimeoutNamingTheAddress) {
+  const RefusingPort refusing;
+  const uint16_t port = refusing.port();
   try {
     TcpStoreClient client("127.0.0.1", port, milliseconds(400));
     FAIL() << "expected TimeoutError";
@@ -93,6 +125,111 @@ TEST(TcpStoreTest, BusyPortIsAClearError) {
     FAIL() << "expected SystemError";
   } catch (const SystemError& e) {
     EXPECT_NE(std::string(e.what()).find("MASTER_PORT"), std::string::npos) << e.what();
+  }
+}
+
+// ---- JobStore: MASTER_PORT=0, the port published in FABRICSCOPE_PORT_FILE ----
+
+namespace fs = std::filesystem;
+
+class JobStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("fabricscope-jobstore-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  static std::string Slurp(const fs::path& path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+
+  JobStoreOptions Options(bool serve) const {
+    return JobStoreOptions{.serve = serve,
+                           .port = 0,
+                           .port_file = (dir_ / "port").string(),
+                           .timeout = milliseconds(20000)};
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(JobStoreTest, ProcessZeroPublishesTheBoundPortAndTheOthersMeetItThere) {
+  std::optional<JobStore> owner;
+  // The other process starts first: it waits for the file, then connects.
+  std::thread other([&] {
+    const JobStore mine(Options(false));
+    TcpStoreClient client("127.0.0.1", mine.port(), milliseconds(5000));
+    client.Set("from/1", Bytes("hello"));
+  });
+  std::this_thread::sleep_for(milliseconds(100));
+  owner.emplace(Options(true));
+  ASSERT_GT(owner->port(), 0);
+  EXPECT_EQ(Slurp(dir_ / "port"), std::to_string(owner->port()) + "\n");
+  TcpStoreClient client("127.0.0.1", owner->port(), milliseconds(5000));
+  EXPECT_EQ(client.Get("from/1", milliseconds(20000)), Bytes("hello"));
+  other.join();
+  owner.reset();
+  EXPECT_FALSE(fs::exists(dir_ / "port"));  // the owner removes what it published
+  for (const auto& entry : fs::directory_iterator(dir_)) ADD_FAILURE() << entry.path();
+}
+
+TEST_F(JobStoreTest, AClientGivenAPortReadsNoFile) {
+  JobStoreOptions fixed = Options(false);
+  fixed.port = 29500;
+  fixed.port_file.clear();
+  EXPECT_EQ(JobStore(fixed).port(), 29500);
+}
+
+TEST_F(JobStoreTest, PortZeroWithoutAFileIsAUsageError) {
+  JobStoreOptions options = Options(true);
+  options.port_file.clear();
+  try {
+    JobStore store(options);
+    FAIL() << "expected UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("FABRICSCOPE_PORT_FILE"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(JobStoreTest, AFileThatNeverAppearsIsATimeoutNamingIt) {
+  JobStoreOptions options = Options(false);
+  options.timeout = milliseconds(200);
+  try {
+    JobStore store(options);
+    FAIL() << "expected TimeoutError";
+  } catch (const TimeoutError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("'" + (dir_ / "port").string() + "'"), std::string::npos) << what;
+    EXPECT_NE(what.find("FABRICSCOPE_PORT_FILE"), std::string::npos) << what;
+    EXPECT_NE(what.find("did not publish"), std::string::npos) << what;
+  }
+}
+
+TEST_F(JobStoreTest, AFileHoldingNoPortIsAUsageError) {
+  std::ofstream(dir_ / "port") << "29500x\n";
+  try {
+    JobStore store(Options(false));
+    FAIL() << "expected UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("holds '29500x"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(JobStoreTest, AnUnwritableFileIsASystemError) {
+  JobStoreOptions options = Options(true);
+  options.port_file = (dir_ / "no-such-dir" / "port").string();
+  try {
+    JobStore store(options);
+    FAIL() << "expected SystemError";
+  } catch (const SystemError& e) {
+    EXPECT_NE(std::string(e.what()).find("no-such-dir"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("FABRICSCOPE_PORT_FILE"), std::string::npos) << e.what();
   }
 }
 

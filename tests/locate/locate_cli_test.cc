@@ -12,7 +12,6 @@
 #include <string>
 
 #include "common/binary_test.h"
-#include "fabricscope/store.h"
 
 namespace {
 
@@ -180,19 +179,16 @@ TEST_F(LocateCliTest, FabricDirectoryWithoutOutputsIsRefused) {
 }
 
 TEST_F(LocateCliTest, FourProcessesAsNodesOverGloo) {
-  const uint16_t port = [] {
-    fabricscope::TcpStoreServer probe(0);
-    return probe.port();
-  }();
+  // Process 0's store binds a port of its own and publishes it; the others read it.
+  const std::string store =
+      " MASTER_ADDR=127.0.0.1 MASTER_PORT=0 FABRICSCOPE_PORT_FILE=" + (dir_ / "port").string();
   const fs::path json = dir_ / "r.json";
   std::string script;
   for (int r = 0; r < 4; ++r) {
     const std::string out = (dir_ / ("out." + std::to_string(r))).string();
     // Scheduler noise on a shared machine is not a fault: the default threshold, three
     // passes at most (the answer may be inconclusive, exit 4, never a name).
-    script += "(RANK=" + std::to_string(r) +
-              " WORLD_SIZE=4 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " " +
-              FABRICSCOPE_BINARY +
+    script += "(RANK=" + std::to_string(r) + " WORLD_SIZE=4" + store + " " + FABRICSCOPE_BINARY +
               " locate -t 2 --group-by process -b 64K -n 2 -T 60 --max-sweeps 3 --json " +
               json.string() + " >" + out + " 2>" + out + ".err </dev/null; echo $? >" + out +
               ".rc) & ";

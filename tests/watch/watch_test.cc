@@ -16,7 +16,6 @@
 #include "fabricscope/inspector.h"
 #include "fabricscope/parse.h"
 #include "fabricscope/platform.h"
-#include "fabricscope/store.h"
 
 namespace fabricscope {
 namespace {
@@ -334,16 +333,14 @@ TEST_F(WatchCli, TheFakeNcclPassesTheEventsNcclPasses) {
 }
 
 TEST_F(WatchCli, UnderTheFakeNcclWatchNamesTheSlowedRank) {
-  const uint16_t port = [] {
-    TcpStoreServer probe(0);
-    return probe.port();
-  }();
+  // Process 0's store binds a port of its own and publishes it; the others read it.
+  const std::string store =
+      " MASTER_ADDR=127.0.0.1 MASTER_PORT=0 FABRICSCOPE_PORT_FILE=" + (dir_ / "port").string();
   const fs::path out = dir_ / "profiles";
   std::string script;
   for (int p = 0; p < 3; ++p) {
     const std::string ps = std::to_string(p);
-    script += "(RANK=" + ps + " WORLD_SIZE=3 LOCAL_RANK=" + ps +
-              " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) +
+    script += "(RANK=" + ps + " WORLD_SIZE=3 LOCAL_RANK=" + ps + store +
               " FAKE_NCCL_SLOW=1:4000 NCCL_PROFILER_PLUGIN=" + PROFILER_PLUGIN_PATH +
               " FABRICSCOPE_PROFILER_DUMP_DIR=" + out.string() + " " + FABRICSCOPE_BINARY +
               " run --backend nccl --nccl-lib " + FAKE_NCCL_PATH + " --gpu-runtime-lib " +
