@@ -344,7 +344,7 @@ bool DecideDeviceName(const Catalog& catalog, const std::vector<const Platform*>
         f.mnnvl ? ", MNNVL" : "", Joined(names)));
     return true;
   }
-  choice.origin = "none";
+  // origin stays "the log": this node says nothing about a log carried from elsewhere.
   choice.unavailable = fmt::format(
       "{}: not decided, as {}; give --platform NAME", what,
       models.empty()

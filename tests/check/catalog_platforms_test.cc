@@ -534,5 +534,18 @@ TEST_F(CatalogPlatformsCli, AGb200RackLogIsJudgedWithoutFlags) {
   EXPECT_EQ(report["platform"]["gpus_per_node"], 4);
 }
 
+// Through the binary: an undecided device name is reported from the log, not replaced by a
+// detection of this machine (which has nothing to do with a carried log).
+TEST_F(CatalogPlatformsCli, AnUndecidedDeviceNameSaysSoAndAsksForThePlatform) {
+  LogSpec spec;
+  spec.gpu = "NVIDIA Graphics Device";
+  spec.rows = FlatRows("all_reduce", 16, 360);
+  const test::Outcome o = Run(Write("unknown.log", NcclTestsLog(spec)));
+  EXPECT_EQ(o.exit_code, 0) << o.out << o.err;  // a WARN: not judged
+  EXPECT_TRUE(Has(o.out, "GPU not decided: GPU 'NVIDIA Graphics Device'")) << o.out;
+  EXPECT_TRUE(Has(o.out, "not decided, as the log's other facts (8 GPUs per node)")) << o.out;
+  EXPECT_FALSE(Has(o.out, "this node has no GPU")) << o.out;
+}
+
 }  // namespace
 }  // namespace fabricscope
