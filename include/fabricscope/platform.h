@@ -55,6 +55,11 @@ struct Platform {
   std::string vendor;
   std::string description;
   std::string gpu_model;  // "NVIDIA H200"
+  // Other names the device lines of this GPU show, read in published logs: "NVIDIA Graphics
+  // Device", the name a driver prints for a GPU its name table lacks (CoreWeave's GB200 runs).
+  // Such a name fits several GPUs, so a log is matched by it only when its other facts agree.
+  std::vector<std::string> device_names;
+  std::string device_names_source;  // where the logs showing them were read
   int gpus_per_node = 0;
   double nvlink_per_direction_gbs = 0;  // per GPU
   double intra_node_ring_busbw = 0;     // GB/s, a healthy single-node ring
@@ -81,6 +86,8 @@ struct Platform {
   std::optional<double> without_gpudirect_busbw;  // what the fallback path reaches
   std::string without_gpudirect_source;
 
+  // Whether `device` is one of device_names (case-insensitive, whole name).
+  bool KnownAsDevice(const std::string& device) const;
   // Line rate of all GPU-fabric NICs of one node, one direction, GB/s (decimal).
   double NicTotalGBs() const { return nics * nic_rate_gbps / 8.0; }
   // Whether NVLink joins nodes (multi-node NVLink, the NVL72 racks).

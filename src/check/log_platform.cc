@@ -236,9 +236,21 @@ LogFacts ReadFacts(const std::vector<RunResult>& runs) {
   return f;
 }
 
+// Why the log's GPU is not the platform's; empty when it is. A name from the platform's
+// device_names ("NVIDIA Graphics Device") fits several GPUs, so it counts only for a whole
+// node of them: exactly the platform's GPUs a node.
+std::string GpuMisfit(const Platform& p, const LogFacts& f) {
+  if (check::NamesGpu(f.gpu_model, p.gpu_model)) return {};
+  if (!p.KnownAsDevice(f.gpu_model)) return "GPU " + p.gpu_model;
+  if (f.gpus_per_node != p.gpus_per_node) {
+    return fmt::format("{} GPUs per node for a GPU named '{}'", p.gpus_per_node, f.gpu_model);
+  }
+  return {};
+}
+
 // Why a catalog platform does not fit the facts; empty when it does.
 std::string Misfit(const Platform& p, const LogFacts& f) {
-  if (!check::NamesGpu(f.gpu_model, p.gpu_model)) return "GPU " + p.gpu_model;
+  if (std::string why = GpuMisfit(p, f); !why.empty()) return why;
   // Fewer ranks a node than GPUs is a run on part of the node (the ranks-per-node rule says
   // so); more cannot be this platform.
   if (f.gpus_per_node > p.gpus_per_node) {
@@ -302,6 +314,50 @@ std::optional<Platform> FromFacts(const Catalog& catalog, const LogFacts& f, Pla
   return p;
 }
 
+// A device name that is no model ("NVIDIA Graphics Device": the driver had no name for the
+// GPU) is decided only when the platforms it fits all have one GPU model; the facts say either
+// way. Returns false when it is not decided (choice.unavailable says why).
+bool DecideDeviceName(const Catalog& catalog, const std::vector<const Platform*>& fits,
+                      const LogFacts& f, PlatformChoice& choice) {
+  std::vector<const Platform*> knowing;
+  for (const Platform& p : catalog.platforms()) {
+    if (check::NamesGpu(f.gpu_model, p.gpu_model)) return true;  // a model name after all
+    if (p.KnownAsDevice(f.gpu_model)) knowing.push_back(&p);
+  }
+  if (knowing.empty()) return true;
+  std::set<std::string> models;
+  std::vector<std::string> names;
+  for (const Platform* p : fits) {
+    models.insert(p->gpu_model);
+    names.push_back(p->name);
+  }
+  const std::string what = fmt::format(
+      "GPU '{}' is the name a driver prints for a GPU it has no name for; {} show{} it so in "
+      "published logs ({})",
+      f.gpu_model, knowing.front()->gpu_model, knowing.size() == 1 ? "s" : "",
+      knowing.front()->device_names_source);
+  if (models.size() == 1) {
+    choice.evidence.push_back(fmt::format(
+        "{}: taken as {}, as the log's other facts ({} GPUs per node{}{}) fit {} and no other "
+        "GPU",
+        what, *models.begin(), f.gpus_per_node, f.nics > 0 ? fmt::format(", {} NICs", f.nics) : "",
+        f.mnnvl ? ", MNNVL" : "", Joined(names)));
+    return true;
+  }
+  // origin stays "the log": this node says nothing about a log carried from elsewhere.
+  choice.unavailable = fmt::format(
+      "{}: not decided, as {}; give --platform NAME", what,
+      models.empty()
+          ? fmt::format("the log's other facts ({} GPUs per node{}) fit no platform "
+                        "that shows that name",
+                        f.gpus_per_node,
+                        f.nic_rate_gbps > 0 ? fmt::format(", {:g} Gb/s NICs", f.nic_rate_gbps) : "")
+          : fmt::format("the log fits platforms of {} GPU models ({})", models.size(),
+                        Joined(names)));
+  choice.evidence.push_back("GPU not decided: " + choice.unavailable);
+  return false;
+}
+
 }  // namespace
 
 PlatformChoice InferPlatform(const Catalog& catalog, const std::vector<RunResult>& runs) {
@@ -325,6 +381,7 @@ PlatformChoice InferPlatform(const Catalog& catalog, const std::vector<RunResult
       misfits[why].push_back(p.name);
     }
   }
+  if (!DecideDeviceName(catalog, fits, f, choice)) return choice;
   if (fits.empty()) {
     choice.platform = FromFacts(catalog, f, choice);
     return choice;

@@ -94,6 +94,12 @@ std::optional<CheckFinding> GpuModelRule(const RuleContext& c) {
     f.reason = "measured on " + device + ", the GPU of " + p.name;
     return f;
   }
+  if (p.KnownAsDevice(device)) {
+    f.status = CheckStatus::kPass;
+    f.reason = "measured on '" + device + "', the name " + p.name + "'s " + p.gpu_model +
+               " shows in published logs (" + p.device_names_source + ")";
+    return f;
+  }
   f.status = CheckStatus::kWarn;
   f.reason = "measured on " + device + ", but " + p.name + " has " + p.gpu_model +
              ": the figures may not apply; check --platform";

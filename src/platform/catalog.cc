@@ -121,6 +121,12 @@ void ReadGpu(const FieldReader& gpu, Platform& p) {
     gpu.Fail("gpu.intra_node_source", "is empty: every figure needs its source");
   }
   p.hardware_source = gpu.Optional<std::string>("hardware_source", "");
+  p.device_names = gpu.Optional<std::vector<std::string>>("device_names", {});
+  p.device_names_source = gpu.Optional<std::string>("device_names_source", "");
+  if (!p.device_names.empty() && p.device_names_source.empty()) {
+    gpu.Fail("gpu.device_names_source",
+             "is empty: say which published log shows the GPU under these names");
+  }
   p.intra_fabric = gpu.Optional<std::string>("fabric", "NVSwitch");
   static const std::vector<std::string> kFabrics = {"NVSwitch", "NVLink", "XGMI", "PCIe", "MNNVL"};
   if (std::find(kFabrics.begin(), kFabrics.end(), p.intra_fabric) == kFabrics.end()) {
@@ -154,6 +160,15 @@ void ReadGpu(const FieldReader& gpu, Platform& p) {
 bool Expectation::Covers(const std::string& coll, int nodes, size_t size) const {
   return coll == collective && nodes >= nodes_min && (!nodes_max || nodes <= *nodes_max) &&
          size >= min_size;
+}
+
+bool Platform::KnownAsDevice(const std::string& device) const {
+  const auto same = [&](const std::string& known) {
+    return std::equal(
+        known.begin(), known.end(), device.begin(), device.end(),
+        [](unsigned char a, unsigned char b) { return std::tolower(a) == std::tolower(b); });
+  };
+  return !device.empty() && std::any_of(device_names.begin(), device_names.end(), same);
 }
 
 std::optional<Expectation> Platform::ExpectationFor(const std::string& collective, int nodes,

@@ -197,17 +197,16 @@ TEST(CatalogPlatforms, TheModelKeepsTraysOfOneRackOnNvlink) {
 
 // rccl-tests on one node of 8 MI300X: the device lines name "AMD Instinct MI300X", RCCL prints
 // its version; the XGMI figure of the catalog judges it.
-std::string Mi300xLog(double busbw) {
+std::string RcclTestsLog(const std::string& gpu, double busbw) {
   std::string log =
       "# nThread 1 nGpus 8 minBytes 1073741824 maxBytes 8589934592 step: 2(factor) warmup "
       "iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n#\n"
       "rccl-tests: Version develop:83d38d9\n# Using devices\n";
   const char* bus[] = {"05", "33", "53", "65", "85", "ad", "cd", "e7"};
   for (int r = 0; r < 8; ++r) {
-    log += fmt::format(
-        "#  Rank {:2} Group  0 Pid  37300 on   g100n126 device {:2} [0000:{}:00] AMD Instinct "
-        "MI300X\n",
-        r, r, bus[r]);
+    log +=
+        fmt::format("#  Rank {:2} Group  0 Pid  37300 on   g100n126 device {:2} [0000:{}:00] {}\n",
+                    r, r, bus[r], gpu);
   }
   log += "RCCL version : 2.22.3-develop:7f4e1e5\n#\n";
   LogSpec spec;
@@ -218,6 +217,8 @@ std::string Mi300xLog(double busbw) {
   log += table.substr(table.find("#                                                 "));
   return log;
 }
+
+std::string Mi300xLog(double busbw) { return RcclTestsLog("AMD Instinct MI300X", busbw); }
 
 TEST(CatalogPlatforms, Mi300xRcclTestsOnOneNodeIsJudgedAgainstXgmi) {
   const Judged j = JudgeFromLog(Mi300xLog(314));
@@ -382,6 +383,138 @@ TEST(CatalogPlatforms, PublishedOneRackRunIsJudgedAgainstNvlink) {
   EXPECT_EQ(FindingOf(t, "algorithm"), nullptr) << dump;
 }
 
+// CoreWeave's 2-rack run (144 ranks), digit for digit; like the 1-rack run its device list is
+// cut to one line naming the GPU "NVIDIA Graphics Device".
+std::string CoreWeaveTwoRacks() {
+  return std::string(kCoreWeaveHeader) +
+         "#  Rank 143 Group  0 Pid  14840 on slurm-gb200-207-171 device  3 [0x01] NVIDIA Graphics "
+         "Device\n#\n" +
+         kTableHeader +
+         "   536870912     134217728     float     sum      -1   2156.8  248.92  493.94      0   "
+         "2093.7  256.42  508.83      0\n"
+         "  1073741824     268435456     float     sum      -1   3574.4  300.40  596.10      0   "
+         "3565.5  301.15  597.59      0\n"
+         "  2147483648     536870912     float     sum      -1   6264.0  342.83  680.30      0   "
+         "6258.4  343.14  680.91      0\n"
+         "  4294967296    1073741824     float     sum      -1    11469  374.47  743.09      0    "
+         "11435  375.61  745.36      0\n"
+         "  8589934592    2147483648     float     sum      -1    21493  399.65  793.06      0    "
+         "21525  399.06  791.88      0\n"
+         " 17179869184    4294967296     float     sum      -1    42067  408.40  810.41      0    "
+         "41557  413.41  820.36      0\n"
+         "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 688.487 \n";
+}
+
+// The published 1-rack and 2-rack runs name no GPU model, only "NVIDIA Graphics Device": the
+// name gb200-nvl72 lists from those very logs, decided because the log's other facts (4 GPUs
+// a node, from "Rank 71 ... device 3") fit GB200 platforms only. Both then meet their bands.
+TEST(CatalogPlatforms, CoreWeaveGraphicsDeviceLogsAreMatchedAsGb200) {
+  for (const auto& [log, ranks] :
+       {std::pair{CoreWeaveOneRack(), 72}, std::pair{CoreWeaveTwoRacks(), 144}}) {
+    SCOPED_TRACE(ranks);
+    const Judged j = JudgeFromLog(log);
+    const std::string dump = Dump(j.choice, j.report);
+    ASSERT_TRUE(j.choice.platform) << dump;
+    EXPECT_EQ(j.choice.platform->name, "gb200-nvl72") << dump;
+    EXPECT_TRUE(Has(dump,
+                    "GPU 'NVIDIA Graphics Device' is the name a driver prints for a GPU "
+                    "it has no name for"))
+        << dump;
+    EXPECT_TRUE(Has(dump, "taken as NVIDIA GB200, as the log's other facts (4 GPUs per node)"))
+        << dump;
+    ASSERT_EQ(j.report.tests.size(), 1u) << dump;
+    const TestVerdict& t = j.report.tests[0];
+    EXPECT_EQ(t.ranks, ranks);
+    EXPECT_EQ(t.nodes, ranks / 4);
+    // Both meet their bands (the 2-rack run, above its NICs, also gets the algorithm rule's
+    // SHARP warning, as with --platform).
+    const CheckFinding* bw = FindingOf(t, "bandwidth");
+    ASSERT_NE(bw, nullptr) << dump;
+    EXPECT_EQ(bw->status, CheckStatus::kPass) << dump;
+    const CheckFinding* gpu = FindingOf(t, "gpu_model");
+    ASSERT_NE(gpu, nullptr) << dump;
+    EXPECT_EQ(gpu->status, CheckStatus::kPass) << gpu->reason;
+    EXPECT_TRUE(Has(gpu->reason, "coreweave/nccl-tests")) << gpu->reason;
+  }
+}
+
+// "NVIDIA Graphics Device" on 8 GPUs a node is no GB200 tray: not decided, and said so,
+// rather than judged against a platform it may not be.
+TEST(CatalogPlatforms, GraphicsDeviceOnEightGpusANodeIsNotDecided) {
+  LogSpec spec;
+  spec.gpu = "NVIDIA Graphics Device";
+  spec.nccl_info = NetLines(8, 400000, "IB");
+  spec.rows = FlatRows("all_reduce", 16, 360);
+  const Judged j = JudgeFromLog(NcclTestsLog(spec));
+  const std::string dump = Dump(j.choice, j.report);
+  EXPECT_FALSE(j.choice.platform) << dump;
+  EXPECT_TRUE(Has(j.choice.unavailable,
+                  "not decided, as the log's other facts (8 GPUs per node, 400 Gb/s NICs) fit "
+                  "no platform that shows that name"))
+      << dump;
+  EXPECT_TRUE(Has(dump, "from: GPU not decided: GPU 'NVIDIA Graphics Device'")) << dump;
+  ASSERT_EQ(j.report.tests.size(), 1u) << dump;
+  EXPECT_EQ(j.report.tests[0].status, CheckStatus::kWarn) << dump;
+  const CheckFinding* platform = FindingOf(j.report.tests[0], "platform");
+  ASSERT_NE(platform, nullptr) << dump;
+  EXPECT_TRUE(Has(platform->reason, "give --platform NAME")) << platform->reason;
+}
+
+// Four GPUs a node under that name but 800 Gb/s NICs (a GB300 tray's ConnectX-8): GB200's
+// 400 Gb/s NICs do not fit, so not decided either.
+TEST(CatalogPlatforms, GraphicsDeviceWithGb300NicsIsNotTakenAsGb200) {
+  LogSpec spec = TwoGb200Trays(811);
+  spec.gpu = "NVIDIA Graphics Device";
+  spec.nccl_info = NetLines(4, 800000, "IB");
+  const Judged j = JudgeFromLog(NcclTestsLog(spec));
+  const std::string dump = Dump(j.choice, j.report);
+  EXPECT_FALSE(j.choice.platform) << dump;
+  EXPECT_TRUE(Has(j.choice.unavailable, "(4 GPUs per node, 800 Gb/s NICs)")) << dump;
+}
+
+// rccl-tests on one node of 8 MI325X: matched to amd-mi325x by its device lines and judged
+// against the XGMI figure derived from the MI300X's.
+TEST(CatalogPlatforms, Mi325xRcclTestsIsJudgedAgainstItsDerivedXgmiBand) {
+  const Judged ok = JudgeFromLog(RcclTestsLog("AMD Instinct MI325X", 310));
+  std::string dump = Dump(ok.choice, ok.report);
+  ASSERT_TRUE(ok.choice.platform) << dump;
+  EXPECT_EQ(ok.choice.platform->name, "amd-mi325x") << dump;
+  ASSERT_EQ(ok.report.tests.size(), 1u) << dump;
+  const TestVerdict& t = ok.report.tests[0];
+  EXPECT_EQ(t.status, CheckStatus::kPass) << dump;
+  ASSERT_TRUE(t.expected) << dump;
+  EXPECT_DOUBLE_EQ(t.expected->typical, 316.8);
+  EXPECT_EQ(t.expected->basis, "derived");
+  EXPECT_TRUE(Has(t.expected->source, "the MI300X's 316.8 GB/s")) << t.expected->source;
+  const Judged slow = JudgeFromLog(RcclTestsLog("AMD Instinct MI325X", 150));
+  dump = Dump(slow.choice, slow.report);
+  ASSERT_EQ(slow.report.tests.size(), 1u) << dump;
+  EXPECT_EQ(slow.report.tests[0].status, CheckStatus::kFail) << dump;
+}
+
+// Two BM.GPU.H100.8 over their 16 RoCE NICs: 16 "/RoCE" HCAs tell OCI's shape from the 8-NIC
+// RoCE HGX and from P5's 32 EFA, and its derived ring band judges the run.
+TEST(CatalogPlatforms, OciH100IsMatchedFromItsSixteenRoceNics) {
+  LogSpec spec;
+  spec.nccl_info = NetLines(16, 200000, "RoCE");
+  spec.rows = FlatRows("all_reduce", 16, 340);
+  const Judged j = JudgeFromLog(NcclTestsLog(spec));
+  const std::string dump = Dump(j.choice, j.report);
+  ASSERT_TRUE(j.choice.platform) << dump;
+  EXPECT_EQ(j.choice.platform->name, "oci-bm-gpu-h100-8") << dump;
+  EXPECT_TRUE(Has(dump, "16 NICs: NET/IB : Using [0]mlx5_0:1/RoCE")) << dump;
+  EXPECT_TRUE(j.choice.notes.empty()) << dump;  // one platform fits: no "fits N platforms"
+  ASSERT_EQ(j.report.tests.size(), 1u) << dump;
+  const TestVerdict& t = j.report.tests[0];
+  EXPECT_EQ(t.status, CheckStatus::kPass) << dump;
+  ASSERT_TRUE(t.expected) << dump;
+  EXPECT_DOUBLE_EQ(t.expected->typical, 360.0);
+  EXPECT_EQ(t.expected->basis, "derived");
+  const CheckFinding* bw = FindingOf(t, "bandwidth");
+  ASSERT_NE(bw, nullptr) << dump;
+  EXPECT_TRUE(Has(bw->reason, "per NIC 21.2 GB/s")) << bw->reason;
+}
+
 class CatalogPlatformsCli : public test::BinaryTest {
  protected:
   CatalogPlatformsCli() : BinaryTest("check") {}
@@ -399,6 +532,19 @@ TEST_F(CatalogPlatformsCli, AGb200RackLogIsJudgedWithoutFlags) {
   EXPECT_EQ(report["platform"]["intra_fabric"], "MNNVL");
   EXPECT_EQ(report["platform"]["nvlink_domain_gpus"], 72);
   EXPECT_EQ(report["platform"]["gpus_per_node"], 4);
+}
+
+// Through the binary: an undecided device name is reported from the log, not replaced by a
+// detection of this machine (which has nothing to do with a carried log).
+TEST_F(CatalogPlatformsCli, AnUndecidedDeviceNameSaysSoAndAsksForThePlatform) {
+  LogSpec spec;
+  spec.gpu = "NVIDIA Graphics Device";
+  spec.rows = FlatRows("all_reduce", 16, 360);
+  const test::Outcome o = Run(Write("unknown.log", NcclTestsLog(spec)));
+  EXPECT_EQ(o.exit_code, 0) << o.out << o.err;  // a WARN: not judged
+  EXPECT_TRUE(Has(o.out, "GPU not decided: GPU 'NVIDIA Graphics Device'")) << o.out;
+  EXPECT_TRUE(Has(o.out, "not decided, as the log's other facts (8 GPUs per node)")) << o.out;
+  EXPECT_FALSE(Has(o.out, "this node has no GPU")) << o.out;
 }
 
 }  // namespace

@@ -12,16 +12,17 @@ constexpr size_t kGiB = size_t{1} << 30;
 
 TEST(CatalogTest, ShipsEveryPlatformTheIssueNames) {
   const Catalog catalog = Catalog::Builtin();
-  for (const char* name : {"a3-highgpu-8g", "a3-edgegpu-8g", "a3-megagpu-8g", "a3-ultragpu-8g",
-                           "a4-highgpu-8g", "p4d", "p5", "p5en", "p6-b200", "ND A100 v4",
-                           "ND H100 v5", "ND H200 v5", "DGX H100", "DGX H200", "DGX B200",
-                           // Issue 14: NVL72 racks, HGX on RoCE, AMD with RCCL, more clouds.
-                           "GB200 NVL72", "GB300 NVL72", "ND GB200 v6", "p6e-gb200.36xlarge",
-                           "BM.GPU.GB200.4", "HGX H100 RoCE", "HGX H200 RoCE", "HGX B200 RoCE",
-                           "p5e", "coreweave-h100", "ND MI300X v5", "MI355X"}) {
+  for (const char* name :
+       {"a3-highgpu-8g", "a3-edgegpu-8g", "a3-megagpu-8g", "a3-ultragpu-8g", "a4-highgpu-8g", "p4d",
+        "p5", "p5en", "p6-b200", "ND A100 v4", "ND H100 v5", "ND H200 v5", "DGX H100", "DGX H200",
+        "DGX B200",
+        // Issue 14: NVL72 racks, HGX on RoCE, AMD with RCCL, more clouds.
+        "GB200 NVL72", "GB300 NVL72", "ND GB200 v6", "p6e-gb200.36xlarge", "BM.GPU.GB200.4",
+        "HGX H100 RoCE", "HGX H200 RoCE", "HGX B200 RoCE", "p5e", "coreweave-h100", "ND MI300X v5",
+        "MI355X", "MI325X", "BM.GPU.H100.8"}) {
     EXPECT_NE(catalog.Find(name), nullptr) << name;
   }
-  EXPECT_EQ(catalog.platforms().size(), 27u);
+  EXPECT_EQ(catalog.platforms().size(), 29u);
 }
 
 // Every platform, the NVL72 trays included, has a figure for one node on its own GPU fabric
@@ -43,9 +44,10 @@ TEST(CatalogTest, EveryPlatformHasASingleNodeFigure) {
 // marked derived says so in its source.
 TEST(CatalogTest, NewPlatformsNameTheirHardwareSourcesAndDerivedFiguresSayHow) {
   const Catalog catalog = Catalog::Builtin();
-  for (const char* name : {"gb200-nvl72", "gb300-nvl72", "azure-nd-gb200-v6", "aws-p6e-gb200",
-                           "oci-bm-gpu-gb200-4", "hgx-h100-roce", "hgx-h200-roce", "hgx-b200-roce",
-                           "aws-p5e", "coreweave-hgx-h100", "azure-nd-mi300x-v5", "amd-mi355x"}) {
+  for (const char* name :
+       {"gb200-nvl72", "gb300-nvl72", "azure-nd-gb200-v6", "aws-p6e-gb200", "oci-bm-gpu-gb200-4",
+        "hgx-h100-roce", "hgx-h200-roce", "hgx-b200-roce", "aws-p5e", "coreweave-hgx-h100",
+        "azure-nd-mi300x-v5", "amd-mi355x", "amd-mi325x", "oci-bm-gpu-h100-8"}) {
     SCOPED_TRACE(name);
     const Platform& p = catalog.Get(name);
     EXPECT_FALSE(p.network_source.empty());
@@ -261,6 +263,76 @@ TEST(CatalogTest, AFigureWithAnEmptySourceIsRefused) {
                           R"("size":1024,"busbw":10,"source":""}])")
                 .find("every figure needs its source"),
             std::string::npos);
+}
+
+// MI325X keeps MI300X's XGMI mesh (AMD: a drop-in replacement, seven links a GPU): its
+// single-node figure is the MI300X's published one, marked derived and saying from what; no
+// source named its NICs, so network.source says they are assumed.
+TEST(CatalogTest, Mi325xIsDerivedFromTheMi300xFigure) {
+  const Catalog catalog = Catalog::Builtin();
+  const Platform& p = catalog.Get("MI325X");
+  EXPECT_EQ(p.name, "amd-mi325x");
+  EXPECT_EQ(p.gpu_model, "AMD Instinct MI325X");
+  EXPECT_EQ(p.intra_fabric, "XGMI");
+  EXPECT_EQ(p.gpus_per_node, 8);
+  EXPECT_DOUBLE_EQ(p.intra_node_ring_busbw,
+                   catalog.Get("azure-nd-mi300x-v5").intra_node_ring_busbw);
+  EXPECT_NE(p.intra_node_source.find("derived"), std::string::npos);
+  EXPECT_NE(p.intra_node_source.find("ND_MI300X_v5_results.md"), std::string::npos);
+  EXPECT_NE(p.hardware_source.find("drop-in replacement"), std::string::npos);
+  EXPECT_NE(p.hardware_source.find("seven Infinity Fabric links"), std::string::npos);
+  EXPECT_EQ(p.network_source.rfind("assumed, not read", 0), 0u) << p.network_source;
+  EXPECT_TRUE(p.published.empty()) << "nothing published for MI325X in our sources";
+  for (const Expectation& e : p.expected) {
+    SCOPED_TRACE(e.collective + " " + std::to_string(e.nodes_min));
+    EXPECT_EQ(e.basis, "derived");
+    EXPECT_DOUBLE_EQ(e.typical_busbw, 316.8);  // across nodes the XGMI figure bounds the ring
+    EXPECT_DOUBLE_EQ(e.low_busbw, 269.3);
+  }
+}
+
+// BM.GPU.H100.8: 16 RoCE NICs (oci-hpc's per-shape HCA list), the rate assumed and saying so;
+// the ring band derived from 16 x 200 Gb/s = 400 GB/s x 0.9.
+TEST(CatalogTest, OciH100HasSixteenRoceNicsAndADerivedRingBand) {
+  const Catalog catalog = Catalog::Builtin();
+  const Platform& p = catalog.Get("BM.GPU.H100.8");
+  EXPECT_EQ(p.name, "oci-bm-gpu-h100-8");
+  EXPECT_EQ(p.nics, 16);
+  EXPECT_DOUBLE_EQ(p.nic_rate_gbps, 200);
+  EXPECT_EQ(p.transport, "RoCE");
+  EXPECT_DOUBLE_EQ(p.NicTotalGBs(), 400);
+  EXPECT_NE(p.network_source.find("oracle-quickstart/oci-hpc"), std::string::npos);
+  EXPECT_NE(p.network_source.find("is assumed, not read"), std::string::npos);
+  const auto ring = p.ExpectationFor("all_gather", 4, 8 * kGiB);
+  ASSERT_TRUE(ring);
+  EXPECT_DOUBLE_EQ(ring->typical_busbw, 360.0);
+  EXPECT_DOUBLE_EQ(ring->low_busbw, 306.0);
+  EXPECT_EQ(ring->basis, "derived");
+  EXPECT_DOUBLE_EQ(p.ExpectationFor("all_reduce", 1, 8 * kGiB)->typical_busbw, 370);
+}
+
+// gb200-nvl72 lists the device name CoreWeave's GB200 logs print; a list without a source is
+// refused, and the match is whole-name and case-insensitive.
+TEST(CatalogTest, DeviceNamesNeedASourceAndMatchWholeNames) {
+  const Catalog catalog = Catalog::Builtin();
+  const Platform& p = catalog.Get("gb200-nvl72");
+  EXPECT_TRUE(p.KnownAsDevice("NVIDIA Graphics Device"));
+  EXPECT_TRUE(p.KnownAsDevice("nvidia graphics device"));
+  EXPECT_FALSE(p.KnownAsDevice("NVIDIA Graphics"));
+  EXPECT_FALSE(p.KnownAsDevice(""));
+  EXPECT_NE(p.device_names_source.find("coreweave/nccl-tests"), std::string::npos);
+  EXPECT_FALSE(catalog.Get("gb300-nvl72").KnownAsDevice("NVIDIA Graphics Device"));
+  const std::string doc =
+      R"({"name":"n","gpu":{"model":"g","per_node":8,"intra_node_ring_busbw":100,)"
+      R"("intra_node_source":"s","device_names":["X"]},)"
+      R"("network":{"nics":2,"nic_rate_gbps":100,"transport":"IB"}})";
+  try {
+    Catalog::ParsePlatform(doc, "x.json");
+    ADD_FAILURE() << "a device name without a source was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("'gpu.device_names_source' is empty"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(CatalogTest, DuplicateNamesAreRefused) {
