@@ -505,7 +505,7 @@ TEST(Rules, RegistryListsEveryRuleOnce) {
   }
   EXPECT_EQ(names,
             (std::vector<std::string>{"correctness", "platform", "gpu_model", "ranks_per_node",
-                                      "algorithm", "bandwidth", "gpudirect", "latency"}));
+                                      "algorithm", "bandwidth", "fabric", "gpudirect", "latency"}));
 }
 
 }  // namespace
