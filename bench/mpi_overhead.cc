@@ -46,6 +46,7 @@
 namespace {
 
 using fabricscope::Collective;
+using fabricscope::ThreadLevelName;
 using fabricscope::bench::Median;
 using fabricscope::bench::Sum;
 
@@ -74,21 +75,6 @@ int WarmupsFor(size_t bytes) { return bytes <= (size_t{1} << 20) ? 100 : 10; }
 // Throws on an MPI failure, so main reports it instead of a wrong figure.
 void Check(int rc, std::string_view what) {
   if (rc != MPI_SUCCESS) throw std::runtime_error(fmt::format("{} failed ({})", what, rc));
-}
-
-const char* LevelName(int level) {
-  switch (level) {
-    case MPI_THREAD_SINGLE:
-      return "MPI_THREAD_SINGLE";
-    case MPI_THREAD_FUNNELED:
-      return "MPI_THREAD_FUNNELED";
-    case MPI_THREAD_SERIALIZED:
-      return "MPI_THREAD_SERIALIZED";
-    case MPI_THREAD_MULTIPLE:
-      return "MPI_THREAD_MULTIPLE";
-    default:
-      return "unknown";
-  }
 }
 
 // One size of one collective: the bare loop on MPI_COMM_WORLD, and the engine on the
@@ -222,7 +208,7 @@ void RunSweep(const BenchOptions& options) {
                options.in_place ? "in place" : "out of place", nranks, options.rounds,
                backend->version());
     fmt::print("# MPI initialized by {}: {} (both ways run at it)\n", kInitNames.at(options.init),
-               LevelName(level));
+               ThreadLevelName(level));
     fmt::print(
         "# bare: a plain MPI loop on MPI_COMM_WORLD; fs: fabricscope's engine on the mpi "
         "backend (RunBenchmark -w 0 -c 0)\n");

@@ -17,6 +17,8 @@ void Check(int rc, const char* call) {
   throw BackendError(std::string("MPI bootstrap: ") + call + " failed: " + text);
 }
 
+}  // namespace
+
 const char* ThreadLevelName(int level) {
   switch (level) {
     case MPI_THREAD_SINGLE:
@@ -31,8 +33,6 @@ const char* ThreadLevelName(int level) {
       return "unknown";
   }
 }
-
-}  // namespace
 
 MpiSession::MpiSession(const MpiSessionOptions& options) {
   int initialized = 0;

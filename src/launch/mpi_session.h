@@ -18,6 +18,9 @@ struct MpiSessionOptions {
 
 // Initializes MPI at the level the options need unless it already is, and finalizes what
 // it initialized.
+// MPI's name of a thread level ("MPI_THREAD_SINGLE"), or "unknown".
+const char* ThreadLevelName(int level);
+
 class MpiSession {
  public:
   explicit MpiSession(const MpiSessionOptions& options = {});
