@@ -141,10 +141,13 @@ TEST(PairCommunicator, TheEngineRunsAndValidatesOnTwoRanksOfTheJob) {
   for (int64_t w : wrong) EXPECT_EQ(w, 0);
 }
 
+// The first error of a job is the one it reports: each rank fails only after the barrier, when
+// both are connected, so neither can see the other's sockets close while it still connects.
 TEST(PairCommunicator, CollectivesOtherThanAPairsAreRefused) {
   auto backend = MakeBackend("gloo");
   EXPECT_THROW(RunJob(Threads(2), *backend, nullptr, LaunchInfo{}, NoEnvironment(),
                       [&](RankContext& context) {
+                        context.world->Barrier();
                         PairCommunicator pair(*context.world, 1 - context.self.rank, true);
                         float x = 1;
                         CollectiveCall call;
@@ -155,11 +158,14 @@ TEST(PairCommunicator, CollectivesOtherThanAPairsAreRefused) {
                         pair.Run(call);
                       }),
                UnsupportedError);
-  EXPECT_THROW(RunJob(Threads(2), *backend, nullptr, LaunchInfo{}, NoEnvironment(),
-                      [&](RankContext& context) {
-                        PairCommunicator pair(*context.world, context.self.rank, true);
-                      }),
-               UsageError);
+  // A pair with itself, or with a rank the job does not have: one rank, no peer to race.
+  for (const int peer : {0, 1, -1}) {
+    EXPECT_THROW(
+        RunJob(Threads(1), *backend, nullptr, LaunchInfo{}, NoEnvironment(),
+               [&](RankContext& context) { PairCommunicator pair(*context.world, peer, true); }),
+        UsageError)
+        << peer;
+  }
 }
 
 // The real Gloo backend, with every Connect counted: how many communicators a run creates.
