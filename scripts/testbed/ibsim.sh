@@ -170,14 +170,32 @@ lid_of() { # DIR NAME: the LID of a node, from ibnetdiscover (LIDs follow discov
     want && /# lid / { sub(/.*# lid /, ""); print $1; exit }' <<<"$topology"
 }
 
+active_is() { # DIR LID PORT FIELD TEXT: smpquery shows FIELD (e.g. LinkSpeedActive) as TEXT
+  tool "$1" smpquery portinfo "$2" "$3" 2>/dev/null | grep -q "^$4:\.*$5\$"
+}
+
 set_link() { # DIR A APORT B BPORT ATTR VALUE: both ends (opensm renegotiates a single end back)
-  local dir=$1 la lb before
+  local dir=$1 la lb before field text
   la=$(lid_of "$dir" "$2"); lb=$(lid_of "$dir" "$4")
   [ -n "$la" ] && [ -n "$lb" ] || die "no LID for $2 or $4"
-  before=$(subnet_ups "$dir")
-  tool "$dir" ibportstate "$la" "$3" "$6" "$7" >/dev/null
-  tool "$dir" ibportstate "$lb" "$5" "$6" "$7" >/dev/null
-  wait_subnet_up "$dir" "$before" || true
+  case "$6 $7" in
+    "width 1") field=LinkWidthActive text=1X ;;
+    "speed 1") field=LinkSpeedActive text="2.5 Gbps" ;;
+    *) die "set_link: no active value known for $6 $7" ;;
+  esac
+  # Done when both ends still run at the new value after opensm's next sweep, not when a sweep
+  # was logged: on a loaded machine a heavy sweep left over from start-up can come after the
+  # change and set the link back (seen once in CI), so the change is made again until it holds.
+  for _ in 1 2 3 4 5; do
+    before=$(subnet_ups "$dir")
+    tool "$dir" ibportstate "$la" "$3" "$6" "$7" >/dev/null
+    tool "$dir" ibportstate "$lb" "$5" "$6" "$7" >/dev/null
+    wait_subnet_up "$dir" "$before" || true
+    sleep 1
+    active_is "$dir" "$la" "$3" "$field" "$text" && active_is "$dir" "$lb" "$5" "$field" "$text" &&
+      return 0
+  done
+  die "$2[$3] <-> $4[$5] not held at $6 $7 ($field $text) after five tries"
 }
 
 faults() {
