@@ -233,20 +233,7 @@ class GlooCommunicator final : public Communicator {
         throw UsageError(fmt::format("peer {} is not another rank of {}", x.peer, size()));
       }
       if (bytes == 0) return;
-      const void* send = x.send;
-      // In place, the peer's data would overwrite ours before it has been sent.
-      if (Overlaps(x.send, x.recv, bytes)) {
-        Bytes* copy = Scratch(bytes);
-        std::memcpy(copy, x.send, bytes);
-        send = copy;
-      }
-      auto send_buffer = context_->createUnboundBuffer(Mutable<Bytes>(send), bytes);
-      auto recv_buffer = context_->createUnboundBuffer(x.recv, bytes);
-      const uint64_t slot = gloo::Slot::build(kExchangeSlotPrefix, 0);
-      recv_buffer->recv(x.peer, slot);
-      send_buffer->send(x.peer, slot);
-      CheckCompleted(recv_buffer->waitRecv(timeout_), "receive");
-      CheckCompleted(send_buffer->waitSend(timeout_), "send");
+      SendAndReceive(x.send, x.recv, bytes, x.peer, x.peer, kExchangeSlotPrefix);
     } catch (...) {
       RethrowAs(fmt::format("gloo exchange (rank {} with {} of {}, {} bytes): ", rank(), x.peer,
                             size(), bytes));
@@ -414,18 +401,24 @@ class GlooCommunicator final : public Communicator {
 
   void SendRecv(const CollectiveCall& call) {
     const size_t bytes = call.count * SizeOf(call.type);
-    const void* send = call.send;
-    // In place, rank+1's data would overwrite ours before it has been sent.
-    if (Overlaps(call.send, call.recv, bytes)) {
+    SendAndReceive(call.send, call.recv, bytes, (rank() + 1) % size(),
+                   (rank() + size() - 1) % size(), kSendRecvSlotPrefix);
+  }
+
+  // Sends to one rank and receives from another (or the same) on unbound buffers.
+  void SendAndReceive(const void* send, void* recv, size_t bytes, int to, int from,
+                      uint8_t slot_prefix) {
+    // In place, the incoming data would overwrite ours before it has been sent.
+    if (Overlaps(send, recv, bytes)) {
       Bytes* copy = Scratch(bytes);
-      std::memcpy(copy, call.send, bytes);
+      std::memcpy(copy, send, bytes);
       send = copy;
     }
     auto send_buffer = context_->createUnboundBuffer(Mutable<Bytes>(send), bytes);
-    auto recv_buffer = context_->createUnboundBuffer(call.recv, bytes);
-    const uint64_t slot = gloo::Slot::build(kSendRecvSlotPrefix, 0);
-    recv_buffer->recv((rank() + size() - 1) % size(), slot);
-    send_buffer->send((rank() + 1) % size(), slot);
+    auto recv_buffer = context_->createUnboundBuffer(recv, bytes);
+    const uint64_t slot = gloo::Slot::build(slot_prefix, 0);
+    recv_buffer->recv(from, slot);
+    send_buffer->send(to, slot);
     CheckCompleted(recv_buffer->waitRecv(timeout_), "receive");
     CheckCompleted(send_buffer->waitSend(timeout_), "send");
   }
