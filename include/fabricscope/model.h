@@ -128,6 +128,17 @@ class CollectiveModel {
   std::optional<AlgoTime> Evaluate(Collective collective, NcclAlgorithm algorithm,
                                    NcclProtocol protocol, size_t bytes) const;
   std::optional<AlgoTime> EvaluateP2p(Collective collective, size_t bytes) const;
+  // Evaluate's parts: NCCL's ring steps, its LL cap, the bus bandwidth its topology search
+  // would find, ncclTopoTuneModel's refinements of it, busbw -> algbw, and the latency.
+  int RingSteps(Collective collective) const;
+  double LlMaxBw() const;
+  double GraphBusBw(Collective collective, NcclAlgorithm algorithm) const;
+  double TunedBusBw(Collective collective, NcclAlgorithm algorithm, NcclProtocol protocol,
+                    double bus) const;
+  double BusToAlgRatio(Collective collective, NcclAlgorithm algorithm) const;
+  double BaseLatency(Collective collective, NcclAlgorithm algorithm, NcclProtocol protocol) const;
+  double RingLatency(Collective collective, NcclProtocol protocol, double intra_lat,
+                     double inter_lat) const;
   bool Enabled(Collective collective, NcclAlgorithm algorithm, NcclProtocol protocol) const;
   bool Allowed(NcclAlgorithm algorithm, NcclProtocol protocol) const;
 

@@ -292,58 +292,68 @@ bool CollectiveModel::Enabled(Collective c, NcclAlgorithm a, NcclProtocol p) con
   return Allowed(a, p);
 }
 
-std::optional<AlgoTime> CollectiveModel::Evaluate(Collective c, NcclAlgorithm a, NcclProtocol p,
-                                                  size_t bytes) const {
+// NCCL's steps of a ring: 2 (n - 1) for all_reduce, n - 1 for all_gather and
+// reduce_scatter, n for the rest.
+int CollectiveModel::RingSteps(Collective c) const {
+  const int n = nranks();
+  if (c == Collective::kAllReduce) return 2 * (n - 1);
+  if (c == Collective::kAllGather || c == Collective::kReduceScatter) return n - 1;
+  return n;
+}
+
+// NCCL's cap on LL bandwidth for this architecture, CPU and node count.
+double CollectiveModel::LlMaxBw() const {
+  const auto& t = NcclTuning();
+  const int bucket = nodes_ <= 2 ? nodes_ - 1 : 2;
+  return nodes_ == 1 ? t.ll_max_bw[static_cast<int>(arch_)][0]
+                     : t.ll_max_bw[options_.cpu == CpuVendor::kAmd ? 1 : 0][bucket];
+}
+
+double CollectiveModel::GraphBusBw(Collective c, NcclAlgorithm a) const {
   using A = NcclAlgorithm;
   const auto& t = NcclTuning();
-  const auto& f = Factors();
-  const int n = nranks();
   const bool ar = c == Collective::kAllReduce;
-  const bool ag_rs = c == Collective::kAllGather || c == Collective::kReduceScatter;
-  const int nsteps = ar ? 2 * (n - 1) : ag_rs ? n - 1 : n;
-  const int arch = static_cast<int>(arch_);
-  const int bucket = nodes_ <= 2 ? nodes_ - 1 : 2;
-  const double ll_max = nodes_ == 1 ? t.ll_max_bw[arch][0]
-                                    : t.ll_max_bw[options_.cpu == CpuVendor::kAmd ? 1 : 0][bucket];
-  const double ch = channels_;
-
-  // The "graph" bandwidth x channels NCCL would measure, from the platform's figures: what
-  // one rank's (ring) or one node's (network) links carry per direction.
+  const int n = nranks();
+  // What one rank's (ring) or one node's (network) links carry per direction.
   const double ring_bw = nodes_ == 1 ? intra_ : std::min(intra_, inter_);
-  const double nvls_alg = ppn_ > 1 ? f.nvls_gain[arch] * intra_ / (2.0 * (ppn_ - 1) / ppn_) : 0.0;
-  double bus = 0;
+  const double nvls_alg =
+      ppn_ > 1 ? Factors().nvls_gain[static_cast<int>(arch_)] * intra_ / (2.0 * (ppn_ - 1) / ppn_)
+               : 0.0;
   switch (a) {
     case A::kRing:
-      bus = ring_bw;
-      break;
+      return ring_bw;
     case A::kTree:
       // Two nodes: each node's NICs carry the data once each way (2x a ring's load);
       // more nodes: a double binary tree carries it twice.
-      bus = nodes_ == 1 ? intra_ : std::min(intra_, nodes_ == 2 ? 2 * inter_ : inter_);
-      break;
+      return nodes_ == 1 ? intra_ : std::min(intra_, nodes_ == 2 ? 2 * inter_ : inter_);
     case A::kNvls:
-      bus = ar ? (nodes_ == 1 ? nvls_alg : std::min(nvls_alg, inter_)) / t.nvls_ratio
-               : intra_ * ppn_ / (ppn_ - 1.0);
-      break;
+      return ar ? (nodes_ == 1 ? nvls_alg : std::min(nvls_alg, inter_)) / t.nvls_ratio
+                : intra_ * ppn_ / (ppn_ - 1.0);
     case A::kNvlsTree:
-      bus = std::min(nvls_alg, nodes_ <= 2 ? inter_ : inter_ / 2) / t.nvls_ratio;
-      break;
+      return std::min(nvls_alg, nodes_ <= 2 ? inter_ : inter_ / 2) / t.nvls_ratio;
     case A::kCollNetDirect:
     case A::kCollNetChain:
       // The switches reduce: a node sends and receives the data once; inside the node a
       // reduce-scatter and an all-gather over NVLink, 2 (ppn - 1) / ppn of it per GPU.
-      bus = std::min(ppn_ > 1 ? intra_ * ppn_ / (2.0 * (ppn_ - 1)) : inter_, inter_) / t.tree_ratio;
-      break;
+      return std::min(ppn_ > 1 ? intra_ * ppn_ / (2.0 * (ppn_ - 1)) : inter_, inter_) /
+             t.tree_ratio;
     case A::kPat:
-      bus = inter_ * n / (n - 1.0);
-      break;
+      return inter_ * n / (n - 1.0);
     case A::kP2p:
-      return std::nullopt;
+      break;
   }
+  return 0;
+}
 
-  // ncclTopoTuneModel's refinements.
-  const int ai = Index(a);
-  const int pi = Index(p);
+double CollectiveModel::TunedBusBw(Collective c, NcclAlgorithm a, NcclProtocol p,
+                                   double bus) const {
+  using A = NcclAlgorithm;
+  const auto& t = NcclTuning();
+  const bool ar = c == Collective::kAllReduce;
+  const int arch = static_cast<int>(arch_);
+  const int bucket = nodes_ <= 2 ? nodes_ - 1 : 2;
+  const double ll_max = LlMaxBw();
+  const double ch = channels_;
   if (a == A::kRing && p == NcclProtocol::kLL) bus = std::min(ll_max, bus * t.ring_ll_factor);
   if (a == A::kRing && p == NcclProtocol::kLL128) {
     bus = std::min(bus * t.ring_ll128_factor, ch * t.ring_ll128_max_bw_per_channel[arch][bucket]);
@@ -357,80 +367,101 @@ std::optional<AlgoTime> CollectiveModel::Evaluate(Collective c, NcclAlgorithm a,
   }
   if (a == A::kPat) bus *= t.pat_factor;
   if (a == A::kCollNetDirect && arch_ >= GpuArch::kHopper) bus *= t.collnet_direct_hopper_factor;
+  return bus;
+}
 
-  // busbw -> the bandwidth of `bytes`; NCCL leaves non-ring AllGather/ReduceScatter as is.
-  double ratio = 1;
-  if (!(a != A::kRing && ag_rs)) {
-    if (a == A::kRing) {
-      ratio = static_cast<double>(n) / nsteps;
-    } else if (a == A::kNvls || a == A::kNvlsTree) {
-      ratio = t.nvls_ratio;
-    } else {
-      ratio = t.tree_ratio;
-    }
-  }
-  double bw = bus * ratio;
-  if (!(bw > 0) || !std::isfinite(bw)) return std::nullopt;
+double CollectiveModel::BusToAlgRatio(Collective c, NcclAlgorithm a) const {
+  using A = NcclAlgorithm;
+  const auto& t = NcclTuning();
+  const bool ag_rs = c == Collective::kAllGather || c == Collective::kReduceScatter;
+  // NCCL leaves non-ring AllGather/ReduceScatter as is.
+  if (a != A::kRing && ag_rs) return 1;
+  if (a == A::kRing) return static_cast<double>(nranks()) / RingSteps(c);
+  if (a == A::kNvls || a == A::kNvlsTree) return t.nvls_ratio;
+  return t.tree_ratio;
+}
 
-  // Latency.
-  const int intra_hw = options_.nvlink ? model::kHwNvlink : model::kHwPci;
-  const int hw = nodes_ == 1 ? intra_hw : model::kHwNet;
+double CollectiveModel::RingLatency(Collective c, NcclProtocol p, double intra_lat,
+                                    double inter_lat) const {
+  const auto& t = NcclTuning();
   const bool simple = p == NcclProtocol::kSimple;
-  double lat = t.base_latency_us[ai][pi];
-  double intra_lat = t.hw_latency_us[intra_hw][ai][pi];
-  double inter_lat = (ppn_ == 1 ? t.hw_latency_us[model::kHwNet][Index(A::kTree)][pi]
-                                : t.hw_latency_us[model::kHwNet][ai][pi]) +
-                     params_.net_latency_us * (simple ? 2 : 1);  // Simple adds the flush as well
+  const int ai = Index(NcclAlgorithm::kRing);
+  const int pi = Index(p);
+  if (c == Collective::kBroadcast || c == Collective::kReduce) {
+    const int intra_hw = options_.nvlink ? model::kHwNvlink : model::kHwPci;
+    const int hw = nodes_ == 1 ? intra_hw : model::kHwNet;
+    return t.hw_latency_us[hw][ai][pi];  // rings on the same channels: one step
+  }
+  double overhead = 0;
+  if (nodes_ > 1) {
+    overhead = (options_.cpu == CpuVendor::kAmd ? t.net_overhead_amd_us : t.net_overhead_intel_us) *
+               (simple ? t.net_overhead_simple_factor : 1.0);
+  }
+  intra_lat = std::max(intra_lat, overhead);
+  const bool ar = c == Collective::kAllReduce;
+  const int inter_steps = nodes_ == 1 ? 0 : ar ? 2 * (nodes_ - 1) : nodes_ - 1;
+  return (RingSteps(c) - inter_steps) * intra_lat + inter_steps * inter_lat;
+}
+
+double CollectiveModel::BaseLatency(Collective c, NcclAlgorithm a, NcclProtocol p) const {
+  using A = NcclAlgorithm;
+  const auto& t = NcclTuning();
+  const int ai = Index(a);
+  const int pi = Index(p);
+  const int intra_hw = options_.nvlink ? model::kHwNvlink : model::kHwPci;
+  const bool simple = p == NcclProtocol::kSimple;
+  const double lat = t.base_latency_us[ai][pi];
+  const double intra_lat = t.hw_latency_us[intra_hw][ai][pi];
+  const double inter_lat = (ppn_ == 1 ? t.hw_latency_us[model::kHwNet][Index(A::kTree)][pi]
+                                      : t.hw_latency_us[model::kHwNet][ai][pi]) +
+                           params_.net_latency_us * (simple ? 2 : 1);  // Simple adds the flush
   const int log_nodes = Log2i(nodes_);
   switch (a) {
     case A::kRing:
-      if (c == Collective::kBroadcast || c == Collective::kReduce) {
-        lat += t.hw_latency_us[hw][ai][pi];  // rings on the same channels: one step
-      } else {
-        double overhead = 0;
-        if (nodes_ > 1) {
-          overhead =
-              (options_.cpu == CpuVendor::kAmd ? t.net_overhead_amd_us : t.net_overhead_intel_us) *
-              (simple ? t.net_overhead_simple_factor : 1.0);
-        }
-        intra_lat = std::max(intra_lat, overhead);
-        const int inter_steps = nodes_ == 1 ? 0 : ar ? 2 * (nodes_ - 1) : nodes_ - 1;
-        lat += (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat;
-      }
-      break;
+      return lat + RingLatency(c, p, intra_lat, inter_lat);
     case A::kTree:
-      lat += 2 * ((ppn_ - 1) * intra_lat + log_nodes * inter_lat);
-      break;
+      return lat + 2 * ((ppn_ - 1) * intra_lat + log_nodes * inter_lat);
     case A::kCollNetDirect:
-      lat += 2 * (std::min(1, ppn_ - 1) * intra_lat + (ppn_ - 1) * t.collnet_arity_latency_us) +
-             inter_lat;
-      break;
+      return lat +
+             (2 * (std::min(1, ppn_ - 1) * intra_lat + (ppn_ - 1) * t.collnet_arity_latency_us) +
+              inter_lat);
     case A::kCollNetChain:
-      lat += 2 * (ppn_ - 1) * intra_lat + inter_lat;
-      break;
+      return lat + (2 * (ppn_ - 1) * intra_lat + inter_lat);
     case A::kNvls:
-      lat = intra_lat + (nodes_ > 1 ? inter_lat : 0);
-      break;
+      return intra_lat + (nodes_ > 1 ? inter_lat : 0);
     case A::kNvlsTree:
-      lat += intra_lat + 2 * log_nodes * inter_lat;
-      break;
+      return lat + (intra_lat + 2 * log_nodes * inter_lat);
     case A::kPat:
-      lat = t.pat_base_latency_us + log_nodes * (inter_lat / t.pat_log_divisor) +
-            n * t.pat_per_rank_latency_us;
-      break;
+      return t.pat_base_latency_us + log_nodes * (inter_lat / t.pat_log_divisor) +
+             nranks() * t.pat_per_rank_latency_us;
     case A::kP2p:
       break;
   }
+  return lat;
+}
+
+std::optional<AlgoTime> CollectiveModel::Evaluate(Collective c, NcclAlgorithm a, NcclProtocol p,
+                                                  size_t bytes) const {
+  using A = NcclAlgorithm;
+  if (a == A::kP2p) return std::nullopt;
+  const auto& t = NcclTuning();
+  const bool ar = c == Collective::kAllReduce;
+  // The "graph" bandwidth x channels NCCL would measure, from the platform's figures, with
+  // ncclTopoTuneModel's refinements; then the bandwidth of `bytes`.
+  double bw = TunedBusBw(c, a, p, GraphBusBw(c, a)) * BusToAlgRatio(c, a);
+  if (!(bw > 0) || !std::isfinite(bw)) return std::nullopt;
+  double lat = BaseLatency(c, a, p);
 
   // ncclTopoGetAlgoTime.
   if (a == A::kTree && ar) {
     const int log_size = Log2i(static_cast<double>(bytes >> 6));
     if (log_size >= 0 && log_size < model::kTreeCorrectionSizes) {
-      bw *= t.tree_correction[pi][log_size];
+      bw *= t.tree_correction[Index(p)][log_size];
     }
   }
-  if (a == A::kRing && simple && nodes_ > 1 && ar &&
-      static_cast<double>(bytes) / (ch * n) >= t.ring_plateau_min_bytes) {
+  if (a == A::kRing && p == NcclProtocol::kSimple && nodes_ > 1 && ar &&
+      static_cast<double>(bytes) / (static_cast<double>(channels_) * nranks()) >=
+          t.ring_plateau_min_bytes) {
     lat *= arch_ < GpuArch::kAmpere ? t.ring_plateau_factor_volta : t.ring_plateau_factor;
   }
   lat *= params_.latency_scale;

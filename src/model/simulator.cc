@@ -55,9 +55,7 @@ std::string StallReason(const Fabric& fabric, const FlowSet& flows, size_t f) {
   return "a flow gets no bandwidth";
 }
 
-}  // namespace
-
-SimResult Simulate(const Fabric& fabric, const SimOptions& options) {
+void CheckOptions(const SimOptions& options) {
   if (options.bytes == 0) throw UsageError("the simulated size must be positive");
   if (options.qps_per_connection < 1 || options.qps_per_connection > 64) {
     throw UsageError("--qps must be between 1 and 64");
@@ -68,28 +66,25 @@ SimResult Simulate(const Fabric& fabric, const SimOptions& options) {
   if (options.in_network_reduction && options.collective != Collective::kAllReduce) {
     throw UsageError("in-network reduction (--in-network) applies to all_reduce only");
   }
-  const auto groups = GroupsOf(fabric, options);
-  FlowPlan plan = PlanFlows(fabric, options, groups);
+}
 
-  SimResult result;
-  result.latency_us = options.latency_us;
-  result.flows = plan.flows.size();
-  result.connections = plan.connections;
-  result.link_uses = plan.flows.links.size();
-  if (!plan.unroutable.empty()) {
-    result.stalled = true;
-    result.stall_reason = plan.unroutable;
-  }
+// Where the event loop left the flows and links.
+struct Progress {
+  std::vector<double> remaining;  // bytes per flow not yet moved
+  std::vector<double> finish_us;  // per flow
+  std::vector<double> peak;       // the highest concurrent rate per link
+};
 
+// The event loop: fair rates, advance to the next flow that finishes, repeat; stops (and
+// marks `result` stalled) when a flow gets no bandwidth.
+Progress RunEvents(const Fabric& fabric, const FlowPlan& plan, SimResult& result) {
   const size_t nlinks = fabric.link_count();
   std::vector<double> capacity(nlinks);
   for (size_t l = 0; l < nlinks; ++l) capacity[l] = fabric.link(l).capacity_gbs;
   const size_t nflows = plan.flows.size();
-  std::vector<double> remaining = plan.bytes;
-  std::vector<double> finish_us(nflows, 0.0);
+  Progress p{plan.bytes, std::vector<double>(nflows, 0.0), std::vector<double>(nlinks, 0.0)};
   std::vector<char> active(nflows, 1);
   std::vector<double> rates;
-  std::vector<double> peak(nlinks, 0.0);
   std::vector<double> load(nlinks, 0.0);
   MaxMinWorkspace workspace;
   double now_us = 0;
@@ -107,27 +102,32 @@ SimResult Simulate(const Fabric& fabric, const SimOptions& options) {
         break;
       }
       // GB/s = 1e3 bytes/us.
-      step_us = std::min(step_us, remaining[f] / (rates[f] * 1e3));
+      step_us = std::min(step_us, p.remaining[f] / (rates[f] * 1e3));
       for (size_t i = plan.flows.offsets[f]; i < plan.flows.offsets[f + 1]; ++i) {
         load[static_cast<size_t>(plan.flows.links[i])] += plan.flows.coefs[i] * rates[f];
       }
     }
     if (result.stalled) break;
-    for (size_t l = 0; l < nlinks; ++l) peak[l] = std::max(peak[l], load[l]);
+    for (size_t l = 0; l < nlinks; ++l) p.peak[l] = std::max(p.peak[l], load[l]);
     if (!std::isfinite(step_us)) step_us = 0;  // flows without links finish at once
     now_us += step_us;
     for (size_t f = 0; f < nflows; ++f) {
       if (!active[f]) continue;
-      remaining[f] -= std::isfinite(rates[f]) ? rates[f] * 1e3 * step_us : remaining[f];
-      if (remaining[f] <= kDoneFraction * plan.bytes[f]) {
+      p.remaining[f] -= std::isfinite(rates[f]) ? rates[f] * 1e3 * step_us : p.remaining[f];
+      if (p.remaining[f] <= kDoneFraction * plan.bytes[f]) {
         active[f] = 0;
-        finish_us[f] = now_us;
+        p.finish_us[f] = now_us;
         --left;
       }
     }
   }
+  return p;
+}
 
-  // Per group and overall.
+// Times and bandwidths per group and overall: the slowest group sets the collective's.
+void SummarizeGroups(const Fabric& fabric, const SimOptions& options,
+                     const std::vector<std::vector<int>>& groups, const FlowPlan& plan,
+                     const Progress& progress, SimResult& result) {
   const auto& fo = fabric.options();
   const CollectiveSpec& spec = SpecOf(options.collective);
   const double inf = std::numeric_limits<double>::infinity();
@@ -136,9 +136,9 @@ SimResult Simulate(const Fabric& fabric, const SimOptions& options) {
     result.groups[g].nranks = static_cast<int>(groups[g].size()) * fo.gpus_per_node;
   }
   std::vector<double> transfer(groups.size(), 0.0);
-  for (size_t f = 0; f < nflows; ++f) {
+  for (size_t f = 0; f < plan.flows.size(); ++f) {
     const auto g = static_cast<size_t>(plan.group[f]);
-    transfer[g] = std::max(transfer[g], result.stalled ? inf : finish_us[f]);
+    transfer[g] = std::max(transfer[g], result.stalled ? inf : progress.finish_us[f]);
   }
   const double bytes = static_cast<double>(options.bytes);
   for (size_t g = 0; g < groups.size(); ++g) {
@@ -154,11 +154,15 @@ SimResult Simulate(const Fabric& fabric, const SimOptions& options) {
       [](const GroupResult& a, const GroupResult& b) { return a.time_us < b.time_us; });
   result.algbw = slowest->algbw;
   result.busbw = slowest->busbw;
+}
 
-  // Links that carried traffic, and per tier.
+// The links that carried traffic, busiest first, and the load per tier.
+void SummarizeLinks(const Fabric& fabric, const FlowPlan& plan, const Progress& progress,
+                    SimResult& result) {
+  const size_t nlinks = fabric.link_count();
   std::vector<double> carried(nlinks, 0.0);
-  for (size_t f = 0; f < nflows; ++f) {
-    const double moved = plan.bytes[f] - std::max(0.0, remaining[f]);
+  for (size_t f = 0; f < plan.flows.size(); ++f) {
+    const double moved = plan.bytes[f] - std::max(0.0, progress.remaining[f]);
     for (size_t i = plan.flows.offsets[f]; i < plan.flows.offsets[f + 1]; ++i) {
       carried[static_cast<size_t>(plan.flows.links[i])] += plan.flows.coefs[i] * moved;
     }
@@ -176,8 +180,8 @@ SimResult Simulate(const Fabric& fabric, const SimOptions& options) {
     ll.name = link.Name();
     ll.tier = link.tier;
     ll.capacity_gbs = link.capacity_gbs;
-    ll.peak_gbs = peak[l];
-    ll.utilization = link.capacity_gbs > 0 ? peak[l] / link.capacity_gbs : 0;
+    ll.peak_gbs = progress.peak[l];
+    ll.utilization = link.capacity_gbs > 0 ? progress.peak[l] / link.capacity_gbs : 0;
     ll.gigabytes = carried[l] / 1e9;
     ll.connections = plan.link_connections[l];
     ++tier.used;
@@ -197,6 +201,27 @@ SimResult Simulate(const Fabric& fabric, const SimOptions& options) {
                      if (a.utilization != b.utilization) return a.utilization > b.utilization;
                      return a.connections > b.connections;
                    });
+}
+
+}  // namespace
+
+SimResult Simulate(const Fabric& fabric, const SimOptions& options) {
+  CheckOptions(options);
+  const auto groups = GroupsOf(fabric, options);
+  const FlowPlan plan = PlanFlows(fabric, options, groups);
+
+  SimResult result;
+  result.latency_us = options.latency_us;
+  result.flows = plan.flows.size();
+  result.connections = plan.connections;
+  result.link_uses = plan.flows.links.size();
+  if (!plan.unroutable.empty()) {
+    result.stalled = true;
+    result.stall_reason = plan.unroutable;
+  }
+  const Progress progress = RunEvents(fabric, plan, result);
+  SummarizeGroups(fabric, options, groups, plan, progress, result);
+  SummarizeLinks(fabric, plan, progress, result);
   return result;
 }
 

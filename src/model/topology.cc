@@ -49,7 +49,9 @@ Routing ParseRouting(std::string_view name) {
   return ParseName<Routing>(name, kRoutingNames, "--routing");
 }
 
-Fabric::Fabric(const FabricOptions& o) : options_(o) {
+namespace {
+
+void CheckFabricOptions(const FabricOptions& o) {
   auto require = [](bool ok, const std::string& message) {
     if (!ok) throw UsageError(message);
   };
@@ -66,32 +68,62 @@ Fabric::Fabric(const FabricOptions& o) : options_(o) {
   // A million links would take gigabytes of names; no cluster we model needs that many.
   require(static_cast<long long>(o.nodes) * std::max(o.gpus_per_node, o.nics_per_node) <= 1 << 20,
           "the fabric is limited to 2^20 GPUs or NICs");
+}
 
+// How many switches of each tier a plane has.
+struct Shape {
+  int planes = 1;
+  int leaves = 0;  // per plane
+  int up = 0;      // leaf uplinks: spines per plane, or aggregations per pod
+  int pods = 1;    // per plane (3 tiers)
+  int agg_up = 0;  // aggregation uplinks
+  int cores = 0;   // per plane
+  size_t switches = 0;
+};
+
+Shape ShapeOf(const FabricOptions& o) {
   const int nics = o.nics_per_node;
-  const double uplink = o.uplink_gbs > 0 ? o.uplink_gbs : o.nic_gbs;
-  planes_ = o.design == FabricDesign::kRailOnly ? nics : 1;
+  Shape s;
+  s.planes = o.design == FabricDesign::kRailOnly ? nics : 1;
   switch (o.design) {
     case FabricDesign::kClassic:
-      leaves_ = CeilDiv(o.nodes * nics, o.leaf_ports);
+      s.leaves = CeilDiv(o.nodes * nics, o.leaf_ports);
       break;
     case FabricDesign::kRailOptimized:
-      leaves_ = CeilDiv(o.nodes, o.leaf_ports) * nics;
+      s.leaves = CeilDiv(o.nodes, o.leaf_ports) * nics;
       break;
     case FabricDesign::kRailOnly:
-      leaves_ = CeilDiv(o.nodes, o.leaf_ports);
+      s.leaves = CeilDiv(o.nodes, o.leaf_ports);
       break;
   }
   if (o.tiers == 3) {
-    pods_ = CeilDiv(leaves_, o.leaves_per_pod);
-    up_ = leaves_ > 1 ? Ports(o.leaf_ports, o.leaf_oversubscription) : 0;
-    agg_up_ = pods_ > 1 ? Ports(std::min(o.leaves_per_pod, leaves_), o.pod_oversubscription) : 0;
-    cores_ = up_ * agg_up_;
+    s.pods = CeilDiv(s.leaves, o.leaves_per_pod);
+    s.up = s.leaves > 1 ? Ports(o.leaf_ports, o.leaf_oversubscription) : 0;
+    s.agg_up = s.pods > 1 ? Ports(std::min(o.leaves_per_pod, s.leaves), o.pod_oversubscription) : 0;
+    s.cores = s.up * s.agg_up;
   } else {
-    pods_ = 1;
-    up_ = leaves_ > 1 ? Ports(o.leaf_ports, o.leaf_oversubscription) : 0;
+    s.pods = 1;
+    s.up = s.leaves > 1 ? Ports(o.leaf_ports, o.leaf_oversubscription) : 0;
   }
-  switches_ = static_cast<size_t>(planes_) *
-              static_cast<size_t>(leaves_ + up_ * (o.tiers == 3 ? pods_ : 1) + cores_);
+  s.switches = static_cast<size_t>(s.planes) *
+               static_cast<size_t>(s.leaves + s.up * (o.tiers == 3 ? s.pods : 1) + s.cores);
+  return s;
+}
+
+}  // namespace
+
+Fabric::Fabric(const FabricOptions& o) : options_(o) {
+  CheckFabricOptions(o);
+  const Shape shape = ShapeOf(o);
+  planes_ = shape.planes;
+  leaves_ = shape.leaves;
+  up_ = shape.up;
+  pods_ = shape.pods;
+  agg_up_ = shape.agg_up;
+  cores_ = shape.cores;
+  switches_ = shape.switches;
+  const int nics = o.nics_per_node;
+  const double uplink = o.uplink_gbs > 0 ? o.uplink_gbs : o.nic_gbs;
 
   // Within a node: each GPU into and out of the NVSwitch.
   if (o.nvlink_gbs > 0) {
