@@ -128,6 +128,7 @@ class Planner {
     const auto& fo = fabric_.options();
     const int per_pod = fo.tiers == 3 ? fo.leaves_per_pod : 1 << 30;
     std::vector<int> pods;
+    pods.reserve(leaves.size());
     for (int leaf : leaves) pods.push_back(leaf / per_pod);
     pods.erase(std::unique(pods.begin(), pods.end()), pods.end());
     const int cores_per_group =

@@ -132,7 +132,7 @@ void ApplyFaults(const ModelRequest& r, sim::Fabric& fabric) {
     try {
       index = std::stoi(node);
     } catch (const std::exception&) {
-      throw UsageError("--slow-node '" + text + "': '" + node + "' is not a node number");
+      throw UsageError(fmt::format("--slow-node '{}': '{}' is not a node number", text, node));
     }
     fabric.SlowNode(index, factor);
   }

@@ -65,11 +65,12 @@ void WriteCalibration(const std::optional<CalibrationSummary>& summary, std::ost
     terms += fmt::format("{}{} {:.3f} (prior {:.3f})", terms.empty() ? "" : ", ", term,
                          TermValue(cal.params, term), TermValue(summary->prior, term));
   }
-  out << fmt::format(
-      "# calibrated on {}: {} x {}, {} rows ({})\n# fitted {}\n# fit {}\n", summary->source,
-      cal.nodes, summary->platform, cal.error.points,
-      Joined(summary->placements, [](Placement p) { return std::string(PlacementName(p)); }), terms,
-      ErrorText(cal.error));
+  std::vector<std::string_view> placements;
+  placements.reserve(summary->placements.size());
+  for (Placement p : summary->placements) placements.push_back(PlacementName(p));
+  out << fmt::format("# calibrated on {}: {} x {}, {} rows ({})\n# fitted {}\n# fit {}\n",
+                     summary->source, cal.nodes, summary->platform, cal.error.points,
+                     Joined(placements), terms, ErrorText(cal.error));
   for (const std::string& note : cal.notes) out << "# note: " << note << "\n";
 }
 

@@ -1,5 +1,7 @@
 // Fat-tree builders: 2 tiers (leaf-spine) or 3 (leaf-aggregation-core in pods), each in a
 // classic, rail-optimized or rail-only design, with oversubscription at each tier.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -265,10 +267,13 @@ void Fabric::DegradeLink(std::string_view name, double factor) {
   for (const auto& d : directed) {
     const auto id = FindLink(d);
     if (!id) {
-      const std::string example =
-          links_.empty() ? std::string("none") : links_.back().from + "-" + links_.back().to;
-      throw UsageError("no link '" + d + "' in this fabric (links are named like '" + example +
-                       "'; `fabricscope model --simulate --format json` lists the busy ones)");
+      const std::string example = links_.empty()
+                                      ? std::string("none")
+                                      : fmt::format("{}-{}", links_.back().from, links_.back().to);
+      throw UsageError(
+          fmt::format("no link '{}' in this fabric (links are named like '{}'; `fabricscope model "
+                      "--simulate --format json` lists the busy ones)",
+                      d, example));
     }
     links_[*id].capacity_gbs = links_[*id].nominal_gbs * factor;
   }
