@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,6 +64,22 @@ ParsedResults ParseResults(std::string_view text, const std::string& source,
 // Reads a file ("-" = stdin) and parses it. A file that cannot be opened or read gives an
 // error diagnostic (with the system's reason), not an exception.
 ParsedResults ReadResultsFile(const std::string& path, const ParseOptions& options = {});
+
+// What a command's inputs held, each read with ReadResultsFile, in order.
+struct ResultsFiles {
+  std::vector<ParsedResults> inputs;
+  bool errors = false;  // an input had an error diagnostic
+
+  size_t RunCount() const;
+  // Every run of every input, in order (moved out of `inputs`).
+  std::vector<RunResult> TakeRuns();
+};
+
+// Reads every path ("-" = stdin), writing each input's diagnostics to `diagnostics` as it is
+// read, one per line in the "file:line: error: ..." form editors jump to. Never throws for
+// bad content or unreadable files: those are diagnostics, and set `errors`.
+ResultsFiles ReadResultsFiles(const std::vector<std::string>& paths, const ParseOptions& options,
+                              std::ostream& diagnostics);
 
 // The nccl-tests element types by name ("float", "bfloat16", "fp8_e4m3", ...): bytes per
 // element, or 0 for a name it does not know.

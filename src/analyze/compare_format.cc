@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analyze/table.h"
+#include "core/find_format.h"
 #include "core/joined.h"
 #include "fabricscope/analyze.h"
 #include "fabricscope/compare.h"
@@ -172,10 +173,7 @@ const std::vector<ComparisonFormat> kFormats = {
 const std::vector<ComparisonFormat>& ComparisonFormats() { return kFormats; }
 
 const ComparisonFormat& FindComparisonFormat(std::string_view name) {
-  for (const ComparisonFormat& format : kFormats) {
-    if (format.name == name) return format;
-  }
-  throw UsageError("unknown format '" + std::string(name) + "': choose " + NamesOf(kFormats));
+  return FindFormat(kFormats, name);
 }
 
 }  // namespace fabricscope

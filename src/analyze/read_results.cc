@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ostream>
 #include <string>
 
 #include "analyze/chunked_lines.h"
@@ -126,6 +127,33 @@ ParsedResults ReadResultsFile(const std::string& path, const ParseOptions& optio
   ParsedResults out = ReadStream(fd, path, "'" + path + "'", options);
   ::close(fd);
   return out;
+}
+
+size_t ResultsFiles::RunCount() const {
+  size_t runs = 0;
+  for (const ParsedResults& input : inputs) runs += input.runs.size();
+  return runs;
+}
+
+std::vector<RunResult> ResultsFiles::TakeRuns() {
+  std::vector<RunResult> runs;
+  for (ParsedResults& input : inputs) {
+    for (RunResult& run : input.runs) runs.push_back(std::move(run));
+    input.runs.clear();
+  }
+  return runs;
+}
+
+ResultsFiles ReadResultsFiles(const std::vector<std::string>& paths, const ParseOptions& options,
+                              std::ostream& diagnostics) {
+  ResultsFiles files;
+  for (const std::string& path : paths) {
+    ParsedResults parsed = ReadResultsFile(path, options);
+    for (const Diagnostic& d : parsed.diagnostics) diagnostics << d.ToString() << "\n";
+    if (parsed.HasErrors()) files.errors = true;
+    files.inputs.push_back(std::move(parsed));
+  }
+  return files;
 }
 
 }  // namespace fabricscope

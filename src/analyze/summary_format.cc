@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analyze/table.h"
+#include "core/find_format.h"
 #include "core/joined.h"
 #include "fabricscope/analyze.h"
 #include "fabricscope/error.h"
@@ -207,10 +208,7 @@ const std::vector<AnalysisFormat> kFormats = {
 const std::vector<AnalysisFormat>& AnalysisFormats() { return kFormats; }
 
 const AnalysisFormat& FindAnalysisFormat(std::string_view name) {
-  for (const AnalysisFormat& format : kFormats) {
-    if (format.name == name) return format;
-  }
-  throw UsageError("unknown format '" + std::string(name) + "': choose " + NamesOf(kFormats));
+  return FindFormat(kFormats, name);
 }
 
 }  // namespace fabricscope

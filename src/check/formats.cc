@@ -2,6 +2,7 @@
 #include <string>
 
 #include "check/reporters.h"
+#include "core/find_format.h"
 #include "core/joined.h"
 #include "fabricscope/check.h"
 #include "fabricscope/error.h"
@@ -17,10 +18,7 @@ const std::vector<CheckFormat>& CheckFormats() {
 }
 
 const CheckFormat& FindCheckFormat(std::string_view name) {
-  for (const CheckFormat& f : CheckFormats()) {
-    if (f.name == name) return f;
-  }
-  throw UsageError("--format '" + std::string(name) + "': choose " + NamesOf(CheckFormats()));
+  return FindFormat(CheckFormats(), name);
 }
 
 }  // namespace fabricscope

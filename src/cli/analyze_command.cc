@@ -1,16 +1,14 @@
 #include "cli/analyze_command.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <iostream>
 #include <memory>
+#include <ostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
-#include "core/joined.h"
+#include "cli/output.h"
 #include "fabricscope/analyze.h"
 #include "fabricscope/compare.h"
 #include "fabricscope/error.h"
@@ -55,35 +53,6 @@ ParseOptions ToParseOptions(const ReadFlags& flags) {
     throw UsageError("--input-format '" + flags.input_format + "': choose auto, text, json or csv");
   }
   return options;
-}
-
-// Reads each input, printing its diagnostics on stderr as they come ("file:line: error: ...",
-// the form editors jump to). `errors` is set when any input had an error.
-std::vector<ParsedResults> ReadAll(const std::vector<std::string>& paths,
-                                   const ParseOptions& options, bool& errors) {
-  std::vector<ParsedResults> inputs;
-  for (const std::string& path : paths) {
-    ParsedResults parsed = ReadResultsFile(path, options);
-    for (const Diagnostic& d : parsed.diagnostics) std::cerr << d.ToString() << "\n";
-    if (parsed.HasErrors()) errors = true;
-    inputs.push_back(std::move(parsed));
-  }
-  return inputs;
-}
-
-void WriteOutput(const std::string& text, const std::string& path) {
-  if (path.empty() || path == "-") {
-    std::cout << text;
-    std::cout.flush();
-    return;
-  }
-  std::ofstream file(path, std::ios::binary);
-  file << text;
-  file.close();
-  if (!file) {
-    throw SystemError("cannot write '" + path +
-                      "': check that the directory exists and is writable");
-  }
 }
 
 // A compare side: one file, a directory (every regular file in it, each a repeat), or a
@@ -135,6 +104,27 @@ bool AnyFailed(const std::vector<TestAnalysis>& tests) {
 
 // ---- analyze ----
 
+// What analyze hands its format: the summary of every test, and what the readers said.
+struct Summary {
+  const std::vector<TestAnalysis>& tests;
+  const std::vector<Diagnostic>& diagnostics;
+};
+
+const OutputFormats<Summary>& SummaryFormats() {
+  static const OutputFormats<Summary> formats = FormatsFrom<Summary>(
+      AnalysisFormats(), [](const AnalysisFormat& format, const Summary& s, std::ostream& out) {
+        out << format.render(s.tests, s.diagnostics);
+      });
+  return formats;
+}
+
+const OutputFormats<Comparison>& CompareFormats() {
+  static const OutputFormats<Comparison> formats = FormatsFrom<Comparison>(
+      ComparisonFormats(), [](const ComparisonFormat& format, const Comparison& c,
+                              std::ostream& out) { out << format.render(c); });
+  return formats;
+}
+
 // NCCL's INFO lines of each file compared across nodes (--nccl-nodes). Files are read again:
 // the comparison is asked for, not paid for by every summary.
 std::string NcclNodesOf(const std::vector<std::string>& files) {
@@ -156,8 +146,8 @@ struct AnalyzeFlags {
   ReadFlags read;
 };
 
-int ExecuteAnalyze(const AnalyzeFlags& flags) {
-  const AnalysisFormat& format = FindAnalysisFormat(flags.format);
+int ExecuteAnalyze(const AnalyzeFlags& flags, const CommandContext& ctx) {
+  const OutputFormat<Summary>& format = FindFormat(SummaryFormats(), flags.format);
   if (flags.nccl_nodes && flags.format != "text" && flags.format != "md") {
     throw UsageError(
         "--nccl-nodes prints text: give --format text or md (or use fabricscope "
@@ -167,29 +157,29 @@ int ExecuteAnalyze(const AnalyzeFlags& flags) {
   std::vector<std::string> files = flags.files;
   if (files.empty()) {
     // Waiting for a log to be typed in is never what was meant.
-    if (isatty(STDIN_FILENO) != 0) {
+    if (ctx.terminals.in) {
       throw UsageError(
           "no input: give result files, or pipe a log in (fabricscope analyze < job.log)");
     }
     files.push_back("-");
   }
-  bool errors = false;
-  const std::vector<ParsedResults> inputs = ReadAll(files, options, errors);
+  const ResultsFiles read = ReadResultsFiles(files, options, ctx.err);
   std::vector<TestAnalysis> tests;
   std::vector<Diagnostic> diagnostics;
-  for (const ParsedResults& input : inputs) {
+  for (const ParsedResults& input : read.inputs) {
     for (const RunResult& run : input.runs) {
       for (TestAnalysis& test : Analyze(run)) tests.push_back(std::move(test));
       for (const std::string& error : run.errors) {
-        std::cerr << run.source << ": the run reported: " << error << "\n";
+        ctx.err << run.source << ": the run reported: " << error << "\n";
       }
     }
     diagnostics.insert(diagnostics.end(), input.diagnostics.begin(), input.diagnostics.end());
   }
-  std::string rendered = format.render(tests, diagnostics);
-  if (flags.nccl_nodes) rendered += NcclNodesOf(files);
-  WriteOutput(rendered, flags.output);
-  if (errors) return kExitUsage;
+  std::ostringstream rendered;
+  format.render(Summary{tests, diagnostics}, rendered);
+  if (flags.nccl_nodes) rendered << NcclNodesOf(files);
+  WriteOutput(ctx.out, flags.output, rendered.str());
+  if (read.errors) return kExitUsage;
   return AnyFailed(tests) ? kExitFailed : kExitOk;
 }
 
@@ -209,8 +199,8 @@ struct CompareFlags {
   ReadFlags read;
 };
 
-int ExecuteCompare(const CompareFlags& flags) {
-  const ComparisonFormat& format = FindComparisonFormat(flags.format);
+int ExecuteCompare(const CompareFlags& flags, const CommandContext& ctx) {
+  const OutputFormat<Comparison>& format = FindFormat(CompareFormats(), flags.format);
   CompareOptions options;
   if (flags.placement == "both") {
     options.placement = PlacementChoice::kBoth;
@@ -229,9 +219,9 @@ int ExecuteCompare(const CompareFlags& flags) {
   std::vector<RunResult> runs[2];
   const std::string* specs[2] = {&flags.a, &flags.b};
   for (int side = 0; side < 2; ++side) {
-    for (ParsedResults& input : ReadAll(ExpandSide(*specs[side]), parse, errors)) {
-      for (RunResult& run : input.runs) runs[side].push_back(std::move(run));
-    }
+    ResultsFiles read = ReadResultsFiles(ExpandSide(*specs[side]), parse, ctx.err);
+    errors = errors || read.errors;
+    runs[side] = read.TakeRuns();
   }
   const std::string label_a = flags.label_a.empty() ? LabelOf(flags.a) : flags.label_a;
   const std::string label_b = flags.label_b.empty() ? LabelOf(flags.b) : flags.label_b;
@@ -242,7 +232,9 @@ int ExecuteCompare(const CompareFlags& flags) {
     }
   }
   const Comparison comparison = Compare(runs[0], runs[1], label_a, label_b, options);
-  WriteOutput(format.render(comparison), flags.output);
+  Output output(ctx.out, flags.output);
+  format.render(comparison, output.stream());
+  output.Close();
   if (errors) return kExitUsage;
   return comparison.Regressed() ? kExitFailed : kExitOk;
 }
@@ -267,35 +259,31 @@ std::string FabricSection(const std::string& dir) {
   return fabric::FormatHtmlSection(fabric::RunFabric(options));
 }
 
-int ExecuteReport(const ReportFlags& flags) {
+int ExecuteReport(const ReportFlags& flags, const CommandContext& ctx) {
   const ParseOptions options = ToParseOptions(flags.read);
   // Read before the results so that a bad directory is refused before anything is written.
   const std::string fabric = FabricSection(flags.fabric);
-  bool errors = false;
-  const std::vector<ParsedResults> inputs = ReadAll(flags.files, options, errors);
-  size_t runs = 0;
-  for (const ParsedResults& input : inputs) runs += input.runs.size();
-  if (runs == 0) throw UsageError("no results could be read from the inputs: nothing to report");
-  WriteOutput(RenderHtmlReport(inputs, flags.title, fabric), flags.output);
+  const ResultsFiles read = ReadResultsFiles(flags.files, options, ctx.err);
+  if (read.RunCount() == 0) {
+    throw UsageError("no results could be read from the inputs: nothing to report");
+  }
+  WriteOutput(ctx.out, flags.output, RenderHtmlReport(read.inputs, flags.title, fabric));
   if (!flags.svg_dir.empty()) {
     std::error_code error;
     fs::create_directories(flags.svg_dir, error);
     if (error) {
       throw SystemError("cannot create '" + flags.svg_dir + "': " + error.message());
     }
-    for (const TestPlots& plot : PlotResults(inputs)) {
-      WriteOutput(plot.busbw_svg,
-                  (fs::path(flags.svg_dir) / (plot.collective + "_busbw.svg")).string());
-      WriteOutput(plot.time_svg,
-                  (fs::path(flags.svg_dir) / (plot.collective + "_time.svg")).string());
+    for (const TestPlots& plot : PlotResults(read.inputs)) {
+      const fs::path dir(flags.svg_dir);
+      WriteOutput(ctx.out, (dir / (plot.collective + "_busbw.svg")).string(), plot.busbw_svg,
+                  "the plot");
+      WriteOutput(ctx.out, (dir / (plot.collective + "_time.svg")).string(), plot.time_svg,
+                  "the plot");
     }
   }
-  if (flags.output != "-") std::cerr << "fabricscope: wrote " << flags.output << "\n";
-  return errors ? kExitUsage : kExitOk;
-}
-
-std::string FormatNames(bool comparison) {
-  return comparison ? NamesOf(ComparisonFormats()) : NamesOf(AnalysisFormats());
+  if (flags.output != "-") ctx.err << "fabricscope: wrote " << flags.output << "\n";
+  return read.errors ? kExitUsage : kExitOk;
 }
 
 }  // namespace
@@ -305,7 +293,7 @@ CommandAction SetupAnalyzeCommand(CLI::App& app) {
   app.add_option("files", flags->files,
                  "nccl-tests / rccl-tests logs (any launcher's prefixes), nccl-tests -J JSON, "
                  "rccl-tests -Z json/csv, fabricscope JSON/CSV; none or '-' reads stdin");
-  app.add_option("--format", flags->format, "output: " + FormatNames(false))->capture_default_str();
+  AddFormatOption(app, flags->format, SummaryFormats());
   app.add_option("--output", flags->output, "write to FILE instead of stdout");
   AddReadFlags(app, flags->read);
   app.add_flag("--nccl-nodes", flags->nccl_nodes,
@@ -317,7 +305,7 @@ CommandAction SetupAnalyzeCommand(CLI::App& app) {
       "cut off before its first row); 2 an input could not "
       "be read in full (its problems are on stderr as file:line; what could be read is still "
       "summarized) or bad usage.");
-  return [flags](const CommandContext&) { return ExecuteAnalyze(*flags); };
+  return [flags](const CommandContext& ctx) { return ExecuteAnalyze(*flags, ctx); };
 }
 
 CommandAction SetupCompareCommand(CLI::App& app) {
@@ -326,7 +314,7 @@ CommandAction SetupCompareCommand(CLI::App& app) {
                  "baseline: a result file, a directory of them (each a repeat), or a,b,c")
       ->required();
   app.add_option("B", flags->b, "candidate, the same way")->required();
-  app.add_option("--format", flags->format, "output: " + FormatNames(true))->capture_default_str();
+  AddFormatOption(app, flags->format, CompareFormats());
   app.add_option("--output", flags->output, "write to FILE instead of stdout");
   app.add_option("--placement", flags->placement,
                  "which busbw stands for a size: both (their mean), out, in")
@@ -349,7 +337,7 @@ CommandAction SetupCompareCommand(CLI::App& app) {
       "Exit status: 0 no size slower; 1 a size slower than the threshold (and significant when "
       "both sides have repeats): a CI job can gate on it; 2 an input could not be read, or bad "
       "usage.");
-  return [flags](const CommandContext&) { return ExecuteCompare(*flags); };
+  return [flags](const CommandContext& ctx) { return ExecuteCompare(*flags, ctx); };
 }
 
 CommandAction SetupReportCommand(CLI::App& app) {
@@ -369,7 +357,7 @@ CommandAction SetupReportCommand(CLI::App& app) {
   app.footer(
       "Exit status: 0 written; 2 an input could not be read in full (the report is still "
       "written from what could be read) or bad usage.");
-  return [flags](const CommandContext&) { return ExecuteReport(*flags); };
+  return [flags](const CommandContext& ctx) { return ExecuteReport(*flags, ctx); };
 }
 
 }  // namespace fabricscope::cli

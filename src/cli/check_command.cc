@@ -1,16 +1,14 @@
 #include "cli/check_command.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <fstream>
-#include <iostream>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "cli/output.h"
 #include "cli/run_command.h"
 #include "core/joined.h"
 #include "fabricscope/backend.h"
@@ -120,31 +118,32 @@ std::optional<RunResult> RunBenchmark(const std::vector<std::string>& args,
   RunOptions options = ToRunOptions(flags);
   if (flags.dry_run) {
     const LaunchInfo launch = DetectLaunch(ProcessEnvironment(), flags.launcher);
-    if (launch.process_rank == 0) PrintRunPlan(flags, options, launch, std::cout, "stderr");
+    if (launch.process_rank == 0) PrintRunPlan(flags, options, launch, ctx.out, "stderr");
     return std::nullopt;
   }
   options.command_line = {ctx.prog, "run"};
   options.command_line.insert(options.command_line.end(), args.begin(), args.end());
   const EnvLookup env = ProcessEnvironment();
   const LaunchInfo launch = DetectLaunch(env, flags.launcher);
-  AnnounceLaunch(launch, std::cerr);
-  auto backend = ResolveBackend(flags, launch, options);
+  AnnounceLaunch(launch, ctx.err);
+  auto backend = ResolveBackend(flags, launch, options, ctx.err);
   MultiReporter sink;
-  std::ofstream file;
+  std::unique_ptr<Output> table;
   if (launch.process_rank == 0) {
-    AddRunReporters(flags, std::cerr, file, sink);  // stdout carries the verdicts
+    table = AddRunReporters(flags, ctx.err, sink);  // stdout carries the verdicts
   }
   RunResult result = RunJob(options, *backend, &sink, launch, env);
   if (launch.process_rank != 0) return std::nullopt;
+  table->Close();
   return result;
 }
 
-// Reads every input, printing the readers' diagnostics on stderr; `errors` is set when an
+// Reads every input, printing the readers' diagnostics on ctx.err; `errors` is set when an
 // input had an error.
 std::vector<RunResult> ReadRuns(std::vector<std::string> paths, const CheckFlags& flags,
-                                bool& errors) {
+                                const CommandContext& ctx, bool& errors) {
   if (paths.empty()) {
-    if (isatty(STDIN_FILENO) != 0) {
+    if (ctx.terminals.in) {
       throw UsageError(
           "nothing to check: give result files, pipe a log in (fabricscope check < job.log), "
           "or run the benchmark: fabricscope check [--platform NAME] -- -b 1M -e 1G -f 2");
@@ -153,13 +152,9 @@ std::vector<RunResult> ReadRuns(std::vector<std::string> paths, const CheckFlags
   }
   ParseOptions options;
   options.collective = flags.collective;
-  std::vector<RunResult> runs;
-  for (const std::string& path : paths) {
-    ParsedResults parsed = ReadResultsFile(path, options);
-    for (const Diagnostic& d : parsed.diagnostics) std::cerr << d.ToString() << "\n";
-    if (parsed.HasErrors()) errors = true;
-    for (RunResult& run : parsed.runs) runs.push_back(std::move(run));
-  }
+  ResultsFiles read = ReadResultsFiles(paths, options, ctx.err);
+  errors = read.errors;
+  std::vector<RunResult> runs = read.TakeRuns();
   if (runs.empty()) {
     throw UsageError(
         "no results could be read from the inputs (see the errors above): "
@@ -168,31 +163,23 @@ std::vector<RunResult> ReadRuns(std::vector<std::string> paths, const CheckFlags
   return runs;
 }
 
-void WriteReport(const std::string& text, const std::string& path) {
-  if (path.empty() || path == "-") {
-    std::cout << text;
-    std::cout.flush();
-    return;
-  }
-  std::ofstream file(path, std::ios::binary);
-  file << text;
-  file.close();
-  if (!file) {
-    throw SystemError("cannot write '" + path +
-                      "': check that the directory exists and is "
-                      "writable");
-  }
+const OutputFormats<CheckReport>& CheckOutputFormats() {
+  static const OutputFormats<CheckReport> formats = FormatsFrom<CheckReport>(
+      CheckFormats(), [](const CheckFormat& format, const CheckReport& report, std::ostream& out) {
+        out << format.render(report);
+      });
+  return formats;
 }
 
 // --dry-run: the platform the verdicts would be judged against and, with -- RUN FLAGS, the
 // run's plan; exits 0 without measuring or reading anything.
 int PrintCheckPlan(const PlatformChoice& choice, std::vector<std::string> run_args,
                    const CommandContext& ctx) {
-  std::cout << "# fabricscope check: dry run, nothing is judged\n"
-            << "platform: "
-            << (choice.platform ? choice.platform->name + " (" + choice.origin + ")"
-                                : "none (" + choice.unavailable + ")")
-            << "\n";
+  ctx.out << "# fabricscope check: dry run, nothing is judged\n"
+          << "platform: "
+          << (choice.platform ? choice.platform->name + " (" + choice.origin + ")"
+                              : "none (" + choice.unavailable + ")")
+          << "\n";
   if (!run_args.empty()) {
     run_args.emplace_back("--dry-run");
     RunBenchmark(run_args, ctx);
@@ -238,7 +225,7 @@ std::optional<fabric::FabricReport> ReadFabric(const CheckFlags& flags) {
 }
 
 int ExecuteCheck(const CheckFlags& flags, const CommandContext& ctx) {
-  const CheckFormat& format = FindCheckFormat(flags.format);
+  const OutputFormat<CheckReport>& format = FindFormat(CheckOutputFormats(), flags.format);
   // CLI11 hands everything after "--" to the positional list: those are the run's flags.
   const auto dashes = std::find(ctx.command_line.begin(), ctx.command_line.end(), "--");
   const bool run_mode = dashes != ctx.command_line.end();
@@ -284,11 +271,13 @@ int ExecuteCheck(const CheckFlags& flags, const CommandContext& ctx) {
     // Flag errors first: a bad --platform is reported before any input is read.
     if (!flags.platform.empty() || AnyGiven(flags.generic_options))
       choice = ChoosePlatform(flags, {});
-    runs = ReadRuns(files, flags, errors);
+    runs = ReadRuns(files, flags, ctx, errors);
     if (!choice.platform) choice = ChoosePlatform(flags, runs);
   }
   const CheckReport report = Check(runs, choice, options);
-  WriteReport(format.render(report), flags.output);
+  Output output(ctx.out, flags.output, "the verdicts");
+  format.render(report, output.stream());
+  output.Close();
   if (errors) return kExitUsage;
   if (report.status == CheckStatus::kFail) return kExitFailed;
   if (report.status == CheckStatus::kWarn && flags.strict) return kExitFailed;
@@ -342,7 +331,7 @@ CommandAction SetupCheckCommand(CLI::App& app) {
                  "judge busbw from this size up (K/M/G) instead of where the platform's band "
                  "starts (1 GB for most)")
       ->type_name("SIZE");
-  app.add_option("--format", f.format, "output: " + NamesOf(CheckFormats()))->capture_default_str();
+  AddFormatOption(app, f.format, CheckOutputFormats());
   app.add_option("--output", f.output, "write the verdicts to FILE instead of stdout")
       ->type_name("FILE");
   app.add_option("--collective", f.collective,

@@ -3,16 +3,30 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace fabricscope::cli {
 
-// What an action knows about how it was called.
+// Which of the process's standard streams are terminals: progress lines only for someone
+// watching, and no waiting for a log typed in by hand. Main asks isatty; tests say none.
+struct Terminals {
+  bool in = false;
+  bool out = false;
+  bool err = false;
+};
+
+// What an action knows about how it was called, and where it writes: every command writes
+// its report to `out` (or its --output file) and its diagnostics, announcements and progress
+// to `err`, never to std::cout or std::cerr itself.
 struct CommandContext {
   std::string prog;                       // argv[0]'s file name
   std::vector<std::string> command_line;  // prog and every argument, as typed (or defaulted)
+  std::ostream& out;                      // std::cout from main
+  std::ostream& err;                      // std::cerr from main
+  Terminals terminals;
 };
 
 // Runs a parsed command; returns the process exit code. May throw fabricscope::Error, which
@@ -29,6 +43,13 @@ struct Command {
 
 // Every subcommand, in the order `--help` lists them.
 const std::vector<Command>& Commands();
+
+// The whole command line as main runs it: argv[0]'s file name picks a nccl-tests *_perf entry
+// point or the subcommands of Commands(); --help, parse errors and the errors a command
+// throws become text on `out`/`err` and an exit code. main passes std::cout and std::cerr,
+// in-process tests string streams.
+int RunCommandLine(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err,
+                   Terminals terminals = {});
 
 // Exit codes shared by every command: 0 success (PASS), 1 a result is wrong or failed a
 // threshold, 2 bad usage or unsupported request, 3 a failure while running.

@@ -2,15 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
-#include <iostream>
 #include <map>
 #include <memory>
-#include <sstream>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "cli/output.h"
 #include "fabricscope/doctor.h"
 #include "fabricscope/error.h"
 #include "fabricscope/launch.h"
@@ -57,17 +56,31 @@ int ListChecks(std::ostream& out) {
   return kExitOk;
 }
 
-int ExecuteDoctor(const DoctorFlags& flags) {
-  if (flags.list) return ListChecks(std::cout);
+// What doctor hands its format: the cluster's report, and how much of it to show.
+struct DoctorRecord {
+  const doctor::ClusterReport& report;
+  doctor::ReportStyle style;
+};
+
+const OutputFormats<DoctorRecord>& DoctorFormats() {
+  static const OutputFormats<DoctorRecord> formats = FormatsFrom<DoctorRecord>(
+      doctor::DoctorReporters(),
+      [](const doctor::DoctorReporterEntry& entry, const DoctorRecord& record, std::ostream& out) {
+        entry.make(out, record.style)->Write(record.report);
+      });
+  return formats;
+}
+
+int ExecuteDoctor(const DoctorFlags& flags, const CommandContext& ctx) {
+  if (flags.list) return ListChecks(ctx.out);
   if (flags.timeout <= 0) {
     throw UsageError("--timeout must be a positive number of seconds (got " +
                      std::to_string(flags.timeout) + ")");
   }
   const LaunchInfo launch = DetectLaunch(ProcessEnvironment(), flags.launcher);
-  AnnounceLaunch(launch, std::cerr);
+  AnnounceLaunch(launch, ctx.err);
   // Refuse a bad --format before any work, and on every process alike.
-  std::ostringstream sink;
-  doctor::MakeDoctorReporter(flags.format, sink, {});
+  const OutputFormat<DoctorRecord>& format = FindFormat(DoctorFormats(), flags.format);
 
   doctor::DoctorOptions options;
   options.root = flags.root;
@@ -84,17 +97,9 @@ int ExecuteDoctor(const DoctorFlags& flags) {
   const doctor::ClusterReport cluster = doctor::GatherReports(mine, launch, timeout);
   const doctor::Severity worst = launch.process_rank == 0 ? cluster.severity() : mine.severity();
   if (launch.process_rank == 0) {
-    std::ofstream file;
-    std::ostream* out = &std::cout;
-    if (!flags.output.empty()) {
-      file.open(flags.output);
-      if (!file) {
-        throw SystemError("cannot write the report to '" + flags.output +
-                          "': check that the directory exists and is writable");
-      }
-      out = &file;
-    }
-    doctor::MakeDoctorReporter(flags.format, *out, {flags.verbose})->Write(cluster);
+    Output output(ctx.out, flags.output);
+    format.render({cluster, {flags.verbose}}, output.stream());
+    output.Close();
   }
   if (worst == doctor::Severity::kCritical) return kExitFailed;
   if (worst == doctor::Severity::kWarn && flags.strict) return kExitFailed;
@@ -124,11 +129,7 @@ CommandAction SetupDoctorCommand(CLI::App& app) {
                  "run only these checks (names or prefixes, comma-separated; see --list)")
       ->delimiter(',');
   app.add_flag("--list", flags->list, "list the checks and exit");
-  std::string formats;
-  for (const auto& r : doctor::DoctorReporters()) {
-    formats += "\n  " + std::string(r.name) + ": " + std::string(r.description);
-  }
-  app.add_option("--format", flags->format, "output format:" + formats)->capture_default_str();
+  AddFormatOption(app, flags->format, DoctorFormats());
   app.add_option("--output", flags->output, "write the report to this file instead of stdout");
   app.add_flag("--strict", flags->strict, "exit 1 on WARN too (default: only on CRITICAL)");
   app.add_flag("-v,--verbose", flags->verbose, "show the evidence of OK findings too");
@@ -141,7 +142,7 @@ CommandAction SetupDoctorCommand(CLI::App& app) {
   app.footer(
       "Exit status: 0 every check OK, SKIPPED or WARN; 1 a CRITICAL finding or drift (or a "
       "WARN with --strict); 2 bad usage or input; 3 a failure while running.");
-  return [flags](const CommandContext&) { return ExecuteDoctor(*flags); };
+  return [flags](const CommandContext& ctx) { return ExecuteDoctor(*flags, ctx); };
 }
 
 }  // namespace fabricscope::cli

@@ -1,11 +1,11 @@
 #include "cli/fabric_command.h"
 
-#include <fstream>
-#include <iostream>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
+#include "cli/output.h"
 #include "core/joined.h"
 #include "fabricscope/error.h"
 #include "fabricscope/fabric.h"
@@ -23,8 +23,23 @@ struct FabricFlags {
   bool strict = false;
 };
 
-int ExecuteFabric(FabricFlags flags) {
-  const auto& reporter = fabric::FindFabricReporter(flags.format);
+// What fabric hands its format: the report, and whether to list every destination.
+struct FabricRecord {
+  const fabric::FabricReport& report;
+  bool verbose = false;
+};
+
+const OutputFormats<FabricRecord>& FabricFormats() {
+  static const OutputFormats<FabricRecord> formats = FormatsFrom<FabricRecord>(
+      fabric::FabricReporters(),
+      [](const fabric::FabricReporter& entry, const FabricRecord& record, std::ostream& out) {
+        out << entry.write(record.report, record.verbose);
+      });
+  return formats;
+}
+
+int ExecuteFabric(FabricFlags flags, const CommandContext& ctx) {
+  const OutputFormat<FabricRecord>& format = FindFormat(FabricFormats(), flags.format);
   if (!flags.expect.empty())
     flags.run.analyze.findings.expect = fabric::ParseLinkRate(flags.expect);
   if (!(flags.run.collect.timeout_seconds > 0 && flags.run.collect.timeout_seconds <= 3600)) {
@@ -34,17 +49,9 @@ int ExecuteFabric(FabricFlags flags) {
     throw UsageError("--interval must be a number of seconds from 0 to 86400");
   }
   const fabric::FabricReport report = fabric::RunFabric(flags.run);
-  const std::string text = reporter.write(report, flags.verbose);
-  if (flags.output.empty()) {
-    std::cout << text;
-  } else {
-    std::ofstream file(flags.output);
-    file << text;
-    if (!file) {
-      throw SystemError("cannot write the report to '" + flags.output +
-                        "': check that the directory exists and is writable");
-    }
-  }
+  Output output(ctx.out, flags.output);
+  format.render({report, flags.verbose}, output.stream());
+  output.Close();
   const fabric::Severity worst = report.worst();
   if (worst == fabric::Severity::kCritical) return kExitFailed;
   if (worst == fabric::Severity::kWarn && flags.strict) return kExitFailed;
@@ -87,11 +94,7 @@ CommandAction SetupFabricCommand(CLI::App& app) {
   app.add_option("--tool-timeout", flags->run.collect.timeout_seconds,
                  "seconds each infiniband-diags tool may take")
       ->capture_default_str();
-  std::string formats;
-  for (const auto& r : fabric::FabricReporters()) {
-    formats += "\n  " + std::string(r.name) + ": " + r.description;
-  }
-  app.add_option("--format", flags->format, "output format:" + formats)->capture_default_str();
+  AddFormatOption(app, flags->format, FabricFormats());
   app.add_option("--output", flags->output, "write the report to this file instead of stdout");
   app.add_flag("-v,--verbose", flags->verbose, "also list destinations per switch out-port");
   app.add_flag("--strict", flags->strict, "exit 1 on WARN too (default: only on CRITICAL)");
@@ -100,7 +103,7 @@ CommandAction SetupFabricCommand(CLI::App& app) {
       "each with --tool-timeout), or reads their saved outputs (--from). Exit status: 0 no "
       "CRITICAL finding; 1 a CRITICAL finding (or a WARN with --strict); 2 bad usage or input; "
       "3 the fabric could not be read.");
-  return [flags](const CommandContext&) { return ExecuteFabric(*flags); };
+  return [flags](const CommandContext& ctx) { return ExecuteFabric(*flags, ctx); };
 }
 
 }  // namespace fabricscope::cli

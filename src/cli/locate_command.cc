@@ -1,15 +1,15 @@
 #include "cli/locate_command.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
-#include <iostream>
 #include <memory>
+#include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
+#include "cli/output.h"
 #include "core/joined.h"
 #include "fabricscope/backend.h"
 #include "fabricscope/error.h"
@@ -57,6 +57,18 @@ struct LocateFlags {
   std::vector<int> late_ranks;
   bool dry_run = false;  // print the plan, measure nothing
 };
+
+const OutputFormats<LocateReport>& LocateFormats() {
+  static const OutputFormats<LocateReport> formats = {
+      {"text",
+       "the node x node matrix (up to 16 nodes), the suspects and their evidence, "
+       "stragglers and rounds, for people",
+       [](const LocateReport& report, std::ostream& out) { WriteLocateText(report, out); }},
+      {"json", "the whole report as one JSON document, for programs",
+       [](const LocateReport& report, std::ostream& out) { out << LocateJson(report); }},
+  };
+  return formats;
+}
 
 void AddFlags(CLI::App& app, LocateFlags& f) {
   app.add_option("--backend", f.backend, "communication library: " + NamesOf(Backends()))
@@ -118,8 +130,7 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
                "no per-node test (each node's own ranks together)");
   app.add_flag("--skip-stragglers", f.skip_stragglers,
                "no all_reduce over every rank for per-rank times");
-  app.add_option("--format", f.format, "report on stdout or --output: text or json")
-      ->capture_default_str();
+  AddFormatOption(app, f.format, LocateFormats(), "report format on stdout or --output");
   app.add_option("--output", f.output, "write the report to FILE instead of stdout");
   app.add_option("--json", f.json_file, "also write the JSON report to FILE");
   app.add_option("--svg", f.svg_file,
@@ -211,80 +222,72 @@ void CheckSimulationFlags(const LocateFlags& f) {
   }
 }
 
-// Where the text or JSON report goes; opened before anything runs, so a bad path costs
-// nothing.
+// Where the report (in --format), the JSON report and the heatmap go; opened before
+// anything runs, so a bad path costs nothing.
 class Outputs {
  public:
-  explicit Outputs(const LocateFlags& f) : flags_(f) {
-    if (!f.output.empty()) Open(file_, f.output, "the report");
-    if (!f.json_file.empty()) Open(json_, f.json_file, "the JSON report");
-    if (!f.svg_file.empty()) Open(svg_, f.svg_file, "the heatmap");
+  Outputs(const LocateFlags& f, std::ostream& out)
+      : flags_(f), format_(FindFormat(LocateFormats(), f.format)), report_(out, f.output) {
+    if (!f.json_file.empty()) json_.emplace(out, f.json_file, "the JSON report");
+    if (!f.svg_file.empty()) svg_.emplace(out, f.svg_file, "the heatmap");
   }
 
   void Write(const LocateReport& report) {
-    std::ostream& out = file_.is_open() ? static_cast<std::ostream&>(file_) : std::cout;
-    if (flags_.format == "json") {
-      out << LocateJson(report);
-    } else {
-      WriteLocateText(report, out);
+    format_.render(report, report_.stream());
+    report_.Close();
+    if (json_) {
+      json_->stream() << LocateJson(report);
+      json_->Close();
     }
-    if (json_.is_open()) json_ << LocateJson(report);
-    if (svg_.is_open()) {
-      svg_ << LocateHeatmapSvg(report, 0);
+    if (svg_) {
+      svg_->stream() << LocateHeatmapSvg(report, 0);
+      svg_->Close();
       for (int rail = 1; rail < report.layout.rails; ++rail) {
         std::string path = flags_.svg_file;
         const size_t dot = path.rfind(".svg");
         const std::string suffix = ".rail" + std::to_string(rail);
         path = dot == std::string::npos ? path + suffix : path.insert(dot, suffix);
-        std::ofstream more;
-        Open(more, path, "the heatmap");
-        more << LocateHeatmapSvg(report, rail);
+        WriteOutput(report_.stream(), path, LocateHeatmapSvg(report, rail), "the heatmap");
       }
     }
   }
 
  private:
-  static void Open(std::ofstream& file, const std::string& path, const char* what) {
-    file.open(path);
-    if (!file) {
-      throw SystemError("cannot write " + std::string(what) + " to '" + path +
-                        "': check that the directory exists and is writable");
-    }
-  }
-
   const LocateFlags& flags_;
-  std::ofstream file_;
-  std::ofstream json_;
-  std::ofstream svg_;
+  const OutputFormat<LocateReport>& format_;
+  Output report_;
+  std::optional<Output> json_;
+  std::optional<Output> svg_;
 };
 
 // "\r# locate: pairs round 12 of 63" on a terminal.
-void ShowProgress(LocateOptions& options) {
-  if (isatty(STDERR_FILENO) == 0) return;
-  options.progress = [](std::string_view phase, int round, int rounds) {
-    std::cerr << fmt::format("\r# fabricscope locate: {} round {} of {}   ", phase, round, rounds)
-              << std::flush;
+void ShowProgress(LocateOptions& options, const CommandContext& ctx) {
+  if (!ctx.terminals.err) return;
+  std::ostream* err = &ctx.err;
+  options.progress = [err](std::string_view phase, int round, int rounds) {
+    *err << fmt::format("\r# fabricscope locate: {} round {} of {}   ", phase, round, rounds)
+         << std::flush;
   };
 }
 
-void EndProgress(const LocateOptions& options) {
-  if (options.progress) std::cerr << "\n";
+void EndProgress(const LocateOptions& options, const CommandContext& ctx) {
+  if (options.progress) ctx.err << "\n";
 }
 
 // --dry-run: what the job would measure, once every flag has been checked.
-int PrintPlan(const LocateFlags& f, const LaunchInfo& launch) {
+int PrintPlan(const LocateFlags& f, const LaunchInfo& launch, std::ostream& out) {
   const auto& backends = Backends();
   Require(std::any_of(backends.begin(), backends.end(),
                       [&](const BackendEntry& b) { return b.name == f.backend; }),
           "unknown --backend '" + f.backend + "': choose " + NamesOf(backends));
   if (launch.process_rank != 0) return kExitOk;
   const std::string launcher = DescribeLaunch(launch);
-  std::cout << "# fabricscope locate: dry run, nothing is measured\n"
-            << "launcher: " << (launcher.empty() ? "single (one process)" : launcher) << "\n"
-            << fmt::format("processes: {} x {} threads, grouped by {}\n", launch.process_count,
-                           f.nthreads, f.group_by)
-            << fmt::format("backend: {}; mode: {}; size: {}; iterations: {}\n", f.backend, f.mode,
-                           f.size, f.iters);
+  out << "# fabricscope locate: dry run, nothing is measured\n"
+      << "launcher: " << (launcher.empty() ? "single (one process)" : launcher) << "\n"
+      << fmt::format("processes: {} x {} threads, grouped by {}\n", launch.process_count,
+                     f.nthreads, f.group_by)
+      << fmt::format("backend: {}; mode: {}; size: {}; iterations: {}\n", f.backend, f.mode, f.size,
+                     f.iters);
   return kExitOk;
 }
 
@@ -304,10 +307,10 @@ int ExitCode(const LocateReport& report) {
   return kExitUndecided;
 }
 
-int Execute(const LocateFlags& f, const std::vector<std::string>& args) {
+int Execute(const LocateFlags& f, const CommandContext& ctx) {
+  const std::vector<std::string>& args = ctx.command_line;
   // Every process checks every value, so that a bad one stops the whole job at once.
-  Require(f.format == "text" || f.format == "json",
-          "unknown --format '" + f.format + "': give text or json");
+  FindFormat(LocateFormats(), f.format);
   CheckSimulationFlags(f);
   LocateOptions options = ToLocateOptions(f);
   LocateReport report;
@@ -323,10 +326,10 @@ int Execute(const LocateFlags& f, const std::vector<std::string>& args) {
     if (!f.fat_tree.empty()) sim.fat_tree = ParseFatTree(f.fat_tree);
     SimulatedCluster cluster(sim);
     if (options.topology.empty()) options.topology = cluster.FabricTopology();
-    Outputs outputs(f);
-    ShowProgress(options);
+    Outputs outputs(f, ctx.out);
+    ShowProgress(options, ctx);
     report = Locate(options, cluster.Layout(), cluster);
-    EndProgress(options);
+    EndProgress(options, ctx);
     report.version = kVersion;
     report.backend = "simulated";
     report.args = args;
@@ -353,19 +356,19 @@ int Execute(const LocateFlags& f, const std::vector<std::string>& args) {
   m.command_line = args;
   const EnvLookup env = ProcessEnvironment();
   const LaunchInfo launch = DetectLaunch(env, f.launcher);
-  AnnounceLaunch(launch, std::cerr);
-  if (f.dry_run) return PrintPlan(f, launch);
+  AnnounceLaunch(launch, ctx.err);
+  if (f.dry_run) return PrintPlan(f, launch, ctx.out);
   auto backend = MakeBackend(m.backend);
   // Only the first process reports and touches the output files.
   std::unique_ptr<Outputs> outputs;
   if (launch.process_rank == 0) {
-    outputs = std::make_unique<Outputs>(f);
-    ShowProgress(options);
+    outputs = std::make_unique<Outputs>(f, ctx.out);
+    ShowProgress(options, ctx);
   }
   job.locate = options;
   report = RunLocateJob(job, *backend, launch, env);
   if (!outputs || report.ranks.empty()) return kExitOk;
-  EndProgress(options);
+  EndProgress(options, ctx);
   outputs->Write(report);
   return ExitCode(report);
 }
@@ -380,7 +383,7 @@ CommandAction SetupLocateCommand(CLI::App& app) {
       "3 a failure while running, 4 inconclusive or ambiguous (nobody named, not cleared).\n"
       "Across hosts, start one process per host as for `run` (mpirun, srun, or RANK/WORLD_SIZE/"
       "MASTER_ADDR/MASTER_PORT); docs/locate.md.");
-  return [flags](const CommandContext& ctx) { return Execute(*flags, ctx.command_line); };
+  return [flags](const CommandContext& ctx) { return Execute(*flags, ctx); };
 }
 
 }  // namespace fabricscope::cli

@@ -1,12 +1,8 @@
 #include "cli/run_command.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <fstream>
-#include <iostream>
 #include <memory>
-#include <sstream>
+#include <ostream>
 #include <thread>
 
 #include "core/joined.h"
@@ -123,9 +119,7 @@ void AddRunFlags(CLI::App& app, RunFlags& f, bool fixed_collective) {
                  "RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT; else one process), single, mpi, env; "
                  "stderr says which and why (docs/launch.md)")
       ->capture_default_str();
-  app.add_option("--format", f.format,
-                 "report format on stdout or --output: " + NamesOf(Reporters()))
-      ->capture_default_str();
+  AddFormatOption(app, f.format, Reporters(), "report format on stdout or --output");
   app.add_option("--output", f.output, "write the report to FILE instead of stdout");
   app.add_option("--memory-limit", f.memory_limit,
                  "host memory the sweep may use (default: MemAvailable); larger -e is capped "
@@ -219,14 +213,14 @@ RunOptions ToRunOptions(const RunFlags& f) {
 }
 
 std::unique_ptr<Backend> ResolveBackend(const RunFlags& flags, const LaunchInfo& launch,
-                                        RunOptions& options) {
+                                        RunOptions& options, std::ostream& err) {
   const BackendOptions libraries{flags.nccl_lib, flags.gpu_runtime_lib};
   if (options.backend.empty()) {
     std::string reason;
     options.backend = DefaultBackend(libraries, &reason);
     if (launch.process_rank == 0) {
-      std::cerr << "# fabricscope: no --backend given: using " << options.backend << " (" << reason
-                << ")\n";
+      err << "# fabricscope: no --backend given: using " << options.backend << " (" << reason
+          << ")\n";
     }
   }
   auto backend = MakeBackend(options.backend, libraries);
@@ -234,19 +228,12 @@ std::unique_ptr<Backend> ResolveBackend(const RunFlags& flags, const LaunchInfo&
   return backend;
 }
 
-void AddRunReporters(const RunFlags& flags, std::ostream& table, std::ofstream& file,
-                     MultiReporter& sink) {
-  std::ostream* out = &table;
-  if (!flags.output.empty()) {
-    file.open(flags.output);
-    if (!file) {
-      throw SystemError("cannot write the report to '" + flags.output +
-                        "': check that the directory exists and is writable");
-    }
-    out = &file;
-  }
-  sink.Add(MakeReporter(flags.format, *out));
+std::unique_ptr<Output> AddRunReporters(const RunFlags& flags, std::ostream& table,
+                                        MultiReporter& sink) {
+  auto output = std::make_unique<Output>(table, flags.output);
+  sink.Add(FindFormat(Reporters(), flags.format).make(output->stream()));
   if (!flags.json_file.empty()) sink.Add(MakeJsonFileReporter(flags.json_file));
+  return output;
 }
 
 void PrintRunPlan(const RunFlags& flags, const RunOptions& options, const LaunchInfo& launch,
@@ -257,8 +244,7 @@ void PrintRunPlan(const RunFlags& flags, const RunOptions& options, const Launch
   if (!options.backend.empty() && !known) {
     throw UsageError("unknown --backend '" + options.backend + "': choose " + NamesOf(backends));
   }
-  std::ostringstream discard;
-  MakeReporter(flags.format, discard);  // throws for an unknown --format
+  FindFormat(Reporters(), flags.format);  // throws for an unknown --format
   const int per_process = options.nthreads * std::max(1, options.ngpus);
   const SweepPlan plan = PlanSweep(options, per_process);
   const std::string launcher = DescribeLaunch(launch);
@@ -282,40 +268,41 @@ void PrintRunPlan(const RunFlags& flags, const RunOptions& options, const Launch
       << (flags.json_file.empty() ? "" : ", JSON to " + flags.json_file) << "\n";
 }
 
-int ExecuteRun(const RunFlags& flags, const std::vector<std::string>& args) {
+int ExecuteRun(const RunFlags& flags, const CommandContext& ctx) {
   RunOptions options = ToRunOptions(flags);
-  options.command_line = args;
+  options.command_line = ctx.command_line;
   const EnvLookup env = ProcessEnvironment();
   const LaunchInfo launch = DetectLaunch(env, flags.launcher);
-  AnnounceLaunch(launch, std::cerr);
+  AnnounceLaunch(launch, ctx.err);
   if (flags.dry_run) {
-    if (launch.process_rank == 0) PrintRunPlan(flags, options, launch, std::cout);
+    if (launch.process_rank == 0) PrintRunPlan(flags, options, launch, ctx.out);
     return 0;
   }
-  auto backend = ResolveBackend(flags, launch, options);
+  auto backend = ResolveBackend(flags, launch, options, ctx.err);
 
   // Only the first process reports (and touches the output files): on a shared file
   // system, every process opening -J would truncate rank 0's results.
   MultiReporter sink;
-  std::ofstream file;
+  std::unique_ptr<Output> table;
   if (launch.process_rank == 0) {
-    AddRunReporters(flags, std::cout, file, sink);
+    table = AddRunReporters(flags, ctx.out, sink);
     // Progress only when someone watches stderr and the table is not already scrolling by
     // on the same terminal.
-    const bool table_on_terminal = flags.output.empty() && isatty(STDOUT_FILENO) != 0;
+    const bool table_on_terminal = flags.output.empty() && ctx.terminals.out;
     const SweepPlan plan = PlanSweep(options, options.nthreads * options.ngpus);
-    if (isatty(STDERR_FILENO) != 0 && !table_on_terminal) {
+    if (ctx.terminals.err && !table_on_terminal) {
       const int ranks = launch.process_count * options.nthreads * options.ngpus;
-      sink.Add(MakeProgressReporter(std::cerr, CountRows(options, plan, ranks)));
+      sink.Add(MakeProgressReporter(ctx.err, CountRows(options, plan, ranks)));
     }
     if (options.show_memory) {
-      std::cerr << "# fabricscope: up to " << 2 * plan.max_bytes
-                << " bytes of buffers per rank (send + receive at the largest size)\n";
+      ctx.err << "# fabricscope: up to " << 2 * plan.max_bytes
+              << " bytes of buffers per rank (send + receive at the largest size)\n";
     }
   }
 
   const RunResult result = RunJob(options, *backend, &sink, launch, env);
   if (launch.process_rank != 0) return 0;
+  table->Close();
   for (const TestSummary& s : Summarize(result)) {
     if (!s.okay) return 1;
   }
@@ -325,14 +312,14 @@ int ExecuteRun(const RunFlags& flags, const std::vector<std::string>& args) {
 CommandAction SetupRunCommand(CLI::App& app) {
   auto flags = std::make_shared<RunFlags>();
   AddRunFlags(app, *flags, false);
-  return [flags](const CommandContext& ctx) { return ExecuteRun(*flags, ctx.command_line); };
+  return [flags](const CommandContext& ctx) { return ExecuteRun(*flags, ctx); };
 }
 
 CommandAction SetupPerfCommand(CLI::App& app, std::string collective) {
   auto flags = std::make_shared<RunFlags>();
   flags->collective = std::move(collective);
   AddRunFlags(app, *flags, true);
-  return [flags](const CommandContext& ctx) { return ExecuteRun(*flags, ctx.command_line); };
+  return [flags](const CommandContext& ctx) { return ExecuteRun(*flags, ctx); };
 }
 
 std::vector<std::string> LocalDefaultArgs() {

@@ -2,13 +2,14 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-#include <fstream>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/output.h"
 #include "fabricscope/backend.h"
 #include "fabricscope/launch.h"
 #include "fabricscope/options.h"
@@ -65,18 +66,18 @@ void AddRunFlags(CLI::App& app, RunFlags& flags, bool fixed_collective);
 RunOptions ToRunOptions(const RunFlags& flags);
 
 // The backend the flags ask for; with no --backend, nccl where a GPU is usable, else gloo
-// (said on stderr by process 0). Sets options.backend to the name chosen.
+// (said on `err` by process 0). Sets options.backend to the name chosen.
 std::unique_ptr<Backend> ResolveBackend(const RunFlags& flags, const LaunchInfo& launch,
-                                        RunOptions& options);
+                                        RunOptions& options, std::ostream& err);
 
-// The reporters of -o/--format/--output and -J: the table goes to `table` unless --output
-// names a file (opened into `file`, which must outlive the sink). Throws SystemError when
-// the file cannot be written.
-void AddRunReporters(const RunFlags& flags, std::ostream& table, std::ofstream& file,
-                     MultiReporter& sink);
+// The reporters of --format/--output and -J: the table goes to `table` unless --output names
+// a file. Returns where the table goes, which must outlive the sink (Close it after the
+// run). Throws SystemError when a file cannot be written.
+std::unique_ptr<Output> AddRunReporters(const RunFlags& flags, std::ostream& table,
+                                        MultiReporter& sink);
 
-// Runs the benchmark and writes the report; returns the process exit code.
-int ExecuteRun(const RunFlags& flags, const std::vector<std::string>& args);
+// Runs the benchmark and writes the report to ctx.out; returns the process exit code.
+int ExecuteRun(const RunFlags& flags, const CommandContext& ctx);
 
 // --dry-run: the plan of a run, checked as far as it can be without running (flags, launch,
 // backend name, sweep, report format), on `out`. The backend's library is not loaded, so a

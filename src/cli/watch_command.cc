@@ -3,12 +3,13 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <iostream>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "cli/output.h"
 #include "core/joined.h"
 #include "fabricscope/error.h"
 #include "fabricscope/watch.h"
@@ -28,6 +29,25 @@ struct WatchFlags {
   double interval_s = 0;
   double duration_s = 0;
   std::string format = "text";
+};
+
+using Windows = std::vector<WatchWindow>;
+
+const OutputFormats<Windows>& WatchFormats() {
+  static const OutputFormats<Windows> formats = {
+      {"text", "one block a window, with an \"ALERT ...\" line per alert, for people",
+       [](const Windows& windows, std::ostream& out) { out << WatchText(windows); }},
+      {"json", "the windows and their alerts as JSON, for programs",
+       [](const Windows& windows, std::ostream& out) { out << WatchJson(windows); }},
+  };
+  return formats;
+}
+
+// Where the windows go, in the chosen format, and the readers' diagnostics.
+struct WatchOutput {
+  const OutputFormat<Windows>& format;
+  std::ostream& out;
+  std::ostream& err;
 };
 
 void AddFlags(CLI::App& app, WatchFlags& f) {
@@ -80,19 +100,16 @@ void AddFlags(CLI::App& app, WatchFlags& f) {
   app.add_option("--duration", f.duration_s,
                  "with --follow: stop after this many seconds without an alert (0: never)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--format", f.format, "output: text or json")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"text", "json"}));
+  AddFormatOption(app, f.format, WatchFormats());
 }
 
-// Prints the diagnostics; returns whether any is an error.
-bool Report(const std::vector<Diagnostic>& diagnostics) {
-  for (const Diagnostic& d : diagnostics) std::cerr << d.ToString() << "\n";
-  return !diagnostics.empty();
+void Report(const std::vector<Diagnostic>& diagnostics, const WatchOutput& output) {
+  for (const Diagnostic& d : diagnostics) output.err << d.ToString() << "\n";
 }
 
-void Print(const std::vector<WatchWindow>& windows, const std::string& format) {
-  std::cout << (format == "json" ? WatchJson(windows) : WatchText(windows)) << std::flush;
+void Print(const Windows& windows, const WatchOutput& output) {
+  output.format.render(windows, output.out);
+  output.out << std::flush;
 }
 
 bool AnyAlert(const std::vector<WatchWindow>& windows) {
@@ -102,9 +119,9 @@ bool AnyAlert(const std::vector<WatchWindow>& windows) {
   return false;
 }
 
-int Once(WatchSource& source, const WatchFlags& f) {
+int Once(WatchSource& source, const WatchFlags& f, const WatchOutput& output) {
   const InspectorRead read = source.Poll();
-  Report(read.diagnostics);
+  Report(read.diagnostics, output);
   if (read.records.empty()) {
     throw UsageError("watch: no collective records in " + Joined(f.inputs) +
                      ": expected JSONL with coll_perf records, written by "
@@ -112,11 +129,11 @@ int Once(WatchSource& source, const WatchFlags& f) {
   }
   WatchBaseline baseline;
   const auto windows = JudgeWindows(read.records, f.options, &baseline);
-  Print(windows, f.format);
+  Print(windows, output);
   return AnyAlert(windows) ? kExitFailed : kExitOk;
 }
 
-int Follow(WatchSource& source, WatchFlags f) {
+int Follow(WatchSource& source, WatchFlags f, const WatchOutput& output) {
   // A window is what arrived during one interval.
   const double interval = f.interval_s > 0 ? f.interval_s : f.options.window_s;
   f.options.window_s = 0;
@@ -124,10 +141,10 @@ int Follow(WatchSource& source, WatchFlags f) {
   const auto start = std::chrono::steady_clock::now();
   while (true) {
     const InspectorRead read = source.Poll();
-    Report(read.diagnostics);
+    Report(read.diagnostics, output);
     if (!read.records.empty()) {
       const auto windows = JudgeWindows(read.records, f.options, &baseline);
-      Print(windows, f.format);
+      Print(windows, output);
       if (AnyAlert(windows)) return kExitFailed;
     }
     const double elapsed =
@@ -138,13 +155,13 @@ int Follow(WatchSource& source, WatchFlags f) {
 }
 
 // With --prometheus: one window now, or one every interval with --follow.
-int FromPrometheus(const WatchFlags& f) {
+int FromPrometheus(const WatchFlags& f, const WatchOutput& output) {
   WatchBaseline baseline;
   const auto start = std::chrono::steady_clock::now();
   while (true) {
     const std::vector<WatchWindow> windows = {
         QueryPrometheus(f.prometheus, f.job, f.options, &baseline)};
-    Print(windows, f.format);
+    Print(windows, output);
     if (AnyAlert(windows)) return kExitFailed;
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -154,7 +171,8 @@ int FromPrometheus(const WatchFlags& f) {
   }
 }
 
-int ExecuteWatch(WatchFlags f) {
+int ExecuteWatch(WatchFlags f, const CommandContext& ctx) {
+  const WatchOutput output{FindFormat(WatchFormats(), f.format), ctx.out, ctx.err};
   Catalog catalog = Catalog::Builtin();
   if (!f.platform.empty()) f.options.platform = &catalog.Get(f.platform);
   if (f.nodes > 0) f.options.nodes = f.nodes;
@@ -167,9 +185,9 @@ int ExecuteWatch(WatchFlags f) {
         "watch: give JSONL files or directories, or --prometheus URL (one of the two)");
   }
   if (!f.job.empty() && f.prometheus.empty()) throw UsageError("watch: --job needs --prometheus");
-  if (!f.prometheus.empty()) return FromPrometheus(f);
+  if (!f.prometheus.empty()) return FromPrometheus(f, output);
   WatchSource source(f.inputs);
-  return f.follow ? Follow(source, f) : Once(source, f);
+  return f.follow ? Follow(source, f, output) : Once(source, f, output);
 }
 
 }  // namespace
@@ -177,7 +195,7 @@ int ExecuteWatch(WatchFlags f) {
 CommandAction SetupWatchCommand(CLI::App& app) {
   auto flags = std::make_shared<WatchFlags>();
   AddFlags(app, *flags);
-  return [flags](const CommandContext&) { return ExecuteWatch(*flags); };
+  return [flags](const CommandContext& ctx) { return ExecuteWatch(*flags, ctx); };
 }
 
 }  // namespace fabricscope::cli

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/find_format.h"
 #include "core/joined.h"
 #include "doctor/report_json.h"
 #include "fabricscope/error.h"
@@ -150,11 +151,7 @@ const std::vector<DoctorReporterEntry>& DoctorReporters() {
 
 std::unique_ptr<DoctorReporter> MakeDoctorReporter(std::string_view format, std::ostream& out,
                                                    const ReportStyle& style) {
-  for (const auto& e : DoctorReporters()) {
-    if (e.name == format) return e.make(out, style);
-  }
-  throw UsageError("unknown --format '" + std::string(format) + "': choose one of " +
-                   NamesOf(DoctorReporters()));
+  return FindFormat(DoctorReporters(), format).make(out, style);
 }
 
 }  // namespace fabricscope::doctor

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/find_format.h"
 #include "core/joined.h"
 #include "fabricscope/error.h"
 #include "fabricscope/fabric.h"
@@ -108,11 +109,7 @@ const std::vector<FabricReporter>& FabricReporters() {
 }
 
 const FabricReporter& FindFabricReporter(const std::string& name) {
-  for (const auto& r : FabricReporters()) {
-    if (name == r.name) return r;
-  }
-  throw UsageError("--format '" + name + "' is not known; use one of " +
-                   NamesOf(FabricReporters()));
+  return FindFormat(FabricReporters(), name);
 }
 
 }  // namespace fabricscope::fabric

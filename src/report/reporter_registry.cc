@@ -4,6 +4,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/find_format.h"
 #include "fabricscope/error.h"
 #include "fabricscope/report.h"
 #include "report/reporters.h"
@@ -42,13 +43,7 @@ const std::vector<ReporterEntry>& Reporters() {
 }
 
 std::unique_ptr<Reporter> MakeReporter(std::string_view format, std::ostream& out) {
-  std::string names;
-  for (const ReporterEntry& entry : Reporters()) {
-    if (entry.name == format) return entry.make(out);
-    if (!names.empty()) names += ", ";
-    names += entry.name;
-  }
-  throw UsageError("unknown --format '" + std::string(format) + "': choose one of " + names);
+  return FindFormat(Reporters(), format).make(out);
 }
 
 }  // namespace fabricscope

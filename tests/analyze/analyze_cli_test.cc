@@ -1,5 +1,6 @@
-// analyze, compare and report as a user runs them: the real binary, real files, stdin, a real
-// `fabricscope run` read back, every bad input, and the HTML report rendered by Chromium.
+// analyze, compare and report as a user runs them: real files, a real `fabricscope run` read
+// back, every bad input, and the HTML report rendered by Chromium, run in this process on
+// string streams; stdin and a terminal through the real binary.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "common/binary_test.h"
+#include "common/in_process.h"
 #include "fabricscope/parse.h"
 #include "fabricscope/report.h"
 
@@ -29,13 +30,13 @@ std::string Data(const std::string& name) {
   return std::string(FABRICSCOPE_SOURCE_DIR) + "/tests/analyze/data/" + name;
 }
 
-class AnalyzeCli : public test::BinaryTest {
+class AnalyzeCli : public test::InProcessTest {
  protected:
 };
 
 TEST_F(AnalyzeCli, SummarizesThePublishedRunsAsJson) {
-  const Outcome o = Run("analyze --format json " + Data("skypilot_h200_all_gather.log") + " " +
-                        Data("gke_h200_all_gather.log"));
+  const Outcome o = Here("analyze --format json " + Data("skypilot_h200_all_gather.log") + " " +
+                         Data("gke_h200_all_gather.log"));
   ASSERT_EQ(o.exit_code, 0) << o.err;
   const auto json = nlohmann::json::parse(o.out);
   ASSERT_EQ(json["tests"].size(), 2u);
@@ -79,7 +80,7 @@ TEST_F(AnalyzeCli, NoInputOnATerminalIsAUsageError) {
 TEST_F(AnalyzeCli, RunTextReadBackEqualsItsJson) {
   const fs::path json_path = dir_ / "out.json";
   const Outcome run =
-      Run("run -t 2 -b 8 -e 64K -f 4 --collective all_reduce,all_gather -J " + json_path.string());
+      Here("run -t 2 -b 8 -e 64K -f 4 --collective all_reduce,all_gather -J " + json_path.string());
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const fs::path text_path = Write("out.txt", run.out);
   const ParsedResults text = ReadResultsFile(text_path.string());
@@ -132,7 +133,7 @@ TEST_F(AnalyzeCli, RunTextReadBackEqualsItsJson) {
     EXPECT_EQ(t.printed[i].avg_busbw, std::stod(g));
   }
   // analyze agrees with itself on both.
-  const Outcome a = Run("analyze --format json " + text_path.string() + " " + json_path.string());
+  const Outcome a = Here("analyze --format json " + text_path.string() + " " + json_path.string());
   ASSERT_EQ(a.exit_code, 0) << a.err;
   const auto summary = nlohmann::json::parse(a.out);
   ASSERT_EQ(summary["tests"].size(), 4u);
@@ -143,29 +144,29 @@ TEST_F(AnalyzeCli, RunTextReadBackEqualsItsJson) {
 }
 
 TEST_F(AnalyzeCli, WrongElementsExitOne) {
-  const Outcome run = Run("run -t 2 -b 1K -e 4K -f 2 --inject-fault 1");
+  const Outcome run = Here("run -t 2 -b 1K -e 4K -f 2 --inject-fault 1");
   ASSERT_EQ(run.exit_code, 1) << run.err;
   const fs::path log = Write("fault.log", run.out);
-  const Outcome o = Run("analyze " + log.string());
+  const Outcome o = Here("analyze " + log.string());
   EXPECT_EQ(o.exit_code, 1) << o.err;
 }
 
 TEST_F(AnalyzeCli, BadInputsNameTheFileAndLine) {
   // Missing file.
-  Outcome o = Run("analyze " + (dir_ / "missing.log").string());
+  Outcome o = Here("analyze " + (dir_ / "missing.log").string());
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("missing.log: error: cannot read"), std::string::npos) << o.err;
   EXPECT_NE(o.err.find("No such file"), std::string::npos) << o.err;
   // Unknown content.
   const fs::path notes = Write("notes.txt", "just some text\n");
-  o = Run("analyze " + notes.string());
+  o = Here("analyze " + notes.string());
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("notes.txt: error: no benchmark results found"), std::string::npos) << o.err;
   // A malformed row: the error names the line, and the rest is still summarized.
   std::string log = Slurp(Data("gke_h200_all_gather.log"));
   log.replace(log.find("  28.05    0.07"), 15, "  28.05    x.07");
   const fs::path bad = Write("bad.log", log);
-  o = Run("analyze " + bad.string());
+  o = Here("analyze " + bad.string());
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("bad.log:30: error: a table row that cannot be read: algbw 'x.07'"),
             std::string::npos)
@@ -175,13 +176,14 @@ TEST_F(AnalyzeCli, BadInputsNameTheFileAndLine) {
             std::string::npos)
       << o.out;
   // A directory, a bad format, a bad input format.
-  o = Run("analyze " + dir_.string());
+  o = Here("analyze " + dir_.string());
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("is a directory"), std::string::npos);
-  o = Run("analyze --format yaml " + notes.string());
+  o = Here("analyze --format yaml " + notes.string());
   EXPECT_EQ(o.exit_code, 2);
-  EXPECT_NE(o.err.find("unknown format 'yaml': choose text, md, json, csv"), std::string::npos);
-  o = Run("analyze --input-format xml " + notes.string());
+  EXPECT_NE(o.err.find("unknown --format 'yaml': choose one of text, md, json, csv"),
+            std::string::npos);
+  o = Here("analyze --input-format xml " + notes.string());
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("--input-format 'xml'"), std::string::npos);
 }
@@ -210,22 +212,22 @@ TEST_F(AnalyzeCli, CompareExitCodeGatesOnRegressions) {
   const fs::path a = Write("a.log", Table(1.0, 1));
   const fs::path same = Write("same.log", Table(1.0, 1));
   const fs::path slow = Write("slow.log", Table(0.8, 1));
-  Outcome o = Run("compare " + a.string() + " " + same.string());
+  Outcome o = Here("compare " + a.string() + " " + same.string());
   EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
   EXPECT_NE(o.out.find("no regression of same.log against a.log"), std::string::npos) << o.out;
-  o = Run("compare " + a.string() + " " + slow.string() + " --format md");
+  o = Here("compare " + a.string() + " " + slow.string() + " --format md");
   EXPECT_EQ(o.exit_code, 1) << o.err;
   EXPECT_NE(o.out.find("| Message Size | busbw a.log (GB/s) | busbw slow.log (GB/s) | Speed-up |"),
             std::string::npos)
       << o.out;
   EXPECT_NE(o.out.find("REGRESSION: 6 sizes slower in slow.log than in a.log"), std::string::npos);
   // A looser threshold lets the same data pass.
-  o = Run("compare " + a.string() + " " + slow.string() + " --threshold 0.25");
+  o = Here("compare " + a.string() + " " + slow.string() + " --threshold 0.25");
   EXPECT_EQ(o.exit_code, 0) << o.out;
   // Repeats from -N cycles, and from a directory and a comma list.
   const fs::path ra = Write("ra.log", Table(1.0, 3));
   const fs::path rb = Write("rb.log", Table(0.8, 3));
-  o = Run("compare " + ra.string() + " " + rb.string() + " --format json");
+  o = Here("compare " + ra.string() + " " + rb.string() + " --format json");
   EXPECT_EQ(o.exit_code, 1);
   const auto json = nlohmann::json::parse(o.out);
   EXPECT_EQ(json["tests"][0]["significance_tested"], true);
@@ -233,8 +235,8 @@ TEST_F(AnalyzeCli, CompareExitCodeGatesOnRegressions) {
   fs::create_directories(dir_ / "before");
   fs::copy_file(a, dir_ / "before" / "1.log");
   fs::copy_file(same, dir_ / "before" / "2.log");
-  o = Run("compare " + (dir_ / "before").string() + " " + same.string() + "," + a.string() +
-          " --label-a before --label-b after --format csv");
+  o = Here("compare " + (dir_ / "before").string() + " " + same.string() + "," + a.string() +
+           " --label-a before --label-b after --format csv");
   EXPECT_EQ(o.exit_code, 0) << o.err;
   EXPECT_NE(o.out.find("all_reduce,float,sum,1024,10,10,1,2,2,"), std::string::npos) << o.out;
 }
@@ -244,43 +246,44 @@ TEST_F(AnalyzeCli, CompareRefusesWhatItCannotCompare) {
   std::string other = Table(1.0, 1);
   other.replace(other.find("all_reduce_perf"), 15, "broadcast_perf");
   const fs::path b = Write("b.log", other);
-  Outcome o = Run("compare " + a.string() + " " + b.string());
+  Outcome o = Here("compare " + a.string() + " " + b.string());
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("nothing to compare"), std::string::npos) << o.err;
   EXPECT_NE(o.err.find("only in b.log: broadcast float sum"), std::string::npos) << o.err;
-  o = Run("compare " + a.string());
+  o = Here("compare " + a.string());
   EXPECT_EQ(o.exit_code, 2);
-  o = Run("compare " + a.string() + " " + (dir_ / "nope.log").string());
+  o = Here("compare " + a.string() + " " + (dir_ / "nope.log").string());
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("nope.log: error: cannot read"), std::string::npos);
-  o = Run("compare " + a.string() + " " + a.string() + " --threshold 2");
+  o = Here("compare " + a.string() + " " + a.string() + " --threshold 2");
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("--threshold must be a fraction"), std::string::npos);
-  o = Run("compare " + a.string() + " " + a.string() + " --min-size 1X");
+  o = Here("compare " + a.string() + " " + a.string() + " --min-size 1X");
   EXPECT_EQ(o.exit_code, 2);
-  o = Run("compare " + a.string() + " " + a.string() + " --placement sideways");
+  o = Here("compare " + a.string() + " " + a.string() + " --placement sideways");
   EXPECT_EQ(o.exit_code, 2);
   fs::create_directories(dir_ / "empty");
-  o = Run("compare " + (dir_ / "empty").string() + " " + a.string());
+  o = Here("compare " + (dir_ / "empty").string() + " " + a.string());
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("no result files in it"), std::string::npos);
 }
 
 TEST_F(AnalyzeCli, ReportWritesHtmlAndSvgs) {
   const fs::path html = dir_ / "r.html";
-  Outcome o = Run("report " + Data("skypilot_h200_all_gather.log") + " " +
-                  Data("gke_h200_all_gather.log") + " -o " + html.string() + " --svg-dir " +
-                  (dir_ / "svg").string() + " --title 'H200 runs'");
+  Outcome o = Here("report " + Data("skypilot_h200_all_gather.log") + " " +
+                   Data("gke_h200_all_gather.log") + " -o " + html.string() + " --svg-dir " +
+                   (dir_ / "svg").string() + " --title 'H200 runs'");
   ASSERT_EQ(o.exit_code, 0) << o.err;
   const std::string page = Slurp(html);
   EXPECT_NE(page.find("<h1>H200 runs</h1>"), std::string::npos);
   EXPECT_NE(page.find("skypilot_h200_all_gather.log"), std::string::npos);
   EXPECT_TRUE(fs::exists(dir_ / "svg" / "all_gather_busbw.svg"));
   EXPECT_TRUE(fs::exists(dir_ / "svg" / "all_gather_time.svg"));
-  o = Run("report " + Write("x.txt", "nothing\n") + " -o " + html.string());
+  o = Here("report " + Write("x.txt", "nothing\n") + " -o " + html.string());
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("nothing to report"), std::string::npos);
-  o = Run("report " + Data("gke_h200_all_gather.log") + " -o " + (dir_ / "no" / "r.html").string());
+  o = Here("report " + Data("gke_h200_all_gather.log") + " -o " +
+           (dir_ / "no" / "r.html").string());
   EXPECT_EQ(o.exit_code, 3);
   EXPECT_NE(o.err.find("cannot write"), std::string::npos);
 }
@@ -291,8 +294,8 @@ std::string FabricData(const std::string& name) {
 
 TEST_F(AnalyzeCli, ReportIncludesTheFabricPictureAndFindings) {
   const fs::path html = dir_ / "r.html";
-  const Outcome o = Run("report --fabric " + FabricData("missing-uplink") + " " +
-                        Data("skypilot_h200_all_gather.log") + " -o " + html.string());
+  const Outcome o = Here("report --fabric " + FabricData("missing-uplink") + " " +
+                         Data("skypilot_h200_all_gather.log") + " -o " + html.string());
   ASSERT_EQ(o.exit_code, 0) << o.err;
   const std::string page = Slurp(html);
   const size_t section = page.find("<h2>Fabric</h2>");
@@ -306,8 +309,8 @@ TEST_F(AnalyzeCli, ReportIncludesTheFabricPictureAndFindings) {
       << page.substr(section, 2000);
   EXPECT_NE(page.find("</body>", section), std::string::npos);
   // A healthy fabric: its picture and no findings.
-  ASSERT_EQ(Run("report --fabric " + FabricData("healthy") + " " +
-                Data("skypilot_h200_all_gather.log") + " -o " + html.string())
+  ASSERT_EQ(Here("report --fabric " + FabricData("healthy") + " " +
+                 Data("skypilot_h200_all_gather.log") + " -o " + html.string())
                 .exit_code,
             0);
   EXPECT_NE(Slurp(html).find("no findings"), std::string::npos);
@@ -315,14 +318,14 @@ TEST_F(AnalyzeCli, ReportIncludesTheFabricPictureAndFindings) {
 
 TEST_F(AnalyzeCli, ReportRefusesABadFabricDirectory) {
   const fs::path html = dir_ / "r.html";
-  Outcome o = Run("report --fabric " + (dir_ / "nowhere").string() + " " +
-                  Data("skypilot_h200_all_gather.log") + " -o " + html.string());
+  Outcome o = Here("report --fabric " + (dir_ / "nowhere").string() + " " +
+                   Data("skypilot_h200_all_gather.log") + " -o " + html.string());
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("is not a directory"), std::string::npos) << o.err;
   EXPECT_FALSE(fs::exists(html));
   fs::create_directories(dir_ / "empty");
-  o = Run("report --fabric " + (dir_ / "empty").string() + " " +
-          Data("skypilot_h200_all_gather.log") + " -o " + html.string());
+  o = Here("report --fabric " + (dir_ / "empty").string() + " " +
+           Data("skypilot_h200_all_gather.log") + " -o " + html.string());
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("holds neither iblinkinfo.txt nor ibnetdiscover.txt"), std::string::npos)
       << o.err;
@@ -330,12 +333,12 @@ TEST_F(AnalyzeCli, ReportRefusesABadFabricDirectory) {
 }
 
 TEST_F(AnalyzeCli, HelpListsTheCommands) {
-  const Outcome o = Run("--help");
+  const Outcome o = Here("--help");
   EXPECT_EQ(o.exit_code, 0);
   for (const char* command : {"analyze", "compare", "report"}) {
     EXPECT_NE(o.out.find(command), std::string::npos) << command;
   }
-  EXPECT_NE(Run("compare --help").out.find("--threshold"), std::string::npos);
+  EXPECT_NE(Here("compare --help").out.find("--threshold"), std::string::npos);
 }
 
 // ---- the report as a browser shows it ----
@@ -430,8 +433,8 @@ TEST_F(AnalyzeCli, ReportRendersInHeadlessChromium) {
   }
   if (chromium.empty()) GTEST_SKIP() << "no Chromium (Debian package chromium) to render with";
   const fs::path html = dir_ / "report.html";
-  ASSERT_EQ(Run("report " + Data("skypilot_h200_all_gather.log") + " " +
-                Data("gke_h200_all_gather.log") + " -o " + html.string())
+  ASSERT_EQ(Here("report " + Data("skypilot_h200_all_gather.log") + " " +
+                 Data("gke_h200_all_gather.log") + " -o " + html.string())
                 .exit_code,
             0);
   const fs::path png = dir_ / "report.png";
@@ -482,7 +485,7 @@ TEST_F(AnalyzeCli, NcclNodesNamesTheOddNodeAndRefusesWhatItCannotDo) {
     }
   }
   const std::string path = Write("job.log", log);
-  Outcome o = Run("analyze --nccl-nodes " + path);
+  Outcome o = Here("analyze --nccl-nodes " + path);
   // No table in the log: the summary's reading error stays, the comparison is printed.
   EXPECT_EQ(o.exit_code, 2) << o.out << o.err;
   EXPECT_NE(o.out.find("3 nodes compared (6 NCCL INFO lines)"), std::string::npos) << o.out;
@@ -493,7 +496,7 @@ TEST_F(AnalyzeCli, NcclNodesNamesTheOddNodeAndRefusesWhatItCannotDo) {
                        "via NET/IB/0"),
             std::string::npos)
       << o.out;
-  ExpectRefused("analyze --nccl-nodes --format json " + path, 2, "--nccl-nodes prints text");
+  ExpectRefusedHere("analyze --nccl-nodes --format json " + path, 2, "--nccl-nodes prints text");
   o = Run("analyze --nccl-nodes", path);
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("give the log as a file, not stdin"), std::string::npos) << o.err;

@@ -1,5 +1,6 @@
-// `fabricscope check` as users run it: the real binary on real files, stdin, node trees for
-// detection, the benchmark run through `--`, and every bad input.
+// `fabricscope check` as users run it: real files, node trees for detection, the benchmark
+// run through `--`, and every bad input, in this process on string streams; stdin through
+// the real binary.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,7 +13,7 @@
 #include <string>
 
 #include "check/fixtures.h"
-#include "common/binary_test.h"
+#include "common/in_process.h"
 #include "doctor/fixture.h"
 
 namespace fabricscope {
@@ -31,9 +32,9 @@ bool Has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-class CheckCli : public test::BinaryTest {
+class CheckCli : public test::InProcessTest {
  protected:
-  CheckCli() : BinaryTest("check") {}
+  CheckCli() : InProcessTest("check") {}
 
   // The findings of the first test of a JSON report, by rule.
   static json FindingOf(const json& report, const std::string& rule) {
@@ -45,8 +46,8 @@ class CheckCli : public test::BinaryTest {
 };
 
 TEST_F(CheckCli, PublishedRunsPassAsA3Ultra) {
-  const Outcome o = Run("--platform a3-ultragpu-8g " + Data("skypilot_h200_all_gather.log") + " " +
-                        Data("gke_h200_all_gather.log"));
+  const Outcome o = Here("--platform a3-ultragpu-8g " + Data("skypilot_h200_all_gather.log") + " " +
+                         Data("gke_h200_all_gather.log"));
   ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
   EXPECT_TRUE(Has(o.out, "fabricscope check: gcp-a3-ultragpu-8g (--platform): 8 x NVIDIA H200"))
       << o.out;
@@ -59,8 +60,8 @@ TEST_F(CheckCli, PublishedRunsPassAsA3Ultra) {
 }
 
 TEST_F(CheckCli, PublishedRunAsJson) {
-  const Outcome o = Run("--format json --collective all_gather --platform a3-ultragpu-8g " +
-                        Data("gke_h200_all_gather.log"));
+  const Outcome o = Here("--format json --collective all_gather --platform a3-ultragpu-8g " +
+                         Data("gke_h200_all_gather.log"));
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_EQ(o.err, "");
   const json report = json::parse(o.out);
@@ -82,11 +83,11 @@ TEST_F(CheckCli, PublishedRunAsJson) {
 TEST_F(CheckCli, TcpxTableWithAndWithoutGpuDirect) {
   const std::string with = Write("with_tcpx.log", check_testing::TcpxLog(true));
   const std::string without = Write("without_tcpx.log", check_testing::TcpxLog(false));
-  const Outcome pass = Run("--platform a3-highgpu-8g " + with);
+  const Outcome pass = Here("--platform a3-highgpu-8g " + with);
   EXPECT_EQ(pass.exit_code, 0) << pass.out << pass.err;
   EXPECT_TRUE(Has(pass.out, "PASS  all_reduce: 16 ranks on 2 nodes")) << pass.out;
 
-  const Outcome fail = Run("--format json --platform a3-highgpu-8g " + without);
+  const Outcome fail = Here("--format json --platform a3-highgpu-8g " + without);
   EXPECT_EQ(fail.exit_code, 1) << fail.out << fail.err;
   const json report = json::parse(fail.out);
   EXPECT_EQ(report["verdict"], "FAIL");
@@ -100,18 +101,18 @@ TEST_F(CheckCli, TcpxTableWithAndWithoutGpuDirect) {
 TEST_F(CheckCli, SyntheticDegradedRuns) {
   // 20% low: WARN, which passes unless --strict.
   const std::string low = Write("low.log", check_testing::UltraLog(0.8));
-  const Outcome warn = Run("--platform a3-ultragpu-8g " + low);
+  const Outcome warn = Here("--platform a3-ultragpu-8g " + low);
   EXPECT_EQ(warn.exit_code, 0) << warn.out;
   EXPECT_TRUE(Has(warn.out, "WARN  bandwidth      busbw 264.2 GB/s is 81% of the expected"))
       << warn.out;
-  EXPECT_EQ(Run("--strict --platform a3-ultragpu-8g " + low).exit_code, 1);
+  EXPECT_EQ(Here("--strict --platform a3-ultragpu-8g " + low).exit_code, 1);
 
   // TCP fallback: Socket in NCCL's lines.
   const std::string tcp =
       Write("tcp.log", check_testing::UltraLog(0.06, {"NET/Socket : Using [0]eth1:10.0.0.2<0>",
                                                       "Channel 00/0 : 0[0] -> 8[0] [send] via "
                                                       "NET/Socket/0"}));
-  const Outcome fallback = Run("--platform a3-ultragpu-8g " + tcp);
+  const Outcome fallback = Here("--platform a3-ultragpu-8g " + tcp);
   EXPECT_EQ(fallback.exit_code, 1) << fallback.out;
   EXPECT_TRUE(Has(fallback.out,
                   "FAIL  gpudirect      GPUDirect/RDMA is not in use: NCCL's log "
@@ -121,7 +122,7 @@ TEST_F(CheckCli, SyntheticDegradedRuns) {
   // 2-node NVLS above the NIC total.
   check_testing::LogSpec nvls;
   nvls.rows = check_testing::CurveRows("all_reduce", 16, 480, 40, size_t{8} << 30);
-  const Outcome algo = Run("--platform dgx-h100 " + Write("nvls.log", NcclTestsLog(nvls)));
+  const Outcome algo = Here("--platform dgx-h100 " + Write("nvls.log", NcclTestsLog(nvls)));
   EXPECT_EQ(algo.exit_code, 0) << algo.out;
   EXPECT_TRUE(Has(algo.out, "WARN  algorithm")) << algo.out;
   EXPECT_TRUE(Has(algo.out, "not a network measurement")) << algo.out;
@@ -129,19 +130,19 @@ TEST_F(CheckCli, SyntheticDegradedRuns) {
 
 TEST_F(CheckCli, GenericPlatformFromFlags) {
   const std::string log = Write("ultra.log", check_testing::UltraLog(1.0));
-  const Outcome o =
-      Run("--gpus-per-node 8 --intra-node-busbw 370 --nics 8 --nic-rate 400 "
-          "--transport RoCE " +
-          log);
+  const Outcome o = Here(
+      "--gpus-per-node 8 --intra-node-busbw 370 --nics 8 --nic-rate 400 "
+      "--transport RoCE " +
+      log);
   EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
   EXPECT_TRUE(Has(o.out, "generic (command line): 8 GPUs (ranks) a node, 8 x 400 Gb/s RoCE"))
       << o.out;
   EXPECT_TRUE(Has(o.out, "of the expected 360.0 GB/s")) << o.out;
   // Half the NICs: the derived band halves, the same run is then above it.
-  const Outcome fewer =
-      Run("--format json --gpus-per-node 8 --intra-node-busbw 370 --nics 4 "
-          "--nic-rate 400 " +
-          log);
+  const Outcome fewer = Here(
+      "--format json --gpus-per-node 8 --intra-node-busbw 370 --nics 4 "
+      "--nic-rate 400 " +
+      log);
   const json report = json::parse(fewer.out);
   EXPECT_EQ(report["tests"][0]["expected"]["typical_busbw"], 180.0);
 }
@@ -152,7 +153,7 @@ TEST_F(CheckCli, DetectsThePlatformFromANodeTree) {
   check_testing::LogSpec spec;
   spec.rows = check_testing::CurveRows("all_reduce", 16, 370, 40, size_t{4} << 30);
   const std::string log = Write("dgx.log", NcclTestsLog(spec));
-  const Outcome o = Run("--root " + tree.root().string() + " " + log);
+  const Outcome o = Here("--root " + tree.root().string() + " " + log);
   EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
   EXPECT_TRUE(Has(o.out, "fabricscope check: dgx-h100 (detected)")) << o.out;
   EXPECT_TRUE(Has(o.out, "from: DMI product name 'DGX H100'")) << o.out;
@@ -163,17 +164,17 @@ TEST_F(CheckCli, DetectsThePlatformFromANodeTree) {
 TEST_F(CheckCli, NothingToDetectIsAWarnThatSaysWhatToGive) {
   fs::create_directories(dir_ / "bare");
   const std::string log = Write("ultra.log", check_testing::UltraLog(1.0));
-  const Outcome o = Run("--root " + (dir_ / "bare").string() + " " + log);
+  const Outcome o = Here("--root " + (dir_ / "bare").string() + " " + log);
   EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
   EXPECT_TRUE(Has(o.out, "no platform: could not detect the platform: this node has no GPU"))
       << o.out;
   EXPECT_TRUE(Has(o.out, "Give --platform NAME (gcp-a3-highgpu-8g")) << o.out;
-  EXPECT_EQ(Run("--strict --root " + (dir_ / "bare").string() + " " + log).exit_code, 1);
+  EXPECT_EQ(Here("--strict --root " + (dir_ / "bare").string() + " " + log).exit_code, 1);
 }
 
 TEST_F(CheckCli, RunsTheBenchmarkOnThisMachine) {
   // Host memory through Gloo: no GPU platform can judge it, and the verdict says what to give.
-  const Outcome o = Run("-- -b 1K -e 64K -t 2");
+  const Outcome o = Here("-- -b 1K -e 64K -t 2");
   ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
   EXPECT_TRUE(Has(o.err, "# Collective test starting: all_reduce_perf")) << o.err;
   EXPECT_TRUE(Has(o.out, "WARN  all_reduce: 2 ranks on 1 node")) << o.out;
@@ -182,13 +183,13 @@ TEST_F(CheckCli, RunsTheBenchmarkOnThisMachine) {
   EXPECT_TRUE(Has(o.out, "--gpus-per-node N --intra-node-busbw GB/s")) << o.out;
 
   // A catalog platform does not apply to host memory either.
-  const Outcome gpu = Run("--platform dgx-h100 -- -b 1K -e 64K -t 2");
+  const Outcome gpu = Here("--platform dgx-h100 -- -b 1K -e 64K -t 2");
   EXPECT_EQ(gpu.exit_code, 0);
   EXPECT_TRUE(Has(gpu.out, "measured on host memory (backend gloo)")) << gpu.out;
 
   // Described on the command line, it is judged: from 16 KB, as asked. The run's rows are
   // noisy on a busy machine, so the test holds to the form of the verdict.
-  const Outcome generic = Run(
+  const Outcome generic = Here(
       "--format json --gpus-per-node 2 --intra-node-busbw 1000 --nics 1 --nic-rate 10 --transport "
       "TCP --judge-from 16K -- -b 1K -e 64K -f 2 -t 2 -N 2");
   EXPECT_EQ(generic.exit_code, 1) << generic.out << generic.err;
@@ -208,8 +209,8 @@ TEST_F(CheckCli, ReadsStdin) {
 
 TEST_F(CheckCli, WritesTheReportToAFile) {
   const fs::path out = dir_ / "verdict.json";
-  const Outcome o = Run("--format json --output " + out.string() + " --platform a3-ultragpu-8g " +
-                        Data("gke_h200_all_gather.log"));
+  const Outcome o = Here("--format json --output " + out.string() + " --platform a3-ultragpu-8g " +
+                         Data("gke_h200_all_gather.log"));
   EXPECT_EQ(o.exit_code, 0);
   EXPECT_EQ(o.out, "");
   EXPECT_EQ(json::parse(Slurp(out))["verdict"], "PASS");
@@ -230,7 +231,8 @@ TEST_F(CheckCli, BadInputs) {
       {"--platform a3-ultragpu-8g /nonexistent/results.log", "/nonexistent/results.log"},
       {"--platform a3-ultragpu-8g " + empty, "no results could be read from the inputs"},
       {"--platform a3-ultragpu-8g " + text, "notes.txt"},
-      {"--format xml --platform a3-ultragpu-8g " + log, "--format 'xml': choose text, json"},
+      {"--format xml --platform a3-ultragpu-8g " + log,
+       "unknown --format 'xml': choose one of text, json"},
       {"--nodes 0 --platform a3-ultragpu-8g " + log, "--nodes must be 1 or more"},
       {"--judge-from lots --platform a3-ultragpu-8g " + log, "--judge-from"},
       {"--nics 8 " + log, "a generic platform needs --intra-node-busbw"},
@@ -251,7 +253,7 @@ TEST_F(CheckCli, BadInputs) {
       {"--nodes two " + log, "--nodes"},
   };
   for (const Case& c : cases) {
-    const Outcome o = Run(c.args);
+    const Outcome o = Here(c.args);
     EXPECT_EQ(o.exit_code, 2) << c.args << "\n" << o.out << o.err;
     EXPECT_TRUE(Has(o.err, c.message)) << c.args << "\n" << o.err;
   }
@@ -266,14 +268,14 @@ TEST_F(CheckCli, AnUnreadableRowIsNamedAndTheRestJudged) {
   log.replace(row, log.find('\n', row) - row, "     1048576        262144     float     sum  xx");
   const size_t line = static_cast<size_t>(std::count(log.begin(), log.begin() + row, '\n')) + 1;
   const std::string path = Write("cut.log", log);
-  const Outcome o = Run("--platform a3-highgpu-8g " + path);
+  const Outcome o = Here("--platform a3-highgpu-8g " + path);
   EXPECT_EQ(o.exit_code, 2) << o.out << o.err;
   EXPECT_TRUE(Has(o.err, path + ":" + std::to_string(line) + ": error:")) << o.err;
   EXPECT_TRUE(Has(o.out, "PASS  all_reduce: 16 ranks on 2 nodes")) << o.out;
 }
 
 TEST_F(CheckCli, HelpListsThePlatformsAndTheExitStatus) {
-  const Outcome o = Run("--help");
+  const Outcome o = Here("--help");
   EXPECT_EQ(o.exit_code, 0);
   EXPECT_TRUE(Has(o.out, "gcp-a3-ultragpu-8g")) << o.out;
   EXPECT_TRUE(Has(o.out, "Exit status: 0 PASS (and WARN unless --strict), 1 FAIL")) << o.out;

@@ -1,4 +1,5 @@
-// The fabricscope binary as a user runs it: real processes, real Gloo, every bad input.
+// `fabricscope run` as a user runs it: real Gloo and every bad input, in this process on
+// string streams; the binary for its nccl-tests names (argv[0]) and the environment.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "common/binary_test.h"
+#include "common/in_process.h"
 namespace {
 
 namespace fs = std::filesystem;
@@ -25,7 +26,7 @@ std::vector<std::string> Lines(const std::string& text) {
   return lines;
 }
 
-class CliTest : public fabricscope::test::BinaryTest {
+class CliTest : public fabricscope::test::InProcessTest {
  protected:
   std::string PerfBinary(const std::string& name) const {
     return (fs::path(FABRICSCOPE_BINARY).parent_path() / name).string();
@@ -33,7 +34,7 @@ class CliTest : public fabricscope::test::BinaryTest {
 };
 
 TEST_F(CliTest, HelpDocumentsEveryFlag) {
-  const Outcome o = Run("run --help");
+  const Outcome o = Here("run --help");
   EXPECT_EQ(o.exit_code, 0);
   for (const char* flag : {"-t,--nthreads",
                            "-g,--ngpus",
@@ -76,7 +77,7 @@ TEST_F(CliTest, HelpDocumentsEveryFlag) {
 }
 
 TEST_F(CliTest, TextOutputFollowsTheNcclTestsLayoutLineByLine) {
-  const Outcome o = Run("run -t 2 -b 1K -e 4K -f 2 -n 3");
+  const Outcome o = Here("run -t 2 -b 1K -e 4K -f 2 -n 3");
   ASSERT_EQ(o.exit_code, 0) << o.err;
   const auto lines = Lines(o.out);
   ASSERT_EQ(lines.size(), 20u) << o.out;
@@ -133,7 +134,7 @@ TEST_F(CliTest, NcclTestsNamesDispatchOnArgv0) {
 }
 
 TEST_F(CliTest, InjectedFaultFailsTheRun) {
-  const Outcome o = Run("run -t 2 -b 1K -e 4K -f 2 -n 2 --inject-fault 1");
+  const Outcome o = Here("run -t 2 -b 1K -e 4K -f 2 -n 2 --inject-fault 1");
   EXPECT_EQ(o.exit_code, 1) << o.err;
   EXPECT_NE(o.out.find("# Out of bounds values : 6 FAILED"), std::string::npos) << o.out;
   // The #wrong column shows the corrupted element in both halves.
@@ -141,13 +142,13 @@ TEST_F(CliTest, InjectedFaultFailsTheRun) {
 }
 
 TEST_F(CliTest, NoCheckPrintsNotAvailable) {
-  const Outcome o = Run("run -t 2 -b 1K -e 1K -n 2 -c 0");
+  const Outcome o = Here("run -t 2 -b 1K -e 1K -n 2 -c 0");
   EXPECT_EQ(o.exit_code, 0) << o.err;
   EXPECT_TRUE(std::regex_search(o.out, std::regex(R"(    N/A  .*    N/A\n)"))) << o.out;
 }
 
 TEST_F(CliTest, EveryCollectiveInOneRunGetsItsOwnBlock) {
-  const Outcome o = Run("run -t 3 --collective all -b 1K -e 2K -f 2 -n 2 -r -1");
+  const Outcome o = Here("run -t 3 --collective all -b 1K -e 2K -f 2 -n 2 -r -1");
   EXPECT_EQ(o.exit_code, 0) << o.err;
   const auto count = [&](const std::string& what) {
     size_t n = 0;
@@ -164,7 +165,7 @@ TEST_F(CliTest, EveryCollectiveInOneRunGetsItsOwnBlock) {
 TEST_F(CliTest, JsonFileAndJsonFormatCarryTheRecord) {
   const fs::path json = dir_ / "r.json";
   const Outcome o =
-      Run("run -t 2 -b 1K -e 4K -f 2 -n 2 -d all -o sum --format json -J " + json.string());
+      Here("run -t 2 -b 1K -e 4K -f 2 -n 2 -d all -o sum --format json -J " + json.string());
   ASSERT_EQ(o.exit_code, 0) << o.err;
   for (const std::string& text : {o.out, Slurp(json)}) {
     const auto doc = nlohmann::json::parse(text);
@@ -187,7 +188,7 @@ TEST_F(CliTest, JsonFileAndJsonFormatCarryTheRecord) {
 
 TEST_F(CliTest, CsvHasOneLinePerSizeAndPlacement) {
   const fs::path csv = dir_ / "r.csv";
-  const Outcome o = Run("run -t 2 -b 1K -e 4K -f 2 -n 2 --format csv --output " + csv.string());
+  const Outcome o = Here("run -t 2 -b 1K -e 4K -f 2 -n 2 --format csv --output " + csv.string());
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_TRUE(o.out.empty());
   const auto lines = Lines(Slurp(csv));
@@ -206,7 +207,7 @@ TEST_F(CliTest, MinimumBandwidthFromTheEnvironmentFailsTheRun) {
 }
 
 TEST_F(CliTest, SizesBeyondMemoryAreCappedWithNcclTestsMessage) {
-  const Outcome o = Run("run -t 1 -b 8 -e 1T -f 1024 -n 1 -c 0 --memory-limit 256M");
+  const Outcome o = Here("run -t 1 -b 8 -e 1T -f 1024 -n 1 -c 0 --memory-limit 256M");
   EXPECT_EQ(o.exit_code, 0) << o.err;
   // 256 MiB - 128 MiB headroom, over 3 buffers (no check) x 1 rank.
   EXPECT_NE(o.out.find("# Reducing maxBytes to 44739242 due to memory limitation"),
@@ -215,13 +216,13 @@ TEST_F(CliTest, SizesBeyondMemoryAreCappedWithNcclTestsMessage) {
   EXPECT_NE(o.out.find("maxBytes 44739242"), std::string::npos) << o.out;
   EXPECT_EQ(o.out.find("8589934592"), std::string::npos);  // 8 GiB was not attempted
   // Against the machine's real memory: a terabyte is always capped.
-  const Outcome real = Run("run -t 1 -b 8 -e 1T -f 1024 -n 1 -c 0");
+  const Outcome real = Here("run -t 1 -b 8 -e 1T -f 1024 -n 1 -c 0");
   EXPECT_EQ(real.exit_code, 0) << real.err;
   EXPECT_NE(real.out.find("due to memory limitation"), std::string::npos) << real.out;
 }
 
 TEST_F(CliTest, LocalDefaultSaysWhatItRan) {
-  const Outcome o = Run("run");
+  const Outcome o = Here("run");
   EXPECT_EQ(o.exit_code, 0) << o.err;
   EXPECT_NE(o.err.find("fabricscope run without arguments"), std::string::npos) << o.err;
   EXPECT_NE(o.out.find("maxBytes 67108864 step: 4(factor)"), std::string::npos) << o.out;
@@ -229,36 +230,36 @@ TEST_F(CliTest, LocalDefaultSaysWhatItRan) {
 }
 
 TEST_F(CliTest, BadInputsGetAClearErrorAndExitCode) {
-  ExpectRefused("run --bogus", 2, "--bogus");
-  ExpectRefused("run -t abc", 2, "--nthreads");
-  ExpectRefused("run -b 12Q", 2, "-b/--minbytes");
-  ExpectRefused("run -b 64M -e 1M", 2, "give -b <= -e");
-  ExpectRefused("run -b 8 -e 64 -i 0", 2, "-i 0");
-  ExpectRefused("run -b 0 -e 64 -f 2", 2, "never grows");
-  ExpectRefused("run -d float128", 2, "unknown data type 'float128'");
-  ExpectRefused("run -d f8e4m3", 2, "FP8");
-  ExpectRefused("run -o mulsum", 2, "mulsum");
-  ExpectRefused("run -o xor", 2, "unknown op 'xor'");
-  ExpectRefused("run --collective allreduce", 2, "unknown collective 'allreduce'");
-  ExpectRefused("run --backend bogus", 2,
-                "unknown backend 'bogus': available backends are gloo, mpi, nccl, rccl");
-  ExpectRefused("run --format xml", 2, "xml");
-  ExpectRefused("run -t 2 --collective broadcast -r 5 -b 1K -e 1K", 2,
-                "root 5 (-r) is out of range for 2 ranks");
-  ExpectRefused("run -t 0", 2, "-t/--nthreads");
-  ExpectRefused("run -z 7", 2, "-z/--blocking");
-  ExpectRefused("run -a 4", 2, "-a/--average");
-  ExpectRefused("run -T -1", 2, "-T/--timeout");
-  ExpectRefused("run -I 1 -n 5 -K 5", 2, "-K/--per_iter_skip");
-  ExpectRefused("run -g 2", 2, "needs a GPU backend");
-  ExpectRefused("run -G 1", 2, "CUDA graphs");
-  ExpectRefused("run -b 8 -e 8 -J /nonexistent-dir/r.json", 3, "cannot write JSON results");
-  ExpectRefused("run -b 8 -e 8 --output /nonexistent-dir/r.txt", 3, "cannot write the report");
-  ExpectRefused("frobnicate", 2, "unknown command 'frobnicate'");
+  ExpectRefusedHere("run --bogus", 2, "--bogus");
+  ExpectRefusedHere("run -t abc", 2, "--nthreads");
+  ExpectRefusedHere("run -b 12Q", 2, "-b/--minbytes");
+  ExpectRefusedHere("run -b 64M -e 1M", 2, "give -b <= -e");
+  ExpectRefusedHere("run -b 8 -e 64 -i 0", 2, "-i 0");
+  ExpectRefusedHere("run -b 0 -e 64 -f 2", 2, "never grows");
+  ExpectRefusedHere("run -d float128", 2, "unknown data type 'float128'");
+  ExpectRefusedHere("run -d f8e4m3", 2, "FP8");
+  ExpectRefusedHere("run -o mulsum", 2, "mulsum");
+  ExpectRefusedHere("run -o xor", 2, "unknown op 'xor'");
+  ExpectRefusedHere("run --collective allreduce", 2, "unknown collective 'allreduce'");
+  ExpectRefusedHere("run --backend bogus", 2,
+                    "unknown backend 'bogus': available backends are gloo, mpi, nccl, rccl");
+  ExpectRefusedHere("run --format xml", 2, "xml");
+  ExpectRefusedHere("run -t 2 --collective broadcast -r 5 -b 1K -e 1K", 2,
+                    "root 5 (-r) is out of range for 2 ranks");
+  ExpectRefusedHere("run -t 0", 2, "-t/--nthreads");
+  ExpectRefusedHere("run -z 7", 2, "-z/--blocking");
+  ExpectRefusedHere("run -a 4", 2, "-a/--average");
+  ExpectRefusedHere("run -T -1", 2, "-T/--timeout");
+  ExpectRefusedHere("run -I 1 -n 5 -K 5", 2, "-K/--per_iter_skip");
+  ExpectRefusedHere("run -g 2", 2, "needs a GPU backend");
+  ExpectRefusedHere("run -G 1", 2, "CUDA graphs");
+  ExpectRefusedHere("run -b 8 -e 8 -J /nonexistent-dir/r.json", 3, "cannot write JSON results");
+  ExpectRefusedHere("run -b 8 -e 8 --output /nonexistent-dir/r.txt", 3, "cannot write the report");
+  ExpectRefusedHere("frobnicate", 2, "unknown command 'frobnicate'");
 }
 
 TEST_F(CliTest, UnwritableJsonPathFailsBeforeTheSweep) {
-  const Outcome o = Run("run -b 8 -e 8 -J /nonexistent-dir/r.json");
+  const Outcome o = Here("run -b 8 -e 8 -J /nonexistent-dir/r.json");
   EXPECT_TRUE(o.out.empty()) << o.out;  // nothing was run
 }
 

@@ -88,6 +88,8 @@ class BinaryTest : public ::testing::Test {
     EXPECT_NE(o.err.find("error"), std::string::npos) << o.err;
   }
 
+  const std::string& subcommand() const { return subcommand_; }
+
   fs::path dir_;
 
  private:

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "check/fixtures.h"
-#include "common/binary_test.h"
+#include "common/in_process.h"
 #include "fabricscope/check.h"
 #include "fabricscope/fabric.h"
 #include "fabricscope/parse.h"
@@ -201,21 +201,21 @@ TEST(CheckOnFabric, HcasOfHostsMatchesDescriptionsThatStartWithTheHostName) {
   EXPECT_EQ(missing, (std::vector<std::string>{"node03"}));
 }
 
-class CheckFabricCli : public test::BinaryTest {
+class CheckFabricCli : public test::InProcessTest {
  protected:
-  CheckFabricCli() : BinaryTest("check") {}
+  CheckFabricCli() : InProcessTest("check") {}
   const std::string qdr =
       "--gpus-per-node 1 --intra-node-busbw 100 --nics 1 --nic-rate 40 --transport IB ";
 };
 
 TEST_F(CheckFabricCli, TextAndJsonNameTheLinkWithItsEvidence) {
   const std::string log = Write("job.log", Log(Hosts(1, 16), 1.0));
-  auto o = Run(qdr + "--fabric " + Data("faults") + " " + log);
+  auto o = Here(qdr + "--fabric " + Data("faults") + " " + log);
   EXPECT_EQ(o.exit_code, 1) << o.err;
   EXPECT_TRUE(Has(o.out, "  FAIL  fabric         the fabric explains it: leaf1[5] <-> spine1[1]"))
       << o.out;
   EXPECT_TRUE(Has(o.out, "        evidence: " + Data("faults") + "/iblinkinfo.txt:")) << o.out;
-  o = Run(qdr + "--fabric " + Data("faults") + " --format json " + log);
+  o = Here(qdr + "--fabric " + Data("faults") + " --format json " + log);
   EXPECT_EQ(o.exit_code, 1) << o.err;
   const auto json = nlohmann::json::parse(o.out);
   const auto& findings = json["tests"][0]["findings"];
@@ -226,21 +226,21 @@ TEST_F(CheckFabricCli, TextAndJsonNameTheLinkWithItsEvidence) {
   EXPECT_EQ((*it)["figures"]["fabric_limit_factor"], 4.0);
   EXPECT_GE((*it)["evidence"].size(), 2u);
   // Without --fabric the rule stands aside.
-  o = Run(qdr + log);
+  o = Here(qdr + log);
   EXPECT_FALSE(Has(o.out, " fabric ")) << o.out;
 }
 
 TEST_F(CheckFabricCli, BadFabricInputIsAClearUsageError) {
   const std::string log = Write("job.log", Log(Hosts(1, 16), 1.0));
-  ExpectRefused(qdr + "--fabric /nonexistent/dir " + log, 2,
-                "--fabric: the fabric directory '/nonexistent/dir' is not a directory");
+  ExpectRefusedHere(qdr + "--fabric /nonexistent/dir " + log, 2,
+                    "--fabric: the fabric directory '/nonexistent/dir' is not a directory");
   const auto empty = dir_ / "empty";
   std::filesystem::create_directories(empty);
-  ExpectRefused(qdr + "--fabric " + empty.string() + " " + log, 2,
-                "holds neither iblinkinfo.txt nor ibnetdiscover.txt");
-  ExpectRefused(qdr + "--fabric-hosts h1,h2 " + log, 2, "give --fabric DIR too");
-  ExpectRefused(qdr + "--fabric " + Data("healthy") + " --fabric-hosts h1,h99 " + log, 2,
-                "--fabric-hosts names 'h99', which is not an HCA");
+  ExpectRefusedHere(qdr + "--fabric " + empty.string() + " " + log, 2,
+                    "holds neither iblinkinfo.txt nor ibnetdiscover.txt");
+  ExpectRefusedHere(qdr + "--fabric-hosts h1,h2 " + log, 2, "give --fabric DIR too");
+  ExpectRefusedHere(qdr + "--fabric " + Data("healthy") + " --fabric-hosts h1,h99 " + log, 2,
+                    "--fabric-hosts names 'h99', which is not an HCA");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The fabric parsers and findings on outputs captured from the real infiniband-diags tools
 // on the ibsim test bed (tests/fabric/data, written by scripts/testbed/ibsim.sh and
-// `fabricscope fabric --save`), and the binary's handling of bad input.
+// `fabricscope fabric --save`), and the command's handling of bad input (in this process;
+// the binary where the environment matters).
 #include "fabricscope/fabric.h"
 
 #include <gtest/gtest.h>
@@ -10,7 +11,7 @@
 #include <set>
 #include <string>
 
-#include "common/binary_test.h"
+#include "common/in_process.h"
 #include "fabricscope/error.h"
 
 namespace fabricscope::fabric {
@@ -198,23 +199,23 @@ TEST(FabricParse, LinkRates) {
   EXPECT_DOUBLE_EQ(DataGbps(4, 10.0), 32.0);
 }
 
-class FabricCli : public test::BinaryTest {
+class FabricCli : public test::InProcessTest {
  protected:
-  FabricCli() : BinaryTest("fabric") {}
+  FabricCli() : InProcessTest("fabric") {}
 };
 
 TEST_F(FabricCli, SavedFabricAsTextJsonAndSvg) {
-  auto o = Run("--from " + Data("faults") + " --baseline " + Data("healthy"));
+  auto o = Here("--from " + Data("faults") + " --baseline " + Data("healthy"));
   EXPECT_EQ(o.exit_code, 1) << o.err;  // CRITICAL findings
   EXPECT_NE(o.out.find("CRITICAL link-width"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("evidence: " + Data("faults") + "/iblinkinfo.txt:"), std::string::npos);
-  o = Run("--from " + Data("healthy") + " --format json");
+  o = Here("--from " + Data("healthy") + " --format json");
   EXPECT_EQ(o.exit_code, 0) << o.err;
   const auto json = nlohmann::json::parse(o.out);
   EXPECT_EQ(json["findings"].size(), 0u);
   EXPECT_EQ(json["topology"]["host_leaf"]["h16"], "leaf4");
   EXPECT_EQ(json["routing"]["ring"]["limit_factor"], 1.0);
-  o = Run("--from " + Data("faults") + " --format svg");
+  o = Here("--from " + Data("faults") + " --format svg");
   EXPECT_EQ(o.exit_code, 1);
   EXPECT_TRUE(o.out.starts_with("<svg")) << o.out.substr(0, 100);
   EXPECT_NE(o.out.find("#fb8c00"), std::string::npos);  // a link in a finding
@@ -222,46 +223,46 @@ TEST_F(FabricCli, SavedFabricAsTextJsonAndSvg) {
 }
 
 TEST_F(FabricCli, PathThroughTheTablesAndAsIbtracertSawIt) {
-  auto o = Run("--from " + Data("healthy") + " --path h4,h14 --format json");
+  auto o = Here("--from " + Data("healthy") + " --path h4,h14 --format json");
   EXPECT_EQ(o.exit_code, 0) << o.err;
   const auto path = nlohmann::json::parse(o.out)["path"];
   const std::vector<std::string> hops = {"h4[1] -> leaf1[4]", "leaf1[6] -> spine1[2]",
                                          "spine1[8] -> leaf4[6]", "leaf4[2] -> h14[1]"};
   EXPECT_EQ(path["hops"].get<std::vector<std::string>>(), hops);
   EXPECT_EQ(path["ibtracert_hops"].get<std::vector<std::string>>(), hops);
-  o = Run("--from " + Data("healthy") + " --path h4,h99");
+  o = Here("--from " + Data("healthy") + " --path h4,h99");
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("'h99', which is not an HCA"), std::string::npos) << o.err;
-  o = Run("--from " + Data("healthy") + " --path h4");
+  o = Here("--from " + Data("healthy") + " --path h4");
   EXPECT_EQ(o.exit_code, 2);
 }
 
 TEST_F(FabricCli, MissingHostIsCritical) {
-  const auto o = Run("--from " + Data("healthy") + " --hosts h1,h2,h99");
+  const auto o = Here("--from " + Data("healthy") + " --hosts h1,h2,h99");
   EXPECT_EQ(o.exit_code, 1);
   EXPECT_NE(o.out.find("missing-host    h99"), std::string::npos) << o.out;
 }
 
 TEST_F(FabricCli, BadInputIsAClearUsageError) {
-  auto o = Run("--from /nonexistent/dir");
+  auto o = Here("--from /nonexistent/dir");
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("is not a directory"), std::string::npos) << o.err;
-  o = Run("--from " + dir_.string());
+  o = Here("--from " + dir_.string());
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("holds neither iblinkinfo.txt nor ibnetdiscover.txt"), std::string::npos);
-  o = Run("--from " + Data("healthy") + " --expect fast");
+  o = Here("--from " + Data("healthy") + " --expect fast");
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("e.g. 4xNDR"), std::string::npos) << o.err;
-  o = Run("--from " + Data("healthy") + " --format pdf");
+  o = Here("--from " + Data("healthy") + " --format pdf");
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("text, json, svg"), std::string::npos) << o.err;
-  o = Run("--from " + Data("healthy") + " --interval 2");
+  o = Here("--from " + Data("healthy") + " --interval 2");
   EXPECT_EQ(o.exit_code, 2);
-  o = Run("--from " + Data("healthy") + " --tool-timeout 1e300");
+  o = Here("--from " + Data("healthy") + " --tool-timeout 1e300");
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("--tool-timeout must be"), std::string::npos) << o.err;
   Write("iblinkinfo.txt", "complete nonsense\n");
-  o = Run("--from " + dir_.string());
+  o = Here("--from " + dir_.string());
   EXPECT_EQ(o.exit_code, 0) << o.err;
   EXPECT_NE(o.out.find("note: " + (dir_ / "iblinkinfo.txt").string() + ":1:"), std::string::npos)
       << o.out;

@@ -1,5 +1,6 @@
-// `fabricscope locate` as a user runs it: the real binary, a simulated cluster for exact
-// answers, real processes over Gloo on this host, and every bad input.
+// `fabricscope locate` as a user runs it: a simulated cluster for exact answers and every bad
+// input, in this process on string streams; real processes of the binary over Gloo and MPI
+// on this host.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,7 +12,7 @@
 #include <sstream>
 #include <string>
 
-#include "common/binary_test.h"
+#include "common/in_process.h"
 
 namespace {
 
@@ -19,17 +20,17 @@ namespace fs = std::filesystem;
 using fabricscope::test::Outcome;
 using fabricscope::test::Slurp;
 
-class LocateCliTest : public fabricscope::test::BinaryTest {
+class LocateCliTest : public fabricscope::test::InProcessTest {
  protected:
-  // Refused, and nothing on stdout.
+  // Refused here, and nothing on out.
   void ExpectRefused(const std::string& args, int code, const std::string& needle) {
-    BinaryTest::ExpectRefused(args, code, needle);
-    EXPECT_TRUE(Run(args).out.empty()) << args;
+    ExpectRefusedHere(args, code, needle);
+    EXPECT_TRUE(Here(args).out.empty()) << args;
   }
 };
 
 TEST_F(LocateCliTest, HelpListsTheFlagsAndExitCodes) {
-  const Outcome o = Run("locate --help");
+  const Outcome o = Here("locate --help");
   EXPECT_EQ(o.exit_code, 0);
   for (const char* flag :
        {"--backend", "--launcher", "--group-by", "--mode", "--coverage", "--size", "--threshold",
@@ -38,15 +39,15 @@ TEST_F(LocateCliTest, HelpListsTheFlagsAndExitCodes) {
         "4 inconclusive or ambiguous"}) {
     EXPECT_NE(o.out.find(flag), std::string::npos) << flag;
   }
-  const Outcome top = Run("--help");
+  const Outcome top = Here("--help");
   EXPECT_NE(top.out.find("locate"), std::string::npos) << top.out;
 }
 
 TEST_F(LocateCliTest, SimulatedSlowNodeIsNamedWithExitCode1) {
   const fs::path json = dir_ / "r.json";
   const fs::path svg = dir_ / "r.svg";
-  const Outcome o = Run("locate --simulate 12 --inject node:7:0.4 --json " + json.string() +
-                        " --svg " + svg.string());
+  const Outcome o = Here("locate --simulate 12 --inject node:7:0.4 --json " + json.string() +
+                         " --svg " + svg.string());
   EXPECT_EQ(o.exit_code, 1) << o.err;
   EXPECT_NE(o.out.find("# verdict: 1 culprit named at 99.9% confidence: node sim07"),
             std::string::npos)
@@ -85,7 +86,7 @@ TEST_F(LocateCliTest, SimulatedSlowNodeIsNamedWithExitCode1) {
 TEST_F(LocateCliTest, SimulatedClusterWithoutFaultExitsZero) {
   const fs::path report = dir_ / "report.txt";
   const Outcome o =
-      Run("locate --simulate 40 --noise 0.05 --transients 0.01 --output " + report.string());
+      Here("locate --simulate 40 --noise 0.05 --transients 0.01 --output " + report.string());
   EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
   EXPECT_TRUE(o.out.empty()) << o.out;  // the report went to --output
   const std::string text = Slurp(report);
@@ -98,7 +99,7 @@ TEST_F(LocateCliTest, SimulatedClusterWithoutFaultExitsZero) {
 
 TEST_F(LocateCliTest, QuickModeAtScaleAsJsonOnStdout) {
   const Outcome o =
-      Run("locate --simulate 2048 --mode quick --coverage 3 --inject node:1500 --format json");
+      Here("locate --simulate 2048 --mode quick --coverage 3 --inject node:1500 --format json");
   EXPECT_EQ(o.exit_code, 1) << o.err;
   const auto j = nlohmann::json::parse(o.out);
   EXPECT_EQ(j["rounds"]["pairs"], 3);
@@ -110,10 +111,10 @@ TEST_F(LocateCliTest, QuickModeAtScaleAsJsonOnStdout) {
 
 TEST_F(LocateCliTest, SimulatedRailsAndLinks) {
   const fs::path svg = dir_ / "rails.svg";
-  const Outcome o =
-      Run("locate --simulate 10 --rails 2 --inject nic:4/1 --inject link:2-8:0.5 "
-          "--format json --svg " +
-          svg.string());
+  const Outcome o = Here(
+      "locate --simulate 10 --rails 2 --inject nic:4/1 --inject link:2-8:0.5 "
+      "--format json --svg " +
+      svg.string());
   EXPECT_EQ(o.exit_code, 1) << o.err;
   const auto j = nlohmann::json::parse(o.out);
   ASSERT_EQ(j["suspects"].size(), 2u) << j["suspects"].dump(2);
@@ -154,10 +155,10 @@ TEST_F(LocateCliTest, FabricDirectoryAsTopologyNamesTheLeafsUplinks) {
   const fs::path fabric = SimulatedFabric(dir_ / "fabric");
   const fs::path json = dir_ / "r.json";
   // sim12..sim15 are h13..h16, the HCAs of leaf4.
-  const Outcome o =
-      Run("locate --simulate 16 --inject uplink:12-15:0.4 --skip-stragglers "
-          "--topology " +
-          fabric.string() + " --json " + json.string());
+  const Outcome o = Here(
+      "locate --simulate 16 --inject uplink:12-15:0.4 --skip-stragglers "
+      "--topology " +
+      fabric.string() + " --json " + json.string());
   EXPECT_EQ(o.exit_code, 1) << o.err << o.out;
   const auto j = nlohmann::json::parse(Slurp(json));
   ASSERT_EQ(j["suspects"].size(), 1u) << j["suspects"].dump(2);
@@ -299,10 +300,10 @@ TEST_F(LocateCliTest, BadInputsGetAClearErrorAndExitCode) {
 
 TEST_F(LocateCliTest, FatTreeUplinkIsNamedAsThatLink) {
   const fs::path json = dir_ / "fat.json";
-  const Outcome o =
-      Run("locate --simulate 64 --fat-tree leaf-ports=8,oversubscription=2 --noise 0.1 "
-          "--inject uplink:leaf3-spine1:0.4 --skip-stragglers --json " +
-          json.string());
+  const Outcome o = Here(
+      "locate --simulate 64 --fat-tree leaf-ports=8,oversubscription=2 --noise 0.1 "
+      "--inject uplink:leaf3-spine1:0.4 --skip-stragglers --json " +
+      json.string());
   EXPECT_EQ(o.exit_code, 1) << o.err << o.out;
   EXPECT_NE(o.out.find("verdict: 1 culprit named at 99.9% confidence: uplink leaf3-spine1\n"),
             std::string::npos)
