@@ -1,8 +1,8 @@
 #include "cli/model_command.h"
 
-#include <iostream>
 #include <memory>
 
+#include "cli/output.h"
 #include "fabricscope/model_run.h"
 
 namespace fabricscope::cli {
@@ -64,7 +64,7 @@ CommandAction SetupModelCommand(CLI::App& app) {
   app.add_flag("--in-network", f->in_network,
                "in-network reduction (SHARP): CollNet algorithms, multi-node NVLS; with "
                "--simulate, all_reduce through switch aggregation trees");
-  app.add_option("--format", f->format, "text or json")->capture_default_str();
+  AddFormatOption(app, f->format, ModelReporters());
 
   auto* measured = app.add_option_group(
       "measured runs",
@@ -133,10 +133,10 @@ CommandAction SetupModelCommand(CLI::App& app) {
   for (CLI::Option* option : sim->get_options()) {
     if (option != simulate) option->needs(simulate);
   }
-  return [f, nodes, collective](const CommandContext&) {
+  return [f, nodes, collective](const CommandContext& ctx) {
     f->nodes_given = nodes->count() > 0;
     f->collective_given = collective->count() > 0;
-    return ExecuteModel(*f, std::cout, std::cerr);  // the command's only streams
+    return ExecuteModel(*f, ctx.out, ctx.err);
   };
 }
 

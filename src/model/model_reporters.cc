@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "core/find_format.h"
 #include "fabricscope/error.h"
 #include "fabricscope/model_run.h"
 
@@ -17,14 +18,7 @@ const std::vector<ModelReporter>& ModelReporters() {
 }
 
 const ModelReporter& FindModelReporter(std::string_view name) {
-  for (const ModelReporter& reporter : ModelReporters()) {
-    if (reporter.name == name) return reporter;
-  }
-  std::string names;
-  for (const ModelReporter& reporter : ModelReporters()) {
-    names += (names.empty() ? "" : " or ") + std::string(reporter.name);
-  }
-  throw UsageError("--format '" + std::string(name) + "' is unknown: use " + names);
+  return FindFormat(ModelReporters(), name);
 }
 
 }  // namespace fabricscope

@@ -84,6 +84,7 @@ TEST_F(InProcess, UnknownFormatIsOneErrorListingEachCommandsFormats) {
   ExpectUnknownFormat("doctor --root " + dir_.string(), "text, json");
   ExpectUnknownFormat("fabric --from " + FabricData("healthy"), "text, json, svg");
   ExpectUnknownFormat("watch " + Write("w.jsonl", InspectorLine(0, 0)), "text, json");
+  ExpectUnknownFormat("model --platform dgx-h100", "text, json");
 }
 
 TEST_F(InProcess, HelpListsEachFormatWithItsDescription) {
@@ -95,6 +96,7 @@ TEST_F(InProcess, HelpListsEachFormatWithItsDescription) {
   ExpectFormatsInHelp("doctor", {"text", "json"});
   ExpectFormatsInHelp("fabric", {"text", "json", "svg"});
   ExpectFormatsInHelp("watch", {"text", "json"});
+  ExpectFormatsInHelp("model", {"text", "json"});
 }
 
 TEST_F(InProcess, RunWritesTheChosenFormatToOut) {
@@ -268,6 +270,22 @@ TEST_F(InProcess, WatchWritesEachFormat) {
 TEST_F(InProcess, WatchRefusesBadInputWithTheFix) {
   ExpectRefusedHere("watch " + Write("junk.jsonl", "not json\n"), 2, "no collective records in");
   ExpectRefusedHere("watch", 2, "give JSONL files or directories, or --prometheus URL");
+}
+
+TEST_F(InProcess, ModelWritesEachFormat) {
+  Outcome o = Here("model --platform dgx-h100 --nodes 2 -b 1M -e 1M --format json");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  const auto json = nlohmann::json::parse(o.out);
+  EXPECT_EQ(json["platform"], "dgx-h100") << o.out;
+  o = Here("model --platform dgx-h100 --nodes 2 -b 1M -e 1M");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("all_reduce"), std::string::npos) << o.out;
+}
+
+TEST_F(InProcess, ModelRefusesBadInputWithTheFix) {
+  ExpectRefusedHere("model --platform dgx-nonsense", 2, "unknown platform 'dgx-nonsense'");
+  ExpectRefusedHere("model --platform dgx-h100 --calibrate /nonexistent/run.log", 2,
+                    "/nonexistent/run.log");
 }
 
 TEST_F(InProcess, UnknownCommandAndBadFlagsAreUsageErrors) {

@@ -295,7 +295,7 @@ TEST_F(ModelRunTest, TheRegistryListsTextAndJsonAndRefusesOthers) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{"text", "json"}));
   EXPECT_EQ(UsageMessage([] { FindModelReporter("xml"); }),
-            "--format 'xml' is unknown: use text or json");
+            "unknown --format 'xml': choose one of text, json");
 }
 
 TEST_F(ModelRunTest, APredictionRendersOneTablePerCollectiveAndOneJsonRowPerSize) {
