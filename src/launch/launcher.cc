@@ -479,8 +479,11 @@ class JobRunner {
       try {
         RankMain(thread);
       } catch (const std::exception& e) {
+        // The lowest failing rank's error, not the first to arrive: when one rank fails, its
+        // peers fail a moment later, and which thread got here first was a race.
         const std::lock_guard lock(error_mutex_);
-        if (!first_error_) {
+        if (!first_error_ || thread < first_error_thread_) {
+          first_error_thread_ = thread;
           first_error_ = std::current_exception();
           first_message_ =
               "rank " + std::to_string(FirstRank(thread)) + " on " + host_ + ": " + e.what();
@@ -581,6 +584,7 @@ class JobRunner {
   RunResult result_;
   std::mutex error_mutex_;
   std::exception_ptr first_error_;
+  int first_error_thread_ = 0;
   std::string first_message_;
 };
 

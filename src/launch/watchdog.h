@@ -21,12 +21,14 @@ namespace fabricscope {
 
 class Watchdog {
  public:
-  // Called once, from the watchdog's own thread, with the message of the first call that
-  // outlived the limit; the watchdog then stops watching.
+  // Called once, from the thread that scans (the watchdog's own, or Scan's caller), with the
+  // message of the first call that outlived the limit; the watchdog then stops watching.
   using OnExpire = std::function<void(const std::string& message)>;
+  // Monotonic nanoseconds, always above 0; steady_clock unless a test injects virtual time.
+  using NowNs = std::function<int64_t()>;
 
   // `limit`: how long one call may take; `where`: "host", for the message.
-  Watchdog(std::chrono::milliseconds limit, std::string where, OnExpire on_expire);
+  Watchdog(std::chrono::milliseconds limit, std::string where, OnExpire on_expire, NowNs now = {});
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
@@ -36,6 +38,10 @@ class Watchdog {
   // communicator it returns so its calls are watched.
   std::unique_ptr<Communicator> Connect(
       int rank, std::string what, const std::function<std::unique_ptr<Communicator>()>& connect);
+
+  // One look at the calls in flight, as the watchdog's thread takes every tick: calls
+  // on_expire for the first one older than the limit. True once it has expired.
+  bool Scan();
 
  private:
   struct Slot {
@@ -47,13 +53,20 @@ class Watchdog {
   class WatchedCommunicator;
 
   // Marks a call as in flight in `slot` from now.
-  static void Enter(Slot& slot, std::string what);
+  void Enter(Slot& slot, std::string what) const;
+  // Runs `call` as in flight in `slot`: a call that throws is over, not stuck.
+  template <typename Call>
+  void Watch(Slot& slot, std::string what, Call&& call) const;
 
   void Loop();
+  // The expiry message for the call in flight in `slot`.
+  std::string Describe(Slot& slot) const;
 
   const std::chrono::milliseconds limit_;
   const std::string where_;
   const OnExpire on_expire_;
+  const NowNs now_;
+  std::atomic<bool> expired_{false};
   std::mutex mutex_;
   std::condition_variable stop_;
   bool stopping_ = false;

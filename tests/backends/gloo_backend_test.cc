@@ -445,16 +445,22 @@ TEST(GlooBackendErrorTest, PeerThatNeverConnectsTimesOut) {
     backend->Connect(options);
     FAIL() << "Connect returned without its peer";
   } catch (const Error& e) {
-    EXPECT_TRUE(e.code() == ErrorCode::kTimeout || e.code() == ErrorCode::kBackend) << e.what();
-    EXPECT_NE(std::string(e.what()).find("gloo connect (rank 0 of 2): "), std::string::npos)
+    // Gloo waits for the peer's address in our store, whose timeout is a TimeoutError that
+    // keeps its type through the backend.
+    EXPECT_EQ(e.code(), ErrorCode::kTimeout) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("gloo connect (rank 0 of 2): rendezvous: key ", 0), 0u)
         << e.what();
   }
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
 }
 
+// A peer that is gone is a broken connection, not a timeout: its sockets are closed before
+// the call starts, and Gloo reports the closure. The timeout is far longer than noticing a
+// closed socket takes, so that the two do not race (with 500 ms they could on a loaded
+// machine, and the test used to accept either).
 TEST(GlooBackendErrorTest, PeerThatLeavesFailsTheCollective) {
   auto backend = MakeBackend("gloo");
-  auto world = Connect(*backend, 2, milliseconds(500));
+  auto world = Connect(*backend, 2, milliseconds(10000));
   world->comms[1].reset();  // rank 1 goes away
   std::vector<float> send(1000, 1.0f);
   std::vector<float> recv(1000);
@@ -462,16 +468,14 @@ TEST(GlooBackendErrorTest, PeerThatLeavesFailsTheCollective) {
   call.send = send.data();
   call.recv = recv.data();
   call.count = send.size();
-  const auto start = Clock::now();
   try {
     world->comms[0]->Run(call);
     FAIL() << "all_reduce completed without its peer";
   } catch (const Error& e) {
-    EXPECT_TRUE(e.code() == ErrorCode::kTimeout || e.code() == ErrorCode::kBackend) << e.what();
+    EXPECT_EQ(e.code(), ErrorCode::kBackend) << e.what();
     EXPECT_EQ(std::string(e.what()).rfind("gloo all_reduce (rank 0 of 2, 1000 elements): ", 0), 0u)
         << e.what();
   }
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
 }
 
 TEST(GlooBackendErrorTest, PeerThatNeverCallsTimesOut) {

@@ -91,10 +91,13 @@ TEST_F(CliTest, TextOutputFollowsTheNcclTestsLayoutLineByLine) {
             "iters: 3 agg iters: 1 validation: 1 graph: 0 unalign: 0");
   EXPECT_EQ(lines[3], "#");
   EXPECT_EQ(lines[4], "# Using devices");
-  const std::regex rank_line(
-      R"(#  Rank  [01] Group  0 Pid +\d+ on +\S+ device  [01] \[host\] host memory.*)");
-  EXPECT_TRUE(std::regex_match(lines[5], rank_line)) << lines[5];
-  EXPECT_TRUE(std::regex_match(lines[6], rank_line)) << lines[6];
+  // One line per rank, in rank order; thread t of the process drives device t.
+  for (int r = 0; r < 2; ++r) {
+    const std::regex rank_line("#  Rank  " + std::to_string(r) + R"( Group  0 Pid +\d+ on +\S+ )" +
+                               "device  " + std::to_string(r) + R"( \[host\] host memory.*)");
+    EXPECT_TRUE(std::regex_match(lines[5 + static_cast<size_t>(r)], rank_line))
+        << lines[5 + static_cast<size_t>(r)];
+  }
   EXPECT_EQ(lines[7], "#");
   EXPECT_EQ(lines[8],
             "#                                                              out-of-place           "
@@ -105,9 +108,13 @@ TEST_F(CliTest, TextOutputFollowsTheNcclTestsLayoutLineByLine) {
   EXPECT_EQ(lines[10],
             "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)         "
             "    (us)  (GB/s)  (GB/s)         ");
-  const std::regex row(
-      R"( {8}(1024|2048|4096) {9,11}\d+ {5}float {5}sum {6}-1( {2}[ \d.e+]{7} {2}[ \d.e+]{6} {2}[ \d.e+]{6} {7}0){2})");
-  for (size_t i = 11; i < 14; ++i) EXPECT_TRUE(std::regex_match(lines[i], row)) << lines[i];
+  // The sizes in sweep order, 1024, 2048, 4096.
+  for (size_t i = 11; i < 14; ++i) {
+    const std::regex row(
+        " {8}" + std::to_string(1024 << (i - 11)) +
+        R"( {9,11}\d+ {5}float {5}sum {6}-1( {2}[ \d.e+]{7} {2}[ \d.e+]{6} {2}[ \d.e+]{6} {7}0){2})");
+    EXPECT_TRUE(std::regex_match(lines[i], row)) << lines[i];
+  }
   EXPECT_EQ(lines[14], "# Out of bounds values : 0 OK");
   EXPECT_TRUE(std::regex_match(lines[15], std::regex(R"(# Avg bus bandwidth    : [\d.e+-]+ )")))
       << lines[15];

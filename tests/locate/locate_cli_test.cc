@@ -196,16 +196,21 @@ TEST_F(LocateCliTest, FourProcessesAsNodesOverGloo) {
   }
   script += "wait";
   ASSERT_EQ(std::system(("sh -c '" + script + "'").c_str()), 0);
+  const auto j = nlohmann::json::parse(Slurp(json));
+  // Whether this machine's noise lets the verdict clear the nodes is not ours to decide (the
+  // simulation tests pin the verdicts on seeded noise); what the verdict is, is: rank 0 exits
+  // with the status its record gives (never a name), the others with 0.
+  const std::string status = j["status"];
+  EXPECT_NE(status, "found") << j["suspects"].dump(2);
   for (int r = 0; r < 4; ++r) {
     const std::string out = (dir_ / ("out." + std::to_string(r))).string();
-    const std::string rc = Slurp(out + ".rc");
-    EXPECT_TRUE(rc == "0\n" || (r == 0 && rc == "4\n"))
-        << "process " << r << " exit " << rc << ": " << Slurp(out + ".err");
+    const std::string expected = r == 0 && status != "clear" ? "4\n" : "0\n";
+    EXPECT_EQ(Slurp(out + ".rc"), expected)
+        << "process " << r << " (status " << status << "): " << Slurp(out + ".err");
     if (r > 0) {
       EXPECT_EQ(Slurp(out), "") << "only rank 0 reports";
     }
   }
-  const auto j = nlohmann::json::parse(Slurp(json));
   EXPECT_EQ(j["backend"], "gloo");
   EXPECT_EQ(j["nodes"].size(), 4u);
   EXPECT_EQ(j["config"]["rails"], 2);
@@ -237,13 +242,17 @@ TEST_F(LocateCliTest, MpiBackendUnderMpirun) {
       "--mca mpi_yield_when_idle 1 -np 5 " +
       std::string(FABRICSCOPE_BINARY) +
       " locate --backend mpi --group-by process -b 8M -n 25 -T 60 --max-sweeps 3 --format json");
-  // 0 or 4: five ranks oversubscribed on a loaded CI machine are noisy, and the answer may
-  // be inconclusive; a name (1) would be a wrong one. Each measurement spans tens of
+  // Clear (0) or undecided (4), as the record's status says: five ranks oversubscribed on a
+  // loaded CI machine are noisy, and the answer may be inconclusive; a name (1) would be a
+  // wrong one. Each measurement spans tens of
   // milliseconds (8 MB, 25 iterations), many of the scheduler's time slices: at 64 KB x 2
   // (about 30 us) a process kept off the CPU by the rest of the suite for three of its
   // measurements was really 100x slower, and named (seen once under ctest -j2).
-  ASSERT_TRUE(o.exit_code == 0 || o.exit_code == 4) << o.exit_code << o.out << o.err;
+  ASSERT_FALSE(o.out.empty()) << o.exit_code << o.err;
   const auto j = nlohmann::json::parse(o.out);  // one report: rank 0's
+  const std::string status = j["status"];
+  EXPECT_NE(status, "found") << j["suspects"].dump(2);
+  EXPECT_EQ(o.exit_code, status == "clear" ? 0 : 4) << status << o.err;
   EXPECT_EQ(j["backend"], "mpi");
   EXPECT_EQ(j["nodes"].size(), 5u);
   EXPECT_EQ(j["rounds"]["pairs"], 5);  // odd: a node sits out each round
