@@ -11,6 +11,7 @@
 
 #include "fabricscope/collective.h"
 #include "fabricscope/dtype.h"
+#include "fabricscope/env.h"
 #include "fabricscope/store.h"
 
 namespace fabricscope {
@@ -168,6 +169,9 @@ struct ConnectOptions {
 struct BackendOptions {
   std::string library;
   std::string runtime_library;
+  // The variables the backend reads (the nccl and rccl backends: NCCL_DEBUG,
+  // NCCL_DEBUG_FILE); by default none is set.
+  Env env;
 };
 
 // A communication library.

@@ -55,4 +55,23 @@ class TimeoutError : public Error {
   explicit TimeoutError(const std::string& message) : Error(ErrorCode::kTimeout, message) {}
 };
 
+// Throws the error of `error`'s kind (its class: a UsageError stays a UsageError) with
+// `message`: how a layer adds where a failure happened without slicing it to Error, which
+// would lose what callers catch it as.
+[[noreturn]] inline void ThrowWithMessage(const Error& error, const std::string& message) {
+  switch (error.code()) {
+    case ErrorCode::kUsage:
+      throw UsageError(message);
+    case ErrorCode::kUnsupported:
+      throw UnsupportedError(message);
+    case ErrorCode::kSystem:
+      throw SystemError(message);
+    case ErrorCode::kBackend:
+      throw BackendError(message);
+    case ErrorCode::kTimeout:
+      throw TimeoutError(message);
+  }
+  throw Error(error.code(), message);  // a code outside the enum: keep it
+}
+
 }  // namespace fabricscope

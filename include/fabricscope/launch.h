@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "fabricscope/backend.h"
+#include "fabricscope/env.h"
 #include "fabricscope/options.h"
 #include "fabricscope/report.h"
 #include "fabricscope/result.h"
@@ -38,10 +39,6 @@ struct LaunchInfo {
   std::string reason;         // why this path and not another, for the stderr line
 };
 
-// Reads a variable; the real environment in production, a map in tests.
-using EnvLookup = std::function<std::optional<std::string>(std::string_view)>;
-EnvLookup ProcessEnvironment();
-
 // `requested` is --launcher: "auto", "single", "mpi" or "env". Throws UsageError for a bad
 // value or an incomplete environment (naming the missing variables). Under auto: Open MPI's
 // mpirun, PMIx (srun --mpi=pmix, prterun) and MPICH's Hydra are MPI; then RANK /
@@ -49,7 +46,7 @@ EnvLookup ProcessEnvironment();
 // SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID and SLURM_STEP_NODELIST with a TCP store on the
 // step's first node (port from SLURM_JOB_ID and SLURM_STEP_ID, or MASTER_ADDR /
 // MASTER_PORT); else one process.
-LaunchInfo DetectLaunch(const EnvLookup& env, std::string_view requested = "auto");
+LaunchInfo DetectLaunch(const Env& env, std::string_view requested = "auto");
 
 // One line for stderr: which launch path was chosen and why ("launcher: env (srun without
 // PMIx: ...)"). Empty for one process, which needs no explaining.
@@ -69,7 +66,7 @@ uint16_t SlurmStorePort(uint64_t job_id, uint64_t step_id);
 // The NCCL_TESTS_SPLIT / NCCL_TESTS_SPLIT_MASK colour of a rank: ranks of one colour form
 // one communicator. "AND 0x7" / "&0x7", "OR n" / "|n", "MOD n" / "%n", "DIV n" / "/n";
 // a mask alone is "AND mask". No variable: colour 0 for every rank. Throws UsageError.
-int SplitColor(const EnvLookup& env, int rank);
+int SplitColor(const Env& env, int rank);
 
 // One rank of a job once the job's communicator is up: what a tool that drives its own
 // measurements (locate) gets in place of the benchmark sweep.
@@ -91,12 +88,15 @@ using RankBody = std::function<void(RankContext& context)>;
 // Throws the first error of this process's ranks. With `body`, each rank runs it instead
 // of the sweep (options still set -t, -T and what the backend is checked against).
 RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
-                 const LaunchInfo& launch, const EnvLookup& env, const RankBody& body = {});
+                 const LaunchInfo& launch, const Env& env, const RankBody& body = {});
 
-// RunJob in one process with an in-memory store.
-RunResult RunThreads(const RunOptions& options, Backend& backend, Reporter* sink);
+// RunJob in one process with an in-memory store, in `env` (by default: no variable set).
+RunResult RunThreads(const RunOptions& options, Backend& backend, Reporter* sink,
+                     const Env& env = Env());
 
-// Fills the header part of the record (version, backend, config, start time, env).
-RunResult MakeHeader(const RunOptions& options, const Backend& backend);
+// Fills the header part of the record (version, backend, config, start time, the variables
+// of `env` that change a library's behaviour, NCCL_TESTS_MIN_BW). Throws UsageError for a
+// NCCL_TESTS_MIN_BW that is not a number.
+RunResult MakeHeader(const RunOptions& options, const Backend& backend, const Env& env);
 
 }  // namespace fabricscope

@@ -457,7 +457,7 @@ struct LocateJobOptions {
 // decisions. Returns the report on the process of
 // global rank 0 (an empty report elsewhere: `ranks` is empty).
 LocateReport RunLocateJob(const LocateJobOptions& options, Backend& backend,
-                          const LaunchInfo& launch, const EnvLookup& env);
+                          const LaunchInfo& launch, const Env& env);
 
 // ---------------------------------------------------------------------------------------
 // Output

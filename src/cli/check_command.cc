@@ -117,13 +117,13 @@ std::optional<RunResult> RunBenchmark(const std::vector<std::string>& args,
   }
   RunOptions options = ToRunOptions(flags);
   if (flags.dry_run) {
-    const LaunchInfo launch = DetectLaunch(ProcessEnvironment(), flags.launcher);
+    const LaunchInfo launch = DetectLaunch(Env::Process(), flags.launcher);
     if (launch.process_rank == 0) PrintRunPlan(flags, options, launch, ctx.out, "stderr");
     return std::nullopt;
   }
   options.command_line = {ctx.prog, "run"};
   options.command_line.insert(options.command_line.end(), args.begin(), args.end());
-  const EnvLookup env = ProcessEnvironment();
+  const Env env = Env::Process();
   const LaunchInfo launch = DetectLaunch(env, flags.launcher);
   AnnounceLaunch(launch, ctx.err);
   auto backend = ResolveBackend(flags, launch, options, ctx.err);

@@ -14,8 +14,6 @@
 #include "fabricscope/error.h"
 #include "fabricscope/launch.h"
 
-extern char** environ;
-
 namespace fabricscope::cli {
 namespace {
 
@@ -36,15 +34,9 @@ struct DoctorFlags {
   double timeout = 60;
 };
 
-std::map<std::string, std::string> NcclEnvironment() {
-  std::map<std::string, std::string> out;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    const std::string_view entry(*e);
-    const size_t eq = entry.find('=');
-    if (!entry.starts_with("NCCL_") || eq == std::string_view::npos) continue;
-    out[std::string(entry.substr(0, eq))] = std::string(entry.substr(eq + 1));
-  }
-  return out;
+std::map<std::string, std::string> NcclEnvironment(const Env& env) {
+  const auto family = env.Family("NCCL_*");
+  return {family.begin(), family.end()};
 }
 
 int ListChecks(std::ostream& out) {
@@ -77,7 +69,8 @@ int ExecuteDoctor(const DoctorFlags& flags, const CommandContext& ctx) {
     throw UsageError("--timeout must be a positive number of seconds (got " +
                      std::to_string(flags.timeout) + ")");
   }
-  const LaunchInfo launch = DetectLaunch(ProcessEnvironment(), flags.launcher);
+  const Env env = Env::Process();
+  const LaunchInfo launch = DetectLaunch(env, flags.launcher);
   AnnounceLaunch(launch, ctx.err);
   // Refuse a bad --format before any work, and on every process alike.
   const OutputFormat<DoctorRecord>& format = FindFormat(DoctorFormats(), flags.format);
@@ -88,7 +81,7 @@ int ExecuteDoctor(const DoctorFlags& flags, const CommandContext& ctx) {
   options.topo_file = flags.topo_file;
   options.platform = flags.platform;
   options.lint_env = flags.env;
-  if (flags.env) options.env = NcclEnvironment();
+  if (flags.env) options.env = NcclEnvironment(env);
   options.checks = flags.checks;
   options.rank = launch.process_rank;
   const doctor::NodeReport mine = doctor::RunDoctor(options);

@@ -354,11 +354,11 @@ int Execute(const LocateFlags& f, const CommandContext& ctx) {
   Require(f.timeout >= 0, "-T/--timeout must be 0 (default) or a number of seconds");
   m.timeout_s = f.timeout;
   m.command_line = args;
-  const EnvLookup env = ProcessEnvironment();
+  const Env env = Env::Process();
   const LaunchInfo launch = DetectLaunch(env, f.launcher);
   AnnounceLaunch(launch, ctx.err);
   if (f.dry_run) return PrintPlan(f, launch, ctx.out);
-  auto backend = MakeBackend(m.backend);
+  auto backend = MakeBackend(m.backend, {.library = {}, .runtime_library = {}, .env = env});
   // Only the first process reports and touches the output files.
   std::unique_ptr<Outputs> outputs;
   if (launch.process_rank == 0) {

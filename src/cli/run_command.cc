@@ -214,7 +214,7 @@ RunOptions ToRunOptions(const RunFlags& f) {
 
 std::unique_ptr<Backend> ResolveBackend(const RunFlags& flags, const LaunchInfo& launch,
                                         RunOptions& options, std::ostream& err) {
-  const BackendOptions libraries{flags.nccl_lib, flags.gpu_runtime_lib};
+  const BackendOptions libraries{flags.nccl_lib, flags.gpu_runtime_lib, Env::Process()};
   if (options.backend.empty()) {
     std::string reason;
     options.backend = DefaultBackend(libraries, &reason);
@@ -271,7 +271,7 @@ void PrintRunPlan(const RunFlags& flags, const RunOptions& options, const Launch
 int ExecuteRun(const RunFlags& flags, const CommandContext& ctx) {
   RunOptions options = ToRunOptions(flags);
   options.command_line = ctx.command_line;
-  const EnvLookup env = ProcessEnvironment();
+  const Env env = Env::Process();
   const LaunchInfo launch = DetectLaunch(env, flags.launcher);
   AnnounceLaunch(launch, ctx.err);
   if (flags.dry_run) {

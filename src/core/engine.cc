@@ -125,7 +125,7 @@ class RankRunner {
                 RunTest(t);
               } catch (const Error& e) {
                 // Say where the run was, so a hang or a dead peer is located at once.
-                throw Error(e.code(), Where(t) + ": " + e.what());
+                ThrowWithMessage(e, Where(t) + ": " + e.what());
               }
             }
           }

@@ -25,10 +25,9 @@ int ParseInt(const std::string& name, const std::string& value, int lo) {
 }
 
 // The first of `names` that is set, parsed; nullopt when none is.
-std::optional<int> FirstInt(const EnvLookup& env, std::initializer_list<const char*> names,
-                            int lo) {
+std::optional<int> FirstInt(const Env& env, std::initializer_list<const char*> names, int lo) {
   for (const char* name : names) {
-    if (const auto value = env(name)) return ParseInt(name, *value, lo);
+    if (const auto value = env.Get(name)) return ParseInt(name, *value, lo);
   }
   return std::nullopt;
 }
@@ -70,10 +69,10 @@ const MpiLauncher kMpiLaunchers[] = {
      "MPI numbers the processes"},
 };
 
-std::optional<LaunchInfo> FromMpi(const EnvLookup& env) {
+std::optional<LaunchInfo> FromMpi(const Env& env) {
   for (const MpiLauncher& launcher : kMpiLaunchers) {
-    const auto rank = env(launcher.rank);
-    if (!rank || (launcher.unless != nullptr && env(launcher.unless))) continue;
+    const auto rank = env.Get(launcher.rank);
+    if (!rank || (launcher.unless != nullptr && env.Get(launcher.unless))) continue;
     const std::optional<int> size = FirstInt(env, launcher.size, 1);
     if (!size && launcher.size.size() == 1) continue;  // a stray rank variable alone
     LaunchInfo info;
@@ -107,8 +106,8 @@ uint16_t ParsePort(const std::string& name, const std::string& value) {
 
 // MASTER_PORT, where 0 asks process 0 to bind a free port and publish it in
 // FABRICSCOPE_PORT_FILE, which the other processes read (the JobStore of store.h).
-void ReadStorePort(const EnvLookup& env, const std::string& port, LaunchInfo& info) {
-  const auto file = env("FABRICSCOPE_PORT_FILE");
+void ReadStorePort(const Env& env, const std::string& port, LaunchInfo& info) {
+  const auto file = env.Get("FABRICSCOPE_PORT_FILE");
   if (port != "0") {
     info.master_port = ParsePort("MASTER_PORT", port);
     return;
@@ -125,11 +124,11 @@ void ReadStorePort(const EnvLookup& env, const std::string& port, LaunchInfo& in
 
 // srun without PMIx: Slurm numbers the tasks, and the step's first node, where srun puts
 // task 0, serves the store. MASTER_ADDR and MASTER_PORT override the derived address.
-std::optional<LaunchInfo> FromSlurm(const EnvLookup& env) {
-  const auto rank = env("SLURM_PROCID");
-  const auto size = env("SLURM_NTASKS");
+std::optional<LaunchInfo> FromSlurm(const Env& env) {
+  const auto rank = env.Get("SLURM_PROCID");
+  const auto size = env.Get("SLURM_NTASKS");
   // A batch script or salloc's shell sees SLURM_PROCID too, but no step: one process.
-  const auto step = env("SLURM_STEP_ID");
+  const auto step = env.Get("SLURM_STEP_ID");
   if (!rank || !size || !step) return std::nullopt;
   LaunchInfo info;
   info.kind = LaunchKind::kEnv;
@@ -138,11 +137,11 @@ std::optional<LaunchInfo> FromSlurm(const EnvLookup& env) {
   if (info.process_count == 1) return std::nullopt;  // one task of an allocation: one process
   info.local_rank = FirstInt(env, {"SLURM_LOCALID"}, 0).value_or(0);
   info.detected_from = "SLURM_PROCID/SLURM_NTASKS";
-  const auto nodelist =
-      env("SLURM_STEP_NODELIST") ? env("SLURM_STEP_NODELIST") : env("SLURM_JOB_NODELIST");
-  const auto job = env("SLURM_JOB_ID");
-  const auto addr = env("MASTER_ADDR");
-  const auto port = env("MASTER_PORT");
+  const auto nodelist = env.Get("SLURM_STEP_NODELIST") ? env.Get("SLURM_STEP_NODELIST")
+                                                       : env.Get("SLURM_JOB_NODELIST");
+  const auto job = env.Get("SLURM_JOB_ID");
+  const auto addr = env.Get("MASTER_ADDR");
+  const auto port = env.Get("MASTER_PORT");
   if ((!nodelist && !addr) || (!job && !port)) {
     throw UsageError(
         "srun set SLURM_PROCID and SLURM_NTASKS but not " +
@@ -158,7 +157,7 @@ std::optional<LaunchInfo> FromSlurm(const EnvLookup& env) {
     info.master_port =
         SlurmStorePort(ParseId("SLURM_JOB_ID", *job), ParseId("SLURM_STEP_ID", *step));
   }
-  if (const auto node = env("SLURM_NODEID");
+  if (const auto node = env.Get("SLURM_NODEID");
       node && info.process_rank == 0 && *node != "0" && !addr) {
     throw UsageError("task 0 runs on node " + *node + " of the step, not on its first node " +
                      info.master_addr +
@@ -167,7 +166,7 @@ std::optional<LaunchInfo> FromSlurm(const EnvLookup& env) {
   }
   info.reason =
       std::string("srun without PMIx (") +
-      (env("PMI_RANK") ? "only PMI-2, which this Open MPI does not speak" : "no PMIX_RANK") +
+      (env.Get("PMI_RANK") ? "only PMI-2, which this Open MPI does not speak" : "no PMIX_RANK") +
       "): tasks from SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID, store on " + info.master_addr + ":" +
       std::to_string(info.master_port) +
       (port ? " (MASTER_PORT)" : " (port from SLURM_JOB_ID and SLURM_STEP_ID)") +
@@ -175,9 +174,9 @@ std::optional<LaunchInfo> FromSlurm(const EnvLookup& env) {
   return info;
 }
 
-std::optional<LaunchInfo> FromTorchrunEnv(const EnvLookup& env, bool required) {
-  const auto rank = env("RANK");
-  const auto size = env("WORLD_SIZE");
+std::optional<LaunchInfo> FromTorchrunEnv(const Env& env, bool required) {
+  const auto rank = env.Get("RANK");
+  const auto size = env.Get("WORLD_SIZE");
   if (!rank || !size) {
     if (!required) return std::nullopt;
     throw UsageError(
@@ -195,8 +194,8 @@ std::optional<LaunchInfo> FromTorchrunEnv(const EnvLookup& env, bool required) {
   }
   info.local_rank = FirstInt(env, kLocalRankVariables, 0).value_or(0);
   info.detected_from = "RANK/WORLD_SIZE";
-  const auto addr = env("MASTER_ADDR");
-  const auto port = env("MASTER_PORT");
+  const auto addr = env.Get("MASTER_ADDR");
+  const auto port = env.Get("MASTER_PORT");
   if (info.process_count > 1 && (!addr || !port)) {
     throw UsageError("RANK and WORLD_SIZE are set but " + std::string(!addr ? "MASTER_ADDR " : "") +
                      (!port ? "MASTER_PORT " : "") +
@@ -225,15 +224,7 @@ int64_t ParseSplitNumber(const std::string& text, const std::string& variable) {
 
 }  // namespace
 
-EnvLookup ProcessEnvironment() {
-  return [](std::string_view name) -> std::optional<std::string> {
-    const char* v = std::getenv(std::string(name).c_str());
-    if (v == nullptr) return std::nullopt;
-    return std::string(v);
-  };
-}
-
-LaunchInfo DetectLaunch(const EnvLookup& env, std::string_view requested) {
+LaunchInfo DetectLaunch(const Env& env, std::string_view requested) {
   if (requested == "single") return LaunchInfo{};
   if (requested == "mpi") {
     LaunchInfo info = FromMpi(env).value_or(LaunchInfo{});
@@ -244,7 +235,7 @@ LaunchInfo DetectLaunch(const EnvLookup& env, std::string_view requested) {
     return info;
   }
   if (requested == "env") {
-    if (!env("RANK") && !env("WORLD_SIZE")) {
+    if (!env.Get("RANK") && !env.Get("WORLD_SIZE")) {
       if (auto slurm = FromSlurm(env)) return *slurm;
     }
     return *FromTorchrunEnv(env, true);
@@ -313,11 +304,11 @@ uint16_t SlurmStorePort(uint64_t job_id, uint64_t step_id) {
   return static_cast<uint16_t>(20000 + (job_id * 31 + step_id) % 12000);
 }
 
-int SplitColor(const EnvLookup& env, int rank) {
+int SplitColor(const Env& env, int rank) {
   std::string op;
   std::string operand;
   std::string variable;
-  if (const auto split = env("NCCL_TESTS_SPLIT")) {
+  if (const auto split = env.Get("NCCL_TESTS_SPLIT")) {
     variable = "NCCL_TESTS_SPLIT";
     std::string s = *split;
     size_t i = 0;
@@ -331,7 +322,7 @@ int SplitColor(const EnvLookup& env, int rank) {
     while (j < s.size() && std::isspace(static_cast<unsigned char>(s[j]))) ++j;
     operand = s.substr(j);
     for (char& c : op) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  } else if (const auto mask = env("NCCL_TESTS_SPLIT_MASK")) {
+  } else if (const auto mask = env.Get("NCCL_TESTS_SPLIT_MASK")) {
     variable = "NCCL_TESTS_SPLIT_MASK";
     op = "AND";
     operand = *mask;

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -22,8 +23,6 @@
 #include "launch/guarded_reporter.h"
 #include "launch/mpi_session.h"
 #include "launch/watchdog.h"
-
-extern char** environ;
 
 namespace fabricscope {
 namespace {
@@ -51,19 +50,30 @@ std::string HostDeviceName() {
   return "host memory";
 }
 
-// The variables that change how a collective library behaves, recorded with the results.
-std::vector<std::string> RelevantEnvironment() {
+// The variables that change how a collective library behaves, recorded with the results as
+// NAME=value.
+std::vector<std::string> RelevantEnvironment(const Env& env) {
   std::vector<std::string> out;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    const std::string_view entry(*e);
-    for (std::string_view prefix : {"NCCL_", "FABRICSCOPE_", "GLOO_", "OMPI_", "UCX_", "CUDA_"}) {
-      if (entry.starts_with(prefix)) {
-        out.emplace_back(entry);
-        break;
-      }
-    }
+  for (std::string_view family :
+       {"NCCL_*", "FABRICSCOPE_*", "GLOO_*", "OMPI_*", "UCX_*", "CUDA_*"}) {
+    for (const auto& [name, value] : env.Family(family)) out.push_back(name + "=" + value);
   }
   return out;
+}
+
+// NCCL_TESTS_MIN_BW in GB/s; 0 (no verdict) when unset.
+double MinimumBandwidth(const Env& env) {
+  const auto text = env.Get("NCCL_TESTS_MIN_BW");
+  if (!text || text->empty()) return 0;
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text->c_str(), &end);
+  if (errno != 0 || end == text->c_str() || *end != '\0' || !(v >= 0)) {
+    throw UsageError("NCCL_TESTS_MIN_BW='" + *text +
+                     "' is not a bandwidth: give the average bus bandwidth in GB/s the run must "
+                     "reach (e.g. NCCL_TESTS_MIN_BW=180), or unset it");
+  }
+  return v;
 }
 
 std::chrono::milliseconds Timeout(const RunOptions& options) {
@@ -216,7 +226,7 @@ class Rendezvous {
 class JobRunner {
  public:
   JobRunner(const RunOptions& options, Backend& backend, Reporter* sink, const LaunchInfo& launch,
-            const EnvLookup& env, const RankBody& body)
+            const Env& env, const RankBody& body)
       : options_(options),
         backend_(backend),
         sink_(sink),
@@ -276,8 +286,8 @@ class JobRunner {
     plan_ = PlanSweep(options_, ranks_per_process_);
     nranks_ = processes_ * ranks_per_process_;
     rendezvous_.emplace(launch_, process_, processes_, mpi_ ? &*mpi_ : nullptr, timeout_);
-    if (const auto ifname = env_("GLOO_SOCKET_IFNAME")) gloo_interface_ = *ifname;
-    result_ = MakeHeader(options_, backend_);
+    if (const auto ifname = env_.Get("GLOO_SOCKET_IFNAME")) gloo_interface_ = *ifname;
+    result_ = MakeHeader(options_, backend_, env_);
     if (mpi_) result_.mpi_thread_level = mpi_->thread_level();
     result_.config.max_bytes = plan_.max_bytes;
     result_.notes = plan_.notes;
@@ -553,7 +563,7 @@ class JobRunner {
     } catch (const Error& e) {
       // A usage error is the same on every rank; anything else says which rank and host.
       if (e.code() == ErrorCode::kUsage || e.code() == ErrorCode::kUnsupported) throw;
-      throw Error(e.code(), first_message_);
+      ThrowWithMessage(e, first_message_);
     }
   }
 
@@ -561,7 +571,7 @@ class JobRunner {
   Backend& backend_;
   Reporter* sink_;  // the guard of guarded_ under -T
   const LaunchInfo& launch_;
-  const EnvLookup& env_;
+  const Env& env_;
   const RankBody& body_;
   const std::chrono::milliseconds timeout_;
   const int gpus_;  // -g: each thread drives this many ranks, numbered as nccl-tests does
@@ -590,14 +600,14 @@ class JobRunner {
 
 }  // namespace
 
-RunResult MakeHeader(const RunOptions& options, const Backend& backend) {
+RunResult MakeHeader(const RunOptions& options, const Backend& backend, const Env& env) {
   RunResult result;
   result.version = kVersion;
   result.backend = std::string(backend.name());
   result.backend_version = backend.version();
   result.nccl_version = backend.nccl_version_code();
   result.start_time = LocalTime(kIsoTime);
-  result.env = RelevantEnvironment();
+  result.env = RelevantEnvironment(env);
   result.args = options.command_line;
   RunConfig& c = result.config;
   c.nthreads = options.nthreads;
@@ -619,18 +629,17 @@ RunResult MakeHeader(const RunOptions& options, const Backend& backend) {
   c.per_iter_skip = options.per_iter_skip;
   c.event_timing = backend.capabilities().device_memory;
   c.report_timestamps = options.report_timestamps ? 1 : 0;
-  if (const char* min_bw = std::getenv("NCCL_TESTS_MIN_BW")) c.min_bw = std::atof(min_bw);
+  c.min_bw = MinimumBandwidth(env);
   return result;
 }
 
 RunResult RunJob(const RunOptions& options, Backend& backend, Reporter* sink,
-                 const LaunchInfo& launch, const EnvLookup& env, const RankBody& body) {
+                 const LaunchInfo& launch, const Env& env, const RankBody& body) {
   return JobRunner(options, backend, sink, launch, env, body).Run();
 }
 
-RunResult RunThreads(const RunOptions& options, Backend& backend, Reporter* sink) {
-  return RunJob(options, backend, sink, LaunchInfo{},
-                [](std::string_view) { return std::optional<std::string>(); });
+RunResult RunThreads(const RunOptions& options, Backend& backend, Reporter* sink, const Env& env) {
+  return RunJob(options, backend, sink, LaunchInfo{}, env);
 }
 
 }  // namespace fabricscope

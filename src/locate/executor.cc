@@ -306,7 +306,7 @@ std::vector<RankInfo> GatherRanks(RankContext& context) {
 }  // namespace
 
 LocateReport RunLocateJob(const LocateJobOptions& job, Backend& backend, const LaunchInfo& launch,
-                          const EnvLookup& env) {
+                          const Env& env) {
   RunOptions measure = job.measure;
   measure.collectives = {Collective::kSendRecv, Collective::kAllReduce};
   measure.types = {DataType::kFloat};

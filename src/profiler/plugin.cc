@@ -2,7 +2,6 @@
 // it through NCCL_PROFILER_PLUGIN, looks up `ncclProfiler_v5` or `ncclProfiler_v4`, calls
 // init once per communicator and startEvent/stopEvent around every collective. Everything
 // but NCCL's ABI is in recorder.* and the sinks; docs/watch.md has the variables.
-#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -19,8 +18,6 @@
 
 namespace fabricscope::profiler {
 namespace {
-
-const char* GetEnv(const char* name) { return std::getenv(name); }
 
 // NCCL's plugin ABI is a table of C functions without a process handle: the recorder of the
 // process has to live here. It exists from the first init to the last finalize.
@@ -74,7 +71,7 @@ ncclResult_t InitCommon(void** context, int* mask, CommInfo info, ncclDebugLogge
   Process& p = TheProcess();
   const std::lock_guard lock(p.mutex);
   if (!p.recorder) {
-    Settings s = ReadSettings(GetEnv);
+    Settings s = ReadSettings(Env::Process());
     if (!s.errors.empty()) Log(logfn, NCCL_LOG_WARN, "fabricscope profiler: " + s.errors);
     if (!s.enabled) return ncclSuccess;  // nothing at all: no event, file, thread or port
     auto sinks = MakeSinks(s, logfn);

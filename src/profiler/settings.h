@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "fabricscope/env.h"
+
 namespace fabricscope::profiler {
 
 struct Settings {
@@ -26,7 +28,8 @@ struct Settings {
   std::string errors;  // bad values, each named; the plugin logs them and keeps the defaults
 };
 
-// `getenv` is injectable for tests.
-Settings ReadSettings(const char* (*getenv)(const char*));
+// From `env`: the plugin passes Env::Process(), tests a fake environment. The variables and
+// their defaults are those of the registry in src/core/env.cc (docs/env.md).
+Settings ReadSettings(const Env& env);
 
 }  // namespace fabricscope::profiler

@@ -246,7 +246,9 @@ Outcome RunBinary(const fs::path& dir, const std::string& args, const std::strin
 const std::string kFakeLibs =
     std::string(" --nccl-lib ") + FAKE_NCCL_PATH + " --gpu-runtime-lib " + FAKE_CUDART_PATH + " ";
 
-BackendOptions FakeOptions(const char* nccl = FAKE_NCCL_PATH) { return {nccl, FAKE_CUDART_PATH}; }
+BackendOptions FakeOptions(const char* nccl = FAKE_NCCL_PATH) {
+  return {nccl, FAKE_CUDART_PATH, Env()};
+}
 
 // Whether the real NCCL and CUDA runtime are installed here.
 bool RealLibrariesInstalled() {

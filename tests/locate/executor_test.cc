@@ -20,9 +20,7 @@
 namespace fabricscope {
 namespace {
 
-EnvLookup NoEnvironment() {
-  return [](std::string_view) { return std::optional<std::string>(); };
-}
+Env NoEnvironment() { return Env(); }
 
 RunOptions Threads(int n) {
   RunOptions o;

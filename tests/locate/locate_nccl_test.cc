@@ -25,9 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-EnvLookup NoEnvironment() {
-  return [](std::string_view) { return std::optional<std::string>(); };
-}
+Env NoEnvironment() { return Env(); }
 
 // The communicators (distinct ids) and ranks initialized (lines) in the fake's log.
 struct Inits {
@@ -67,7 +65,7 @@ class LocateOverFakeNccl : public ::testing::Test {
 
   // A full locate of `ranks` thread ranks, each its own node, over the fake NCCL.
   LocateReport Run(int ranks, bool point_to_point) {
-    auto backend = MakeBackend("nccl", {FAKE_NCCL_PATH, FAKE_CUDART_PATH});
+    auto backend = MakeBackend("nccl", {FAKE_NCCL_PATH, FAKE_CUDART_PATH, Env()});
     LocateJobOptions job;
     job.grouping = NodeGrouping::kRank;
     job.point_to_point = point_to_point;

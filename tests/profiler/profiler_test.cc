@@ -150,14 +150,9 @@ TEST(CollectiveMath, SizesFactorsAndBucketsFollowNcclTests) {
 }
 
 TEST(ProfilerSettings, BadValuesAreNamedAndDefaultsKept) {
-  static std::map<std::string, std::string> env;
-  env = {{"FABRICSCOPE_PROFILER_RING", "lots"},
-         {"FABRICSCOPE_PROFILER_INTERVAL_MS", "0"},
-         {"SLURM_JOB_ID", "4242"}};
-  const Settings s = ReadSettings([](const char* name) -> const char* {
-    const auto it = env.find(name);
-    return it == env.end() ? nullptr : it->second.c_str();
-  });
+  const Settings s = ReadSettings(Env(Env::Variables{{"FABRICSCOPE_PROFILER_RING", "lots"},
+                                                     {"FABRICSCOPE_PROFILER_INTERVAL_MS", "0"},
+                                                     {"SLURM_JOB_ID", "4242"}}));
   EXPECT_EQ(s.ring_entries, 4096u);
   EXPECT_EQ(s.interval_ms, 1000);
   EXPECT_EQ(s.job, "4242");
@@ -166,6 +161,28 @@ TEST(ProfilerSettings, BadValuesAreNamedAndDefaultsKept) {
             std::string::npos)
       << s.errors;
   EXPECT_NE(s.errors.find("FABRICSCOPE_PROFILER_INTERVAL_MS='0'"), std::string::npos) << s.errors;
+}
+
+// With nothing set, the settings are the defaults docs/env.md states (the registry's).
+TEST(ProfilerSettings, AnEmptyEnvironmentGivesTheRegistryDefaults) {
+  const Settings s = ReadSettings(Env());
+  const auto registry_default = [](std::string_view name) {
+    const EnvVariable* v = FindEnvVariable(name);
+    return v == nullptr ? std::string("not in the registry") : std::string(v->default_value);
+  };
+  EXPECT_EQ(registry_default("FABRICSCOPE_PROFILER_ENABLE"), s.enabled ? "1" : "0");
+  EXPECT_EQ(registry_default("FABRICSCOPE_PROFILER_JSONL"), s.jsonl ? "1" : "0");
+  EXPECT_EQ(registry_default("FABRICSCOPE_PROFILER_INTERVAL_MS"), std::to_string(s.interval_ms));
+  EXPECT_EQ(registry_default("FABRICSCOPE_PROFILER_RING"), std::to_string(s.ring_entries));
+  EXPECT_EQ(registry_default("FABRICSCOPE_PROFILER_ACTIVE"), std::to_string(s.active_events));
+  EXPECT_EQ(registry_default("FABRICSCOPE_PROFILER_MIN_BYTES"), std::to_string(s.min_bytes));
+  EXPECT_EQ(registry_default("FABRICSCOPE_PROFILER_PROM_LISTEN"), "unset");
+  EXPECT_TRUE(s.prom_listen.empty());
+  EXPECT_EQ(s.job, "unknown");
+  EXPECT_EQ(registry_default("FABRICSCOPE_PROFILER_DUMP_DIR"), "fabricscope-profiler-<job>");
+  EXPECT_EQ(s.dump_dir, "fabricscope-profiler-unknown");
+  EXPECT_EQ(s.prom_sd_dir, s.dump_dir);  // "the dump directory"
+  EXPECT_TRUE(s.errors.empty()) << s.errors;
 }
 
 // ---------------------------------------------------------------------------------------

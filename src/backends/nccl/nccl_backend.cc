@@ -601,7 +601,7 @@ class NcclBackend final : public Backend {
  public:
   NcclBackend(Vendor vendor, const BackendOptions& options) : vendor_(vendor) {
     // Before NCCL's first call: NCCL reads NCCL_DEBUG_FILE once.
-    log_ = NcclDebugLog::Start();
+    log_ = NcclDebugLog::Start(options.env);
     libs_ = LoadLibraries(vendor, options.library, options.runtime_library);
     const GpuRuntime& runtime = libs_->runtime;
     const cudaError_t error = runtime.api.GetDeviceCount(&device_count_);

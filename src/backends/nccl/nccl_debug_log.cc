@@ -18,9 +18,9 @@ namespace {
 
 constexpr auto kPoll = std::chrono::milliseconds(50);
 
-bool AsksForInfo(const char* level) {
-  if (level == nullptr) return false;
-  std::string upper(level);
+bool AsksForInfo(const std::optional<std::string>& level) {
+  if (!level) return false;
+  std::string upper(*level);
   std::transform(upper.begin(), upper.end(), upper.begin(),
                  [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
   return upper == "INFO" || upper == "TRACE";
@@ -75,10 +75,10 @@ std::string SummarizeTransports(const std::vector<ConnectionLine>& lines, int ra
   return Joined(seen);
 }
 
-std::unique_ptr<NcclDebugLog> NcclDebugLog::Start() {
-  if (!AsksForInfo(std::getenv("NCCL_DEBUG"))) return nullptr;
-  if (const char* file = std::getenv("NCCL_DEBUG_FILE"); file != nullptr && file[0] != '\0') {
-    return std::make_unique<NcclDebugLog>(ExpandDebugFile(file), false);
+std::unique_ptr<NcclDebugLog> NcclDebugLog::Start(const Env& env) {
+  if (!AsksForInfo(env.Get("NCCL_DEBUG"))) return nullptr;
+  if (const auto file = env.Get("NCCL_DEBUG_FILE"); file && !file->empty()) {
+    return std::make_unique<NcclDebugLog>(ExpandDebugFile(*file), false);
   }
   const std::string path = (std::filesystem::temp_directory_path() /
                             ("fabricscope-nccl-" + std::to_string(::getpid()) + ".log"))

@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "fabricscope/env.h"
+
 namespace fabricscope::gpu {
 
 // One connection line of the log.
@@ -35,9 +37,10 @@ std::string SummarizeTransports(const std::vector<ConnectionLine>& lines, int ra
 // where the report goes. With NCCL_DEBUG_FILE the user's file is read and left alone.
 class NcclDebugLog {
  public:
-  // A tap when NCCL_DEBUG asks for INFO or TRACE; null otherwise. Sets NCCL_DEBUG_FILE, so it
-  // must run before NCCL's first call, while the process has a single thread.
-  static std::unique_ptr<NcclDebugLog> Start();
+  // A tap when `env`'s NCCL_DEBUG asks for INFO or TRACE; null otherwise. Without
+  // NCCL_DEBUG_FILE in `env`, sets it in the process environment for NCCL to read, so it must
+  // run before NCCL's first call, while the process has a single thread.
+  static std::unique_ptr<NcclDebugLog> Start(const Env& env);
 
   NcclDebugLog(std::string path, bool owned);
   ~NcclDebugLog();
