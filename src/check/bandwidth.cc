@@ -13,6 +13,7 @@
 #include "fabricscope/collective.h"
 #include "fabricscope/error.h"
 #include "fabricscope/model.h"
+#include "fabricscope/statistics.h"
 
 namespace fabricscope::check {
 namespace {
@@ -260,9 +261,7 @@ BandwidthJudgement JudgeBandwidth(const TestEvidence& test, const PlatformChoice
     j.expected.reset();
     return j;
   }
-  double total = 0;
-  for (double s : j.samples) total += s;
-  j.measured = total / static_cast<double>(j.samples.size());
+  j.measured = Mean(j.samples);
   j.confidence = MeanInterval(j.samples, options.confidence_level, j.expected->healthy);
   j.status = Grade(j);
   return j;
