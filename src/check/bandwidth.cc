@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "check/confidence.h"
+#include "core/strings.h"
 #include "fabricscope/analyze.h"
 #include "fabricscope/collective.h"
 #include "fabricscope/error.h"
@@ -17,12 +18,6 @@
 
 namespace fabricscope::check {
 namespace {
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 // The collectives NCCL runs as a ring: the ones whose ring busbw a NIC total bounds.
 bool RingCollective(const std::string& collective) {
