@@ -12,7 +12,6 @@
 #include <tuple>
 
 #include "core/joined.h"
-#include "core/strings.h"
 #include "fabricscope/error.h"
 #include "fabricscope/fabric.h"
 #include "fabricscope/fabric_sim.h"
@@ -28,7 +27,14 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<std::string> SplitList(const std::string& text) { return Split(text, ','); }
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
 
 // "NAME=FACTOR" -> (NAME, FACTOR); the flag names the option in errors.
 std::pair<std::string, double> NameAndFactor(const std::string& text, const char* flag) {
