@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fabricscope/parse.h"
+#include "fabricscope/statistics.h"
 
 namespace {
 
@@ -102,11 +103,6 @@ size_t CountLines(const std::string& text) {
     ++lines;
   }
   return lines;
-}
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
 }
 
 }  // namespace

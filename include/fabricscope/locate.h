@@ -19,6 +19,7 @@
 #include "fabricscope/launch.h"
 #include "fabricscope/options.h"
 #include "fabricscope/result.h"
+#include "fabricscope/statistics.h"
 
 namespace fabricscope {
 
@@ -112,16 +113,6 @@ std::string_view NameOf(NodeGrouping grouping);
 
 // Nodes in order of their first rank; a node's ranks (its rails) in rank order.
 ClusterLayout GroupRanks(const std::vector<RankInfo>& ranks, NodeGrouping grouping);
-
-// ---------------------------------------------------------------------------------------
-// Statistics
-
-// The median (mean of the middle two for an even count); NaN when empty.
-double Median(std::vector<double> values);
-// The median absolute deviation from the median; NaN when empty.
-double MedianAbsoluteDeviation(const std::vector<double>& values);
-// 1.4826 x MAD: the standard deviation the MAD implies for normal noise.
-double RobustSigma(const std::vector<double>& values);
 
 // ---------------------------------------------------------------------------------------
 // The procedure

@@ -8,6 +8,7 @@
 
 #include "fabricscope/collective.h"
 #include "fabricscope/parse.h"
+#include "fabricscope/statistics.h"
 
 namespace fabricscope {
 
@@ -60,12 +61,6 @@ std::string CanonicalCollective(std::string_view name) {
 }
 
 namespace {
-
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
 
 bool Near(double a, double b, double tolerance) { return std::fabs(a - b) <= tolerance; }
 

@@ -77,8 +77,8 @@ TestComparison CompareTest(const Key& key, const std::map<size_t, std::vector<do
     s.size = size;
     s.a = samples_a;
     s.b = found->second;
-    s.a_mean = analyze::Mean(s.a);
-    s.b_mean = analyze::Mean(s.b);
+    s.a_mean = Mean(s.a);
+    s.b_mean = Mean(s.b);
     if (s.a_mean > 0) s.ratio = s.b_mean / s.a_mean;
     const bool judged = size >= options.min_size && s.a_mean > 0 && s.b_mean > 0;
     s.verdict = judged ? Verdict::kSame : Verdict::kNotJudged;

@@ -13,6 +13,7 @@
 #include "analyze/table.h"
 #include "fabricscope/analyze.h"
 #include "fabricscope/plot.h"
+#include "fabricscope/statistics.h"
 #include "fabricscope/version.h"
 
 namespace fabricscope {
@@ -35,11 +36,8 @@ std::string BaseName(const std::string& path) {
 
 std::vector<std::pair<double, double>> Means(const std::map<size_t, std::vector<double>>& values) {
   std::vector<std::pair<double, double>> points;
-  for (const auto& [size, list] : values) {
-    double sum = 0;
-    for (double v : list) sum += v;
-    points.emplace_back(static_cast<double>(size), sum / static_cast<double>(list.size()));
-  }
+  for (const auto& [size, list] : values)
+    points.emplace_back(static_cast<double>(size), Mean(list));
   return points;
 }
 

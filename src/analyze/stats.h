@@ -1,23 +1,21 @@
-// The statistics compare needs: Welch's t-test and Holm's correction.
+// The statistics compare needs on top of fabricscope/statistics.h: Welch's t-test and
+// Holm's correction.
 #pragma once
 
 #include <optional>
 #include <vector>
 
+#include "fabricscope/statistics.h"
+
 namespace fabricscope::analyze {
 
-double Mean(const std::vector<double>& values);
-// Sample variance (n - 1); 0 for fewer than two values.
-double Variance(const std::vector<double>& values);
-
-// Regularized incomplete beta function I_x(a, b), by its continued fraction.
-double IncompleteBeta(double a, double b, double x);
-
-// P(|T| >= |t|) for Student's t with `df` degrees of freedom.
-double StudentTwoSidedP(double t, double df);
+// The shared definitions, under the names compare's callers and tests know.
+using fabricscope::IncompleteBeta;
+using fabricscope::StudentTwoSidedP;
 
 // Welch's two-sided t-test of equal means (unequal variances); empty with fewer than two
-// samples on a side. Two constant samples give 0 when their means differ, 1 when not.
+// samples on a side or a NaN among them. Two constant samples give 0 when their means
+// differ, 1 when not.
 std::optional<double> WelchTTest(const std::vector<double>& a, const std::vector<double>& b);
 
 // Holm-Bonferroni: adjusted p-values, in the input's order, that control the family-wise

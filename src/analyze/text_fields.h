@@ -10,6 +10,8 @@
 #include <string_view>
 #include <system_error>
 
+#include "core/strings.h"
+
 namespace fabricscope::analyze {
 
 inline bool IsBlank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
@@ -28,7 +30,7 @@ inline std::string_view TrimRight(std::string_view s) {
   return s.substr(0, n);
 }
 
-inline std::string_view Trim(std::string_view s) { return TrimRight(TrimLeft(s)); }
+using fabricscope::Trim;  // core/strings.h
 
 // Splits `s` on runs of blanks into `out` (at most `max` fields). Returns the number of
 // fields found, which is max + 1 when there were more than `max`.

@@ -9,19 +9,15 @@
 #include <tuple>
 
 #include "check/confidence.h"
+#include "core/strings.h"
 #include "fabricscope/analyze.h"
 #include "fabricscope/collective.h"
 #include "fabricscope/error.h"
 #include "fabricscope/model.h"
+#include "fabricscope/statistics.h"
 
 namespace fabricscope::check {
 namespace {
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 // The collectives NCCL runs as a ring: the ones whose ring busbw a NIC total bounds.
 bool RingCollective(const std::string& collective) {
@@ -260,9 +256,7 @@ BandwidthJudgement JudgeBandwidth(const TestEvidence& test, const PlatformChoice
     j.expected.reset();
     return j;
   }
-  double total = 0;
-  for (double s : j.samples) total += s;
-  j.measured = total / static_cast<double>(j.samples.size());
+  j.measured = Mean(j.samples);
   j.confidence = MeanInterval(j.samples, options.confidence_level, j.expected->healthy);
   j.status = Grade(j);
   return j;

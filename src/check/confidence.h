@@ -5,14 +5,15 @@
 #include <vector>
 
 #include "fabricscope/check.h"
+#include "fabricscope/statistics.h"
 
 namespace fabricscope::check {
 
-// The two-sided Student-t quantile: the t with P(|T| <= t) = level for `df` degrees of freedom.
-double StudentQuantile(double level, double df);
-
-// P(T <= t) for Student's t with `df` degrees of freedom.
-double StudentCdf(double t, double df);
+// The two-sided critical value, the t with P(|T| <= t) = level for `df` degrees of freedom:
+// fabricscope::StudentTwoSidedQuantile under the name verdict_test's table check knows.
+inline double StudentQuantile(double level, double df) {
+  return StudentTwoSidedQuantile(level, df);
+}
 
 // A t-interval of the mean of `samples` at `level`, and the probability that the true mean is
 // at or above `healthy`. Empty with fewer than two samples.

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/joined.h"
+#include "core/strings.h"
 #include "doctor/ib.h"
 #include "doctor/pci.h"
 #include "doctor/root.h"
@@ -18,12 +19,6 @@ namespace fabricscope {
 namespace {
 
 using doctor::Root;
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 // `key` in `text` as a whole word, case-insensitive ("H200" in "GH100 [H200 SXM 141GB]", but
 // not "H100" in "GH100").
@@ -55,9 +50,10 @@ struct GpuModel {
 GpuModel ReadGpuModel(const Root& root, const doctor::PciDevice& gpu) {
   const std::string info = "/proc/driver/nvidia/gpus/" + gpu.bdf + "/information";
   if (const auto text = root.Read(info)) {
-    for (const std::string& line : doctor::Split(*text, '\n')) {
+    for (const std::string& line : Split(*text, '\n')) {
       if (line.starts_with("Model:")) {
-        return {doctor::Trim(line.substr(6)), root.Show("/proc/driver/nvidia/gpus/*/information")};
+        return {std::string(Trim(line.substr(6))),
+                root.Show("/proc/driver/nvidia/gpus/*/information")};
       }
     }
   }
@@ -77,7 +73,7 @@ GpuModel ReadGpuModel(const Root& root, const doctor::PciDevice& gpu) {
         in_vendor = line.starts_with(vendor_id + " ");
       } else if (in_vendor && line.size() > 1 && line[1] != '\t' &&
                  line.substr(1).starts_with(device_id + " ")) {
-        return {doctor::Trim(line.substr(1 + device_id.size())), root.Show(ids)};
+        return {std::string(Trim(line.substr(1 + device_id.size()))), root.Show(ids)};
       }
     }
   }

@@ -17,6 +17,7 @@
 #include "fabricscope/check.h"
 #include "fabricscope/collective.h"
 #include "fabricscope/error.h"
+#include "fabricscope/statistics.h"
 
 namespace fabricscope {
 namespace {
@@ -197,10 +198,7 @@ void CrossCheckRanks(const RunResult& run, LogFacts& f, std::vector<std::string>
     }
   }
   if (factors.empty()) return;
-  std::nth_element(factors.begin(),
-                   factors.begin() + static_cast<std::ptrdiff_t>(factors.size() / 2),
-                   factors.end());
-  const double seen = factors[factors.size() / 2];
+  const double seen = Median(std::move(factors));
   const double expected = spec->bus_factor(ranks);
   if (std::abs(seen - expected) <= 0.002 * expected) {
     f.evidence.push_back(fmt::format("busbw / algbw = {:.4f}, {}'s factor on {} ranks ({})", seen,

@@ -5,15 +5,10 @@
 #include <cctype>
 
 #include "check/rules.h"
+#include "core/strings.h"
 
 namespace fabricscope::check {
 namespace {
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 const char kDescribeHint[] =
     "describe the node with --gpus-per-node N --intra-node-busbw GB/s --nics N --nic-rate Gb/s "

@@ -11,6 +11,7 @@
 #include "cli/output.h"
 #include "cli/run_command.h"
 #include "core/joined.h"
+#include "core/strings.h"
 #include "fabricscope/backend.h"
 #include "fabricscope/check.h"
 #include "fabricscope/error.h"
@@ -189,13 +190,7 @@ int PrintCheckPlan(const PlatformChoice& choice, std::vector<std::string> run_ar
 
 // --fabric-hosts A,B,C as a list.
 std::vector<std::string> FabricHosts(const CheckFlags& flags) {
-  std::vector<std::string> hosts;
-  std::string item;
-  std::istringstream in(flags.fabric_hosts);
-  while (std::getline(in, item, ',')) {
-    if (!item.empty()) hosts.push_back(item);
-  }
-  return hosts;
+  return Split(flags.fabric_hosts, ',');
 }
 
 // --fabric DIR, read as `fabricscope fabric --from DIR` reads it (DIR/earlier too).

@@ -13,6 +13,7 @@
 #include "core/validation.h"
 #include "fabricscope/error.h"
 #include "fabricscope/sizes.h"
+#include "fabricscope/statistics.h"
 
 namespace fabricscope {
 namespace {
@@ -371,7 +372,7 @@ class RankRunner {
     times.max_us = *hi;
     times.min_rank = static_cast<int>(lo - v.begin());
     times.max_rank = static_cast<int>(hi - v.begin());
-    times.avg_us = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+    times.avg_us = Mean(v);
     return times;
   }
 
@@ -400,15 +401,10 @@ class RankRunner {
     IterationStats stats;
     stats.min_us = samples.front();
     stats.max_us = samples.back();
-    const size_t p99 =
-        static_cast<size_t>(std::ceil(0.99 * static_cast<double>(samples.size()))) - 1;
-    stats.p99_us = samples[std::min(p99, samples.size() - 1)];
-    const double mean =
-        std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(samples.size());
-    double var = 0;
-    for (double s : samples) var += (s - mean) * (s - mean);
-    var /= static_cast<double>(samples.size());
-    stats.cv_percent = mean > 0 ? 100.0 * std::sqrt(var) / mean : 0;
+    stats.p99_us = Percentile(samples, 0.99);
+    const double mean = Mean(samples);
+    // The spread of exactly these iterations: the population standard deviation.
+    stats.cv_percent = mean > 0 ? 100.0 * PopulationStdDev(samples) / mean : 0;
     return stats;
   }
 

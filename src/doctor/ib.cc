@@ -10,7 +10,7 @@ namespace {
 // "4: ACTIVE" -> "ACTIVE"; "5: LinkUp" -> "LinkUp".
 std::string AfterColon(const std::string& text) {
   const size_t colon = text.find(':');
-  return colon == std::string::npos ? Trim(text) : Trim(text.substr(colon + 1));
+  return std::string(Trim(colon == std::string::npos ? text : text.substr(colon + 1)));
 }
 
 bool AllZero(const std::string& gid) {

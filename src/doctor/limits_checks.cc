@@ -228,7 +228,7 @@ class MemlockCheck : public Check {
       std::string soft, hard;
       fields >> soft >> hard;
       out.Fact("memlock", soft);
-      const std::vector<std::string> evidence = {file + ": " + Trim(line)};
+      const std::vector<std::string> evidence = {file + ": " + std::string(Trim(line))};
       if (soft == "unlimited") {
         out.Add(Severity::kOk, "locked memory is unlimited", evidence);
         return;

@@ -28,7 +28,7 @@ struct DeviceList {
   std::vector<Entry> entries;
 
   explicit DeviceList(std::string value) {
-    value = Trim(value);
+    value = std::string(Trim(value));
     if (value.starts_with("^")) {
       exclude = true;
       value.erase(0, 1);
@@ -79,7 +79,7 @@ std::string JoinList(const std::vector<std::string>& items) {
 
 void GdrLevel(const std::string& name, const EnvSetting& s, const LintContext&,
               std::vector<Finding>& out) {
-  const std::string v = Trim(s.value);
+  const std::string v(Trim(s.value));
   static const std::set<std::string> kValid = {"LOC", "PIX", "PXB", "PHB", "SYS", "NVL",
                                                "0",   "1",   "2",   "3",   "4",   "5"};
   if (v == "0" || v == "LOC") {
@@ -128,7 +128,7 @@ void P2pDisable(const std::string& name, const EnvSetting& s, const LintContext&
 
 void P2pLevel(const std::string& name, const EnvSetting& s, const LintContext&,
               std::vector<Finding>& out) {
-  const std::string v = Trim(s.value);
+  const std::string v(Trim(s.value));
   if (v == "0" || v == "LOC") {
     out.push_back({Severity::kCritical,
                    name + "=" + v + " never uses GPU peer-to-peer, not even over NVLink",
@@ -161,7 +161,7 @@ void Forced(const std::string& name, const EnvSetting& s, const LintContext&,
 
 void NetForce(const std::string& name, const EnvSetting& s, const LintContext& c,
               std::vector<Finding>& out) {
-  const std::string v = Trim(s.value);
+  const std::string v(Trim(s.value));
   if (v == "Socket" && !c.ib.devices.empty()) {
     out.push_back({Severity::kCritical,
                    name + "=Socket forces TCP sockets although RDMA devices are present",
@@ -535,13 +535,13 @@ EnvSettings CollectNcclSettings(const Root& root,
     int number = 0;
     for (std::string line; std::getline(in, line);) {
       ++number;
-      line = Trim(line);
+      line = std::string(Trim(line));
       if (line.empty() || line.front() == '#') continue;
       const size_t eq = line.find('=');
       if (eq == std::string::npos) continue;
-      const std::string key = Trim(line.substr(0, eq));
+      const std::string key(Trim(line.substr(0, eq)));
       if (!key.starts_with("NCCL_")) continue;
-      out[key] = {Trim(line.substr(eq + 1)), conf + ":" + std::to_string(number)};
+      out[key] = {std::string(Trim(line.substr(eq + 1))), conf + ":" + std::to_string(number)};
     }
   }
   for (const auto& [key, value] : environment) {

@@ -109,7 +109,7 @@ const std::vector<LinePattern>& Patterns() {
          c.from = ToInt(s[2]);
          c.to = ToInt(s[3]);
          c.direction = s[4].matched ? s[4].str() : "send";
-         ParseVia(Trim(s[5].str()), c);
+         ParseVia(std::string(Trim(s[5].str())), c);
          log.connections.push_back(c);
        }},
       {"Channel ",

@@ -40,30 +40,8 @@ std::string Join(const std::vector<std::string>& parts) {
 
 }  // namespace
 
-std::string Trim(std::string_view text) {
-  const char* space = " \t\r\n";
-  const size_t first = text.find_first_not_of(space);
-  if (first == std::string_view::npos) return "";
-  const size_t last = text.find_last_not_of(space);
-  return std::string(text.substr(first, last - first + 1));
-}
-
-std::vector<std::string> Split(std::string_view text, char separator) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t at = text.find(separator, start);
-    const size_t end = at == std::string_view::npos ? text.size() : at;
-    std::string part = Trim(text.substr(start, end - start));
-    if (!part.empty()) out.push_back(std::move(part));
-    if (at == std::string_view::npos) break;
-    start = at + 1;
-  }
-  return out;
-}
-
 std::optional<int64_t> ParseInt(std::string_view text) {
-  const std::string t = Trim(text);
+  const std::string t(Trim(text));
   if (t.empty()) return std::nullopt;
   const bool hex = t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X');
   errno = 0;
@@ -143,7 +121,7 @@ std::optional<std::string> Root::ReadLine(std::string_view path, std::string* wh
   auto text = Read(path, why);
   if (!text) return std::nullopt;
   const size_t newline = text->find('\n');
-  return Trim(std::string_view(*text).substr(0, newline));
+  return std::string(Trim(std::string_view(*text).substr(0, newline)));
 }
 
 std::optional<int64_t> Root::ReadInt(std::string_view path, std::string* why) const {

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/strings.h"
+
 namespace fabricscope::doctor {
 
 // Reads the files of a node below `dir`; paths are the node's absolute paths ("/sys/...").
@@ -52,11 +54,7 @@ class Root {
   bool live_ = false;
 };
 
-// White space trimmed from both ends.
-std::string Trim(std::string_view text);
-
-// `text` split at `separator`, each part trimmed; empty parts dropped.
-std::vector<std::string> Split(std::string_view text, char separator);
+// Trim and Split: core/strings.h.
 
 // Numbers: decimal or 0x-hex; nullopt for anything else.
 std::optional<int64_t> ParseInt(std::string_view text);

@@ -95,8 +95,7 @@ LinkRate ParseLinkRate(const std::string& text) {
   static const std::regex re(R"(^\s*(1|2|4|8|12)\s*[xX]\s*([A-Za-z0-9]+)\s*$)");
   std::smatch m;
   if (std::regex_match(text, m, re)) {
-    std::string speed = m[2];
-    std::transform(speed.begin(), speed.end(), speed.begin(), ::toupper);
+    const std::string speed = Upper(m[2].str());
     for (const auto& s : kSpeeds) {
       if (speed == s.name) return LinkRate{std::stoi(m[1]), s.lane_gbps};
     }

@@ -7,11 +7,9 @@
 #include <string_view>
 #include <vector>
 
-#include "analyze/text_fields.h"
+#include "core/strings.h"
 
 namespace fabricscope::fabric {
-
-inline std::string Trim(std::string_view s) { return std::string(analyze::Trim(s)); }
 
 // Calls fn(line, number) for every line of `text` (number from 1, no '\n' or '\r').
 template <typename Fn>
@@ -30,7 +28,7 @@ void ForEachLine(const std::string& text, Fn&& fn) {
 
 // "origin:line: text", the text trimmed: where a finding's evidence came from.
 inline std::string Evidence(const std::string& origin, size_t number, const std::string& line) {
-  return origin + ":" + std::to_string(number) + ": " + Trim(line);
+  return origin + ":" + std::to_string(number) + ": " + std::string(Trim(line));
 }
 
 // As ForEachLine, but a number that does not fit (std::stoi's out_of_range, invalid_argument)

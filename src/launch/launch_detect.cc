@@ -7,6 +7,7 @@
 #include <ostream>
 #include <string>
 
+#include "core/strings.h"
 #include "fabricscope/error.h"
 #include "fabricscope/launch.h"
 
@@ -321,7 +322,7 @@ int SplitColor(const Env& env, int rank) {
     op = s.substr(i, j - i);
     while (j < s.size() && std::isspace(static_cast<unsigned char>(s[j]))) ++j;
     operand = s.substr(j);
-    for (char& c : op) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    op = Upper(op);
   } else if (const auto mask = env.Get("NCCL_TESTS_SPLIT_MASK")) {
     variable = "NCCL_TESTS_SPLIT_MASK";
     op = "AND";

@@ -5,8 +5,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <boost/math/distributions/normal.hpp>
-#include <boost/math/distributions/students_t.hpp>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -14,6 +12,8 @@
 #include <set>
 #include <string>
 #include <vector>
+
+#include "fabricscope/statistics.h"
 
 namespace fabricscope::classify {
 namespace {
@@ -147,10 +147,8 @@ double CriticalValue(double confidence, double tests, double df) {
   const double alpha = std::clamp(1.0 - confidence, 1e-15, 0.5);
   const double p = alpha / std::max(1.0, tests);
   if (!(df > 0)) return std::numeric_limits<double>::infinity();
-  if (df >= 1000) {
-    return boost::math::quantile(boost::math::complement(boost::math::normal(), p));
-  }
-  return boost::math::quantile(boost::math::complement(boost::math::students_t(df), p));
+  if (df >= 1000) return NormalUpperQuantile(p);
+  return StudentUpperQuantile(p, df);
 }
 
 PairCall Rule::Call(double diff, double se) const {

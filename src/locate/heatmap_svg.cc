@@ -7,6 +7,7 @@
 #include <cmath>
 #include <string>
 
+#include "analyze/html_escape.h"
 #include "fabricscope/locate.h"
 #include "locate/matrix.h"
 
@@ -16,29 +17,6 @@ namespace {
 constexpr int kMaxCells = 256;    // above this many nodes, a cell is a block of nodes
 constexpr int kMaxLabelled = 64;  // names on the axes up to this many cells
 constexpr double kPlotPixels = 768;
-
-std::string Escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 // Red at 0.25x and below, yellow at 0.7x, green at 1x and above (ColorBrewer RdYlGn ends).
 std::string Color(double ratio) {
@@ -83,8 +61,9 @@ std::string LocateHeatmapSvg(const LocateReport& report, int rail) {
   if (report.layout.rails > 1) title += fmt::format(", rail {}", rail);
   if (g.block > 1) title += fmt::format(" ({} nodes per cell, slowest pair shown)", g.block);
   svg += fmt::format("<text x=\"{}\" y=\"22\" font-size=\"14\" font-weight=\"bold\">{}</text>\n",
-                     left, Escape(title));
-  svg += fmt::format("<text x=\"{}\" y=\"42\">{}</text>\n", left, Escape(matrix::Verdict(report)));
+                     left, analyze::XmlEscape(title));
+  svg += fmt::format("<text x=\"{}\" y=\"42\">{}</text>\n", left,
+                     analyze::XmlEscape(matrix::Verdict(report)));
 
   for (int row = 0; row < g.cells; ++row) {
     for (int col = 0; col < g.cells; ++col) {
@@ -97,8 +76,8 @@ std::string LocateHeatmapSvg(const LocateReport& report, int rail) {
             "<rect x=\"{:.0f}\" y=\"{:.0f}\" width=\"{:.0f}\" height=\"{:.0f}\" fill=\"{}\">"
             "<title>{} - {}: {:.2f}x, sendrecv {:.3g} GB/s, all_reduce {:.3g} "
             "GB/s</title></rect>\n",
-            x, y, cell, cell, fill, Escape(names[static_cast<size_t>(row)]),
-            Escape(names[static_cast<size_t>(col)]), ratio, g.At(g.sendrecv, row, col),
+            x, y, cell, cell, fill, analyze::XmlEscape(names[static_cast<size_t>(row)]),
+            analyze::XmlEscape(names[static_cast<size_t>(col)]), ratio, g.At(g.sendrecv, row, col),
             g.At(g.all_reduce, row, col));
       } else {
         svg += fmt::format(
@@ -109,7 +88,7 @@ std::string LocateHeatmapSvg(const LocateReport& report, int rail) {
   }
   if (labelled) {
     for (int i = 0; i < g.cells; ++i) {
-      const std::string name = Escape(names[static_cast<size_t>(i)]);
+      const std::string name = analyze::XmlEscape(names[static_cast<size_t>(i)]);
       svg += fmt::format(
           "<text x=\"{:.0f}\" y=\"{:.0f}\" text-anchor=\"end\" dominant-baseline=\"middle\">{}"
           "</text>\n",

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/strings.h"
 #include "fabricscope/error.h"
 #include "fabricscope/fabric.h"
 #include "fabricscope/locate.h"
@@ -25,13 +26,6 @@
 
 namespace fabricscope {
 namespace {
-
-std::string_view Trim(std::string_view s) {
-  const size_t begin = s.find_first_not_of(" \t\r");
-  if (begin == std::string_view::npos) return {};
-  const size_t end = s.find_last_not_of(" \t\r");
-  return s.substr(begin, end - begin + 1);
-}
 
 // Lines without comments, with their numbers.
 std::vector<std::pair<int, std::string>> Lines(std::string_view text) {

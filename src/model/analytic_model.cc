@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/joined.h"
+#include "core/strings.h"
 #include "fabricscope/error.h"
 #include "fabricscope/model.h"
 #include "model/nccl_tuning.h"
@@ -22,23 +23,6 @@ constexpr std::array<std::string_view, 8> kAlgorithmNames = {
     "Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT", "P2P"};
 constexpr std::array<std::string_view, 3> kProtocolNames = {"LL", "LL128", "Simple"};
 constexpr std::array<std::string_view, 4> kArchNames = {"volta", "ampere", "hopper", "blackwell"};
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
-template <typename Enum, size_t N>
-Enum ParseName(std::string_view name, const std::array<std::string_view, N>& names,
-               const char* what) {
-  for (size_t i = 0; i < N; ++i) {
-    if (Lower(names[i]) == Lower(name)) return static_cast<Enum>(i);
-  }
-  throw UsageError("unknown " + std::string(what) + " '" + std::string(name) + "': use one of " +
-                   Joined(names));
-}
 
 int Log2i(double x) { return x >= 1 ? static_cast<int>(std::floor(std::log2(x))) : -1; }
 
@@ -115,9 +99,7 @@ CpuVendor ParseCpuVendor(std::string_view name) {
 }
 
 std::optional<GpuArch> ArchOfGpu(std::string_view gpu_model) {
-  std::string upper(gpu_model);
-  std::transform(upper.begin(), upper.end(), upper.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  const std::string upper = Upper(gpu_model);
   struct Marker {
     const char* token;
     GpuArch arch;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/joined.h"
+#include "core/strings.h"
 #include "fabricscope/error.h"
 #include "fabricscope/fabric_sim.h"
 
@@ -18,16 +19,6 @@ constexpr std::array<std::string_view, 3> kDesignNames = {"classic", "rail-optim
 constexpr std::array<std::string_view, 2> kRoutingNames = {"ecmp", "balanced"};
 constexpr std::array<std::string_view, 7> kTierNames = {
     "nvlink", "nic-up", "nic-down", "leaf-up", "leaf-down", "agg-up", "agg-down"};
-
-template <typename Enum, size_t N>
-Enum ParseName(std::string_view name, const std::array<std::string_view, N>& names,
-               const char* flag) {
-  for (size_t i = 0; i < N; ++i) {
-    if (names[i] == name) return static_cast<Enum>(i);
-  }
-  throw UsageError(std::string(flag) + " '" + std::string(name) + "' is unknown: use one of " +
-                   Joined(names));
-}
 
 int CeilDiv(int a, int b) { return (a + b - 1) / b; }
 

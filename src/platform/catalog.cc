@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/joined.h"
+#include "core/strings.h"
 #include "fabricscope/error.h"
 #include "fabricscope/platform.h"
 #include "platform/embedded_data.h"
@@ -11,12 +12,6 @@ namespace fabricscope {
 namespace {
 
 using nlohmann::json;
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 // Reads fields of one JSON object, naming the document and the path of a bad field.
 class FieldReader {
@@ -163,11 +158,7 @@ bool Expectation::Covers(const std::string& coll, int nodes, size_t size) const 
 }
 
 bool Platform::KnownAsDevice(const std::string& device) const {
-  const auto same = [&](const std::string& known) {
-    return std::equal(
-        known.begin(), known.end(), device.begin(), device.end(),
-        [](unsigned char a, unsigned char b) { return std::tolower(a) == std::tolower(b); });
-  };
+  const auto same = [&](const std::string& known) { return EqualsIgnoreCase(known, device); };
   return !device.empty() && std::any_of(device_names.begin(), device_names.end(), same);
 }
 

@@ -9,20 +9,13 @@
 #include <map>
 #include <utility>
 
-#include "fabricscope/locate.h"
+#include "fabricscope/statistics.h"
 #include "fabricscope/watch.h"
 #include "profiler/collective_math.h"
 #include "watch/stragglers.h"
 
 namespace fabricscope {
 namespace {
-
-// Nearest-rank percentile of sorted values.
-double Percentile(const std::vector<double>& sorted, double p) {
-  if (sorted.empty()) return 0;
-  const auto rank = static_cast<size_t>(std::ceil(p * static_cast<double>(sorted.size())));
-  return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
-}
 
 int64_t TimeOf(const InspectorRecord& r) { return r.start_us.value_or(r.stop_us.value_or(0)); }
 
@@ -81,7 +74,6 @@ WatchBucket Summarize(const std::string& collective, const std::string& bucket,
     busbw.push_back(r->busbw_gbs);
     b.max_bytes = std::max(b.max_bytes, r->bytes);
   }
-  std::sort(times.begin(), times.end());
   b.p50_us = Percentile(times, 0.5);
   b.p99_us = Percentile(times, 0.99);
   b.busbw_gbs = Median(busbw);

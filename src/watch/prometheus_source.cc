@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "fabricscope/error.h"
-#include "fabricscope/locate.h"
+#include "fabricscope/statistics.h"
 #include "fabricscope/watch.h"
 #include "watch/judge.h"
 

@@ -6,7 +6,7 @@
 #include <map>
 #include <utility>
 
-#include "fabricscope/locate.h"
+#include "fabricscope/statistics.h"
 
 namespace fabricscope::watch {
 namespace {

@@ -33,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/strings.h"
 #include "fabricscope/collective.h"
 #include "fabricscope/dtype.h"
 #include "fabricscope/error.h"
@@ -129,9 +130,7 @@ gloo::AllreduceOptions::Func ReduceFunction(DataType type, ReduceOp op) {
 }
 
 bool MentionsTimeout(std::string_view what) {
-  std::string lower(what);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string lower = Lower(what);
   return lower.find("timed out") != std::string::npos || lower.find("timeout") != std::string::npos;
 }
 

@@ -17,6 +17,7 @@
 
 #include "backends/nccl/gpu_libraries.h"
 #include "backends/nccl/nccl_debug_log.h"
+#include "core/strings.h"
 #include "fabricscope/collective.h"
 #include "fabricscope/dtype.h"
 #include "fabricscope/error.h"
@@ -77,9 +78,7 @@ ncclRedOp_t ToNccl(ReduceOp op) {
 // "0000:8F:00.0" (the runtime's form) -> "0000:8f:00" (nccl-tests' "%04x:%02x:%02x").
 std::string NcclTestsBusId(std::string id) {
   if (const size_t dot = id.rfind('.'); dot != std::string::npos) id.resize(dot);
-  std::transform(id.begin(), id.end(), id.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return id;
+  return Lower(id);
 }
 
 // One device a thread drives: its rank, NCCL communicator and stream.

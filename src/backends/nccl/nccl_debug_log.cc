@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/joined.h"
+#include "core/strings.h"
 
 namespace fabricscope::gpu {
 namespace {
@@ -20,10 +21,7 @@ constexpr auto kPoll = std::chrono::milliseconds(50);
 
 bool AsksForInfo(const std::optional<std::string>& level) {
   if (!level) return false;
-  std::string upper(*level);
-  std::transform(upper.begin(), upper.end(), upper.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  return upper == "INFO" || upper == "TRACE";
+  return EqualsIgnoreCase(*level, "INFO") || EqualsIgnoreCase(*level, "TRACE");
 }
 
 // NCCL_DEBUG_FILE's own substitutions: %h host name, %p process id.

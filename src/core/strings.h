@@ -1,0 +1,59 @@
+// Private: the string helpers every part shares (case, white space, lists) and the table
+// that maps an enum's names to its values, so that each has one definition and one rule.
+// ASCII only and locale-free: the inputs are option values, file fields and log lines.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/joined.h"
+#include "fabricscope/error.h"
+
+namespace fabricscope {
+
+// ASCII white space: space, \t, \n, \v, \f, \r.
+inline bool IsSpace(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+// `s` without white space at either end: a view into `s`, so `s` must outlive it. Inline and
+// allocation-free, since the log readers call it for every field.
+inline std::string_view Trim(std::string_view s) {
+  size_t begin = 0;
+  while (begin < s.size() && IsSpace(s[begin])) ++begin;
+  size_t end = s.size();
+  while (end > begin && IsSpace(s[end - 1])) --end;
+  return s.substr(begin, end - begin);
+}
+
+// ASCII case conversion; other bytes are kept.
+std::string Lower(std::string_view s);
+std::string Upper(std::string_view s);
+// Equal but for ASCII case.
+bool EqualsIgnoreCase(std::string_view a, std::string_view b);
+
+// `text` split at `separator`, each part trimmed, empty parts dropped: "a, b,,c " gives
+// {"a", "b", "c"}; "" gives {}.
+std::vector<std::string> Split(std::string_view text, char separator);
+
+// An enum's names, indexed by its value (0, 1, ...), and the one rule to look them up: names
+// match regardless of ASCII case ("ring" is Ring), and an unknown name is a UsageError that
+// lists the choices: "unknown <what> '<name>': use one of a, b, c".
+template <typename Enum, size_t N>
+Enum ParseName(std::string_view name, const std::array<std::string_view, N>& names,
+               std::string_view what) {
+  for (size_t i = 0; i < N; ++i) {
+    if (EqualsIgnoreCase(names[i], name)) return static_cast<Enum>(i);
+  }
+  throw UsageError("unknown " + std::string(what) + " '" + std::string(name) + "': use one of " +
+                   Joined(names));
+}
+
+// The name of `value` in the table ParseName reads.
+template <typename Enum, size_t N>
+std::string_view NameOf(Enum value, const std::array<std::string_view, N>& names) {
+  return names.at(static_cast<size_t>(value));
+}
+
+}  // namespace fabricscope
