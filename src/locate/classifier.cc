@@ -640,6 +640,20 @@ PairCall AgainstExpectation(const RailVerdict& v, double expect_gbs) {
   return Compare(alone, ref, v.rule).call;
 }
 
+// "0.40x the expected 41.2 GB/s (dgx-h100: ...)": the pair's sendrecv median against the
+// expectation and where that comes from.
+std::string AgainstExpectationPhrase(const std::vector<RailVerdict>& rails,
+                                     const LocateOptions& options) {
+  std::string source;
+  if (!options.expect_source.empty()) source = " (" + options.expect_source + ")";
+  if (rails.empty() || rails[0].levels.pairs.empty() || !(options.expect_gbs > 0)) {
+    return fmt::format("the expected {}{}", Gbs(options.expect_gbs), source);
+  }
+  return fmt::format("{:.2f}x the expected {}{}",
+                     rails[0].levels.pairs[0].sendrecv / options.expect_gbs,
+                     Gbs(options.expect_gbs), source);
+}
+
 }  // namespace
 
 TwoNodeVerdict JudgeTwoNodes(const ClusterLayout& layout, const std::vector<RailVerdict>& rails,
@@ -675,8 +689,10 @@ TwoNodeVerdict JudgeTwoNodes(const ClusterLayout& layout, const std::vector<Rail
   if (expected == PairCall::kSlow) {
     t.status = LocateStatus::kAmbiguous;
     t.decided = true;
-    t.unknown = fmt::format("the pair measures below {:.2f}x the expected {}; {}{}",
-                            options.threshold, Gbs(options.expect_gbs), pairs_cannot, inside);
+    t.unknown = fmt::format(
+        "the pair's sendrecv bandwidth is {}, significantly below {:.2f}x: the fault is on "
+        "the path between them or on the nodes; {}{}",
+        AgainstExpectationPhrase(rails, options), options.threshold, pairs_cannot, inside);
     t.next_step = "run locate with a third node (a known-good host) to tell which end";
   } else if (expected == PairCall::kFine) {
     t.status = LocateStatus::kClear;
@@ -684,19 +700,21 @@ TwoNodeVerdict JudgeTwoNodes(const ClusterLayout& layout, const std::vector<Rail
   } else {
     t.status = LocateStatus::kInconclusive;
     t.decided = options.expect_gbs <= 0;
-    t.unknown = options.expect_gbs > 0
-                    ? fmt::format(
-                          "the pair is neither clearly below nor clearly above {:.2f}x "
-                          "the expected {} at this noise; {}{}",
-                          options.threshold, Gbs(options.expect_gbs), pairs_cannot, inside)
-                    : pairs_cannot +
-                          ", nor whether it is slow at all: no other pair to compare "
-                          "with" +
-                          inside;
+    t.unknown =
+        options.expect_gbs > 0
+            ? fmt::format(
+                  "the pair's sendrecv bandwidth is {}, neither clearly below nor "
+                  "clearly above {:.2f}x at this noise; {}{}",
+                  AgainstExpectationPhrase(rails, options), options.threshold, pairs_cannot, inside)
+            : pairs_cannot +
+                  ", nor whether it is slow at all: no other pair to compare "
+                  "with" +
+                  inside;
     t.next_step = options.expect_gbs > 0
                       ? "measure longer: raise --budget, -n/--iters or -b/--size"
-                      : "give --expect GBPS (the pair's expected sendrecv bus bandwidth, e.g. "
-                        "from `fabricscope check`) or add a third node";
+                      : "give --platform NAME (check's expectation for the platform) or "
+                        "--expect GBPS (the pair's expected sendrecv bus bandwidth), or add a "
+                        "third node";
   }
   return t;
 }

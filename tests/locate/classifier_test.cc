@@ -10,7 +10,10 @@
 #include <functional>
 #include <vector>
 
+#include "fabricscope/error.h"
 #include "fabricscope/locate.h"
+#include "fabricscope/model.h"
+#include "fabricscope/platform.h"
 
 namespace fabricscope::classify {
 namespace {
@@ -295,11 +298,40 @@ TEST(JudgeTwoNodes, APairAloneCannotSayWhichNode) {
   options.expect_gbs = 10;
   const TwoNodeVerdict below = JudgeTwoNodes(layout, {Judge(2, slow)}, {}, options);
   EXPECT_EQ(below.status, LocateStatus::kAmbiguous);
-  EXPECT_NE(below.unknown.find("below 0.70x the expected 10 GB/s"), std::string::npos)
+  EXPECT_NE(below.unknown.find("is 0.25x the expected 10 GB/s, significantly below 0.70x"),
+            std::string::npos)
       << below.unknown;
+  options.expect_source = "dgx-h100: check's expectation";
+  const TwoNodeVerdict sourced = JudgeTwoNodes(layout, {Judge(2, slow)}, {}, options);
+  EXPECT_NE(sourced.unknown.find("0.25x the expected 10 GB/s (dgx-h100: check's expectation)"),
+            std::string::npos)
+      << sourced.unknown;
+  EXPECT_NE(sourced.unknown.find("the fault is on the path between them or on the nodes"),
+            std::string::npos)
+      << sourced.unknown;
   const TwoNodeVerdict fine =
       JudgeTwoNodes(layout, {Judge(2, AllPairs(2, 1, SlowNode(0, 1.0), 12))}, {}, options);
   EXPECT_EQ(fine.status, LocateStatus::kClear);
+}
+
+// check's expectation for a 2-node sendrecv, the figure two nodes' pair is judged against:
+// the catalog has no sendrecv band, so it is the model's, as check falls back to it.
+TEST(PlatformPairExpectation, IsChecksModelForSendrecvOnTwoNodes) {
+  const Catalog catalog = Catalog::Builtin();
+  const Platform& h100 = catalog.Get("dgx-h100");
+  const size_t bytes = size_t{64} << 20;
+  const PairExpectation e = PlatformPairExpectation(h100, bytes);
+  ModelOptions two;
+  two.nodes = 2;
+  EXPECT_DOUBLE_EQ(e.gbs, CollectiveModel(h100, two).Predict(Collective::kSendRecv, bytes).busbw);
+  // One pair crosses one NIC: below its line rate (400 Gb/s = 50 GB/s), well above nothing.
+  EXPECT_GT(e.gbs, 25.0);
+  EXPECT_LT(e.gbs, 50.0);
+  EXPECT_NE(e.source.find("dgx-h100"), std::string::npos) << e.source;
+  EXPECT_NE(e.source.find("sendrecv on 2 nodes"), std::string::npos) << e.source;
+  // A smaller message is latency-bound: a lower expectation, as check would judge it.
+  EXPECT_LT(PlatformPairExpectation(h100, size_t{1} << 20).gbs, e.gbs);
+  EXPECT_THROW(PlatformPairExpectation(h100, 0), UsageError);
 }
 
 TEST(JudgeTwoNodes, ASlowRailIsThatRailsNicOnOneOfTheTwo) {
