@@ -353,8 +353,30 @@ void CallNodes(RailVerdict& v) {
   }
 }
 
-// Links: slow pairs between two cleared nodes; slow pairs with an undecided end, and
-// undecided pairs, are undecided.
+}  // namespace
+
+bool SlowerThanBothEnds(const RailVerdict& v, size_t pair) {
+  const NodePair& p = v.levels.pairs[pair].pair;
+  for (int end : {p.a, p.b}) {
+    std::vector<size_t> others;
+    for (size_t k : v.levels.pairs_of_node[static_cast<size_t>(end)]) {
+      if (k == pair || v.is_slow_node[static_cast<size_t>(Other(v.levels.pairs[k].pair, end))]) {
+        continue;
+      }
+      others.push_back(k);
+    }
+    if (others.empty()) return false;
+    const Reference ref = MakeReference(v.levels, others, v.rule.sigma);
+    if (Compare(v.levels.pairs[pair], ref, v.rule).call != PairCall::kSlow) return false;
+  }
+  return true;
+}
+
+namespace {
+
+// Links: slow pairs between two nodes that are cleared, or that are each significantly
+// faster with their other peers (SlowerThanBothEnds); other slow pairs, and undecided
+// pairs, are undecided.
 void CallLinks(RailVerdict& v) {
   for (size_t i = 0; i < v.levels.pairs.size(); ++i) {
     const NodePair& p = v.levels.pairs[i].pair;
@@ -366,7 +388,8 @@ void CallLinks(RailVerdict& v) {
       v.undecided_pairs.push_back(i);
     } else if (call == PairCall::kSlow) {
       const bool ends_clear =
-          v.node_calls[a] == PairCall::kFine && v.node_calls[b] == PairCall::kFine;
+          (v.node_calls[a] == PairCall::kFine && v.node_calls[b] == PairCall::kFine) ||
+          SlowerThanBothEnds(v, i);
       // Three samples at least: a median of two is a mean, and one burst moves it.
       if (ends_clear && v.levels.pairs[i].n() >= 3) {
         v.slow_links.push_back(i);

@@ -314,6 +314,46 @@ TEST(JudgeTwoNodes, APairAloneCannotSayWhichNode) {
   EXPECT_EQ(fine.status, LocateStatus::kClear);
 }
 
+// Every pair `repeats` times at bw(a, b), each repeat off by a factor of e^+-0.3 (noise
+// about 0.6 between repeats, as on the CPU-bound test bed).
+std::vector<PairSample> NoisyPairs(int nodes, const Bandwidth& bw, int repeats) {
+  std::vector<PairSample> samples;
+  int i = 0;
+  for (int k = 0; k < repeats; ++k) {
+    for (int a = 0; a < nodes; ++a) {
+      for (int b = a + 1; b < nodes; ++b) {
+        const double f = std::exp(((i++ + k) % 2 == 0 ? 0.3 : -0.3));
+        samples.push_back({{a, b}, 0, bw(a, b, 0) * f, bw(a, b, 0) * f, 0});
+      }
+    }
+  }
+  return samples;
+}
+
+// The test bed's slow link: n1-n3 at a tenth, n3's other pairs at 0.8x, noise 0.6. n3 cannot
+// be cleared against the cluster at this noise, but the link is far below each end's own
+// other pairs: named. At 0.6x of its ends it is not (not below 0.7x of them significantly).
+TEST(CallLinks, ALinkFarBelowBothEndsOwnPairsIsNamedWhereAnEndIsNotCleared) {
+  const Bandwidth bw = [](int a, int b, int) {
+    if (a == 1 && b == 3) return 1.0;
+    return b == 3 ? 8.0 : 10.0;
+  };
+  const RailVerdict v = Judge(4, NoisyPairs(4, bw, 16));
+  EXPECT_GT(v.noise.sigma, 0.5);
+  EXPECT_TRUE(v.slow_nodes.empty());
+  EXPECT_NE(v.node_calls[3], PairCall::kFine);  // not cleared against the cluster
+  ASSERT_EQ(v.slow_links.size(), 1u);
+  EXPECT_EQ(v.levels.pairs[v.slow_links[0]].pair, (NodePair{1, 3}));
+  EXPECT_TRUE(SlowerThanBothEnds(v, v.slow_links[0]));
+  const Bandwidth mild = [](int a, int b, int) {
+    if (a == 1 && b == 3) return 4.8;  // 0.6x of n3's other pairs
+    return b == 3 ? 8.0 : 10.0;
+  };
+  const RailVerdict m = Judge(4, NoisyPairs(4, mild, 16));
+  EXPECT_TRUE(m.slow_links.empty());
+  for (size_t i = 0; i < m.levels.pairs.size(); ++i) EXPECT_FALSE(SlowerThanBothEnds(m, i));
+}
+
 // check's expectation for a 2-node sendrecv, the figure two nodes' pair is judged against:
 // the catalog has no sendrecv band, so it is the model's, as check falls back to it.
 TEST(PlatformPairExpectation, IsChecksModelForSendrecvOnTwoNodes) {
