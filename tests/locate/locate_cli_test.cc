@@ -33,8 +33,8 @@ TEST_F(LocateCliTest, HelpListsTheFlagsAndExitCodes) {
   EXPECT_EQ(o.exit_code, 0);
   for (const char* flag :
        {"--backend", "--launcher", "--group-by", "--mode", "--coverage", "--size", "--threshold",
-        "--confidence", "--budget", "--max-sweeps", "--expect", "--json", "--svg", "--simulate",
-        "--inject", "Exit codes: 0 nobody named", "1 a culprit named",
+        "--confidence", "--budget", "--max-sweeps", "--expect", "--platform", "--json", "--svg",
+        "--simulate", "--inject", "Exit codes: 0 nobody named", "1 a culprit named",
         "4 inconclusive or ambiguous"}) {
     EXPECT_NE(o.out.find(flag), std::string::npos) << flag;
   }
