@@ -173,6 +173,9 @@ struct LocateOptions {
   // Two nodes have one pair and nothing to compare it with: the pair's expected sendrecv
   // bus bandwidth (GB/s), e.g. check's expectation for the platform; 0 = none given.
   double expect_gbs = 0;
+  // Where expect_gbs comes from, for the report ("dgx-h100: check's expectation ..."); empty
+  // when given by hand (--expect).
+  std::string expect_source;
   Topology topology;       // hosts to leaf switches; empty: blame nodes and links only
   bool per_node = true;    // the per-node round (nodes with two or more ranks)
   bool stragglers = true;  // the collective over every rank, for per-rank times
@@ -424,6 +427,24 @@ class SimulatedCluster : public PairMeasurer {
 };
 
 // ---------------------------------------------------------------------------------------
+// The platform's expectation of a pair
+
+struct Platform;
+
+// The expected sendrecv bus bandwidth of one pair of ranks on two nodes, and where it comes
+// from.
+struct PairExpectation {
+  double gbs = 0;
+  std::string source;
+};
+
+// What `fabricscope check` expects of a 2-node sendrecv on `platform` at `bytes`: the
+// catalog's band for it when there is one, else the model of the platform (src/model), as
+// check falls back to it. What two nodes' pair is judged against (LocateOptions::expect_gbs).
+// Throws UsageError when the platform gives no figure.
+PairExpectation PlatformPairExpectation(const Platform& platform, size_t bytes);
+
+// ---------------------------------------------------------------------------------------
 // A real job
 
 // How a real job measures: the launch and backend, and the size of each measurement.
@@ -437,6 +458,11 @@ struct LocateJobOptions {
   // (BackendCapabilities::point_to_point): no communicator per round. false: one
   // communicator per pair and rail in every round, the way of backends without it.
   bool point_to_point = true;
+  // A pair's number is its fastest timed iteration (each iteration timed on its own, the
+  // engine's -I), not the mean of its iterations: waiting for a CPU only ever adds time, so
+  // on a shared or busy host the fastest iteration is the steadiest measure of the path.
+  // false: the mean, as `run` reports it.
+  bool fastest_iteration = true;
 };
 
 // Runs locate over the job this process is part of: every rank gathers the hostnames,

@@ -15,6 +15,7 @@
 #include "fabricscope/error.h"
 #include "fabricscope/launch.h"
 #include "fabricscope/locate.h"
+#include "fabricscope/platform.h"
 #include "fabricscope/sizes.h"
 #include "fabricscope/version.h"
 
@@ -44,9 +45,12 @@ struct LocateFlags {
   double budget = 300;
   int max_sweeps = 16;
   double expect = 0;
+  std::string platform;
   std::string topology;
   bool skip_per_node = false;
   bool skip_stragglers = false;
+  bool communicator_per_pair = false;
+  bool mean_iteration = false;
   // A simulated cluster instead of a job.
   int simulate = 0;
   int rails = 1;
@@ -126,10 +130,19 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
   app.add_option("--expect", f.expect,
                  "expected sendrecv bus bandwidth of a pair, GB/s (e.g. from `fabricscope "
                  "check`): what two nodes are judged against");
+  app.add_option("--platform", f.platform,
+                 "catalog platform (docs/catalog.md): two nodes' pair is judged against "
+                 "check's expectation for a 2-node sendrecv on it at -b (instead of --expect)");
   app.add_flag("--skip-per-node", f.skip_per_node,
                "no per-node test (each node's own ranks together)");
   app.add_flag("--skip-stragglers", f.skip_stragglers,
                "no all_reduce over every rank for per-rank times");
+  app.add_flag("--communicator-per-pair", f.communicator_per_pair,
+               "measure each pair on a communicator of its own, created every round, instead "
+               "of point to point on the job's (slower at scale; for comparison)");
+  app.add_flag("--mean-iteration", f.mean_iteration,
+               "a measurement's number is the mean of its timed iterations (as `run`), not "
+               "its fastest (for comparison)");
   AddFormatOption(app, f.format, LocateFormats(), "report format on stdout or --output");
   app.add_option("--output", f.output, "write the report to FILE instead of stdout");
   app.add_option("--json", f.json_file, "also write the JSON report to FILE");
@@ -187,6 +200,15 @@ LocateOptions ToLocateOptions(const LocateFlags& f) {
   o.budget_s = f.budget;
   o.max_sweeps = f.max_sweeps;
   o.expect_gbs = f.expect;
+  if (!f.platform.empty()) {
+    Require(f.expect == 0,
+            "give --platform or --expect, not both: each sets what two nodes' "
+            "pair is judged against");
+    const PairExpectation e =
+        PlatformPairExpectation(Catalog::Builtin().Get(f.platform), ParseSize(f.size, "-b/--size"));
+    o.expect_gbs = e.gbs;
+    o.expect_source = e.source;
+  }
   if (!f.topology.empty()) o.topology = ReadTopology(f.topology);
   o.per_node = !f.skip_per_node;
   o.stragglers = !f.skip_stragglers;
@@ -366,6 +388,8 @@ int Execute(const LocateFlags& f, const CommandContext& ctx) {
     ShowProgress(options, ctx);
   }
   job.locate = options;
+  job.point_to_point = !f.communicator_per_pair;
+  job.fastest_iteration = !f.mean_iteration;
   report = RunLocateJob(job, *backend, launch, env);
   if (!outputs || report.ranks.empty()) return kExitOk;
   EndProgress(options, ctx);

@@ -351,8 +351,30 @@ void CallNodes(RailVerdict& v) {
   }
 }
 
-// Links: slow pairs between two cleared nodes; slow pairs with an undecided end, and
-// undecided pairs, are undecided.
+}  // namespace
+
+bool SlowerThanBothEnds(const RailVerdict& v, size_t pair) {
+  const NodePair& p = v.levels.pairs[pair].pair;
+  for (int end : {p.a, p.b}) {
+    std::vector<size_t> others;
+    for (size_t k : v.levels.pairs_of_node[static_cast<size_t>(end)]) {
+      if (k == pair || v.is_slow_node[static_cast<size_t>(Other(v.levels.pairs[k].pair, end))]) {
+        continue;
+      }
+      others.push_back(k);
+    }
+    if (others.empty()) return false;
+    const Reference ref = MakeReference(v.levels, others, v.rule.sigma);
+    if (Compare(v.levels.pairs[pair], ref, v.rule).call != PairCall::kSlow) return false;
+  }
+  return true;
+}
+
+namespace {
+
+// Links: slow pairs between two nodes that are cleared, or that are each significantly
+// faster with their other peers (SlowerThanBothEnds); other slow pairs, and undecided
+// pairs, are undecided.
 void CallLinks(RailVerdict& v) {
   for (size_t i = 0; i < v.levels.pairs.size(); ++i) {
     const NodePair& p = v.levels.pairs[i].pair;
@@ -364,7 +386,8 @@ void CallLinks(RailVerdict& v) {
       v.undecided_pairs.push_back(i);
     } else if (call == PairCall::kSlow) {
       const bool ends_clear =
-          v.node_calls[a] == PairCall::kFine && v.node_calls[b] == PairCall::kFine;
+          (v.node_calls[a] == PairCall::kFine && v.node_calls[b] == PairCall::kFine) ||
+          SlowerThanBothEnds(v, i);
       // Three samples at least: a median of two is a mean, and one burst moves it.
       if (ends_clear && v.levels.pairs[i].n() >= 3) {
         v.slow_links.push_back(i);
@@ -638,6 +661,20 @@ PairCall AgainstExpectation(const RailVerdict& v, double expect_gbs) {
   return Compare(alone, ref, v.rule).call;
 }
 
+// "0.40x the expected 41.2 GB/s (dgx-h100: ...)": the pair's sendrecv median against the
+// expectation and where that comes from.
+std::string AgainstExpectationPhrase(const std::vector<RailVerdict>& rails,
+                                     const LocateOptions& options) {
+  std::string source;
+  if (!options.expect_source.empty()) source = " (" + options.expect_source + ")";
+  if (rails.empty() || rails[0].levels.pairs.empty() || !(options.expect_gbs > 0)) {
+    return fmt::format("the expected {}{}", Gbs(options.expect_gbs), source);
+  }
+  return fmt::format("{:.2f}x the expected {}{}",
+                     rails[0].levels.pairs[0].sendrecv / options.expect_gbs,
+                     Gbs(options.expect_gbs), source);
+}
+
 }  // namespace
 
 TwoNodeVerdict JudgeTwoNodes(const ClusterLayout& layout, const std::vector<RailVerdict>& rails,
@@ -673,8 +710,10 @@ TwoNodeVerdict JudgeTwoNodes(const ClusterLayout& layout, const std::vector<Rail
   if (expected == PairCall::kSlow) {
     t.status = LocateStatus::kAmbiguous;
     t.decided = true;
-    t.unknown = fmt::format("the pair measures below {:.2f}x the expected {}; {}{}",
-                            options.threshold, Gbs(options.expect_gbs), pairs_cannot, inside);
+    t.unknown = fmt::format(
+        "the pair's sendrecv bandwidth is {}, significantly below {:.2f}x: the fault is on "
+        "the path between them or on the nodes; {}{}",
+        AgainstExpectationPhrase(rails, options), options.threshold, pairs_cannot, inside);
     t.next_step = "run locate with a third node (a known-good host) to tell which end";
   } else if (expected == PairCall::kFine) {
     t.status = LocateStatus::kClear;
@@ -682,19 +721,21 @@ TwoNodeVerdict JudgeTwoNodes(const ClusterLayout& layout, const std::vector<Rail
   } else {
     t.status = LocateStatus::kInconclusive;
     t.decided = options.expect_gbs <= 0;
-    t.unknown = options.expect_gbs > 0
-                    ? fmt::format(
-                          "the pair is neither clearly below nor clearly above {:.2f}x "
-                          "the expected {} at this noise; {}{}",
-                          options.threshold, Gbs(options.expect_gbs), pairs_cannot, inside)
-                    : pairs_cannot +
-                          ", nor whether it is slow at all: no other pair to compare "
-                          "with" +
-                          inside;
+    t.unknown =
+        options.expect_gbs > 0
+            ? fmt::format(
+                  "the pair's sendrecv bandwidth is {}, neither clearly below nor "
+                  "clearly above {:.2f}x at this noise; {}{}",
+                  AgainstExpectationPhrase(rails, options), options.threshold, pairs_cannot, inside)
+            : pairs_cannot +
+                  ", nor whether it is slow at all: no other pair to compare "
+                  "with" +
+                  inside;
     t.next_step = options.expect_gbs > 0
                       ? "measure longer: raise --budget, -n/--iters or -b/--size"
-                      : "give --expect GBPS (the pair's expected sendrecv bus bandwidth, e.g. "
-                        "from `fabricscope check`) or add a third node";
+                      : "give --platform NAME (check's expectation for the platform) or "
+                        "--expect GBPS (the pair's expected sendrecv bus bandwidth), or add a "
+                        "third node";
   }
   return t;
 }

@@ -95,6 +95,14 @@ Reference MakeReference(const RailLevels& levels, const std::vector<size_t>& pai
 // own spread).
 Comparison Compare(const PairLevel& pair, const Reference& reference, const Rule& rule);
 
+// Whether pair `pair` is slow (below the threshold, significantly) against each of its two
+// ends' other pairs (those to peers that are not slow nodes): the slowness is the path's
+// between the two, not either end's, even when an end cannot be cleared against the whole
+// cluster (a noisy one: each end's pairs, not the cluster's, are the reference). A slow
+// link needs this or both ends cleared.
+struct RailVerdict;
+bool SlowerThanBothEnds(const RailVerdict& v, size_t pair);
+
 // The pairs of one rail that touch none of `excluded`; `skip`, when set, left out too.
 std::vector<size_t> PairsAvoiding(const RailLevels& levels, const std::vector<char>& excluded,
                                   size_t skip = static_cast<size_t>(-1));

@@ -81,6 +81,7 @@ std::string LocateJson(const LocateReport& report) {
                  {"budget_s", o.budget_s},
                  {"max_sweeps", o.max_sweeps},
                  {"expect_gbs", o.expect_gbs},
+                 {"expect_source", o.expect_source},
                  {"topology", o.topology.source},
                  {"min_robust_z", o.min_robust_z},
                  {"bytes", report.bytes},

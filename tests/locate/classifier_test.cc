@@ -10,7 +10,10 @@
 #include <functional>
 #include <vector>
 
+#include "fabricscope/error.h"
 #include "fabricscope/locate.h"
+#include "fabricscope/model.h"
+#include "fabricscope/platform.h"
 
 namespace fabricscope::classify {
 namespace {
@@ -295,11 +298,80 @@ TEST(JudgeTwoNodes, APairAloneCannotSayWhichNode) {
   options.expect_gbs = 10;
   const TwoNodeVerdict below = JudgeTwoNodes(layout, {Judge(2, slow)}, {}, options);
   EXPECT_EQ(below.status, LocateStatus::kAmbiguous);
-  EXPECT_NE(below.unknown.find("below 0.70x the expected 10 GB/s"), std::string::npos)
+  EXPECT_NE(below.unknown.find("is 0.25x the expected 10 GB/s, significantly below 0.70x"),
+            std::string::npos)
       << below.unknown;
+  options.expect_source = "dgx-h100: check's expectation";
+  const TwoNodeVerdict sourced = JudgeTwoNodes(layout, {Judge(2, slow)}, {}, options);
+  EXPECT_NE(sourced.unknown.find("0.25x the expected 10 GB/s (dgx-h100: check's expectation)"),
+            std::string::npos)
+      << sourced.unknown;
+  EXPECT_NE(sourced.unknown.find("the fault is on the path between them or on the nodes"),
+            std::string::npos)
+      << sourced.unknown;
   const TwoNodeVerdict fine =
       JudgeTwoNodes(layout, {Judge(2, AllPairs(2, 1, SlowNode(0, 1.0), 12))}, {}, options);
   EXPECT_EQ(fine.status, LocateStatus::kClear);
+}
+
+// Every pair `repeats` times at bw(a, b), each repeat off by a factor of e^+-0.3 (noise
+// about 0.6 between repeats, as on the CPU-bound test bed).
+std::vector<PairSample> NoisyPairs(int nodes, const Bandwidth& bw, int repeats) {
+  std::vector<PairSample> samples;
+  int i = 0;
+  for (int k = 0; k < repeats; ++k) {
+    for (int a = 0; a < nodes; ++a) {
+      for (int b = a + 1; b < nodes; ++b) {
+        const double f = std::exp(((i++ + k) % 2 == 0 ? 0.3 : -0.3));
+        samples.push_back({{a, b}, 0, bw(a, b, 0) * f, bw(a, b, 0) * f, 0});
+      }
+    }
+  }
+  return samples;
+}
+
+// The test bed's slow link: n1-n3 at a tenth, n3's other pairs at 0.8x, noise 0.6. n3 cannot
+// be cleared against the cluster at this noise, but the link is far below each end's own
+// other pairs: named. At 0.6x of its ends it is not (not below 0.7x of them significantly).
+TEST(CallLinks, ALinkFarBelowBothEndsOwnPairsIsNamedWhereAnEndIsNotCleared) {
+  const Bandwidth bw = [](int a, int b, int) {
+    if (a == 1 && b == 3) return 1.0;
+    return b == 3 ? 8.0 : 10.0;
+  };
+  const RailVerdict v = Judge(4, NoisyPairs(4, bw, 16));
+  EXPECT_GT(v.noise.sigma, 0.5);
+  EXPECT_TRUE(v.slow_nodes.empty());
+  EXPECT_NE(v.node_calls[3], PairCall::kFine);  // not cleared against the cluster
+  ASSERT_EQ(v.slow_links.size(), 1u);
+  EXPECT_EQ(v.levels.pairs[v.slow_links[0]].pair, (NodePair{1, 3}));
+  EXPECT_TRUE(SlowerThanBothEnds(v, v.slow_links[0]));
+  const Bandwidth mild = [](int a, int b, int) {
+    if (a == 1 && b == 3) return 4.8;  // 0.6x of n3's other pairs
+    return b == 3 ? 8.0 : 10.0;
+  };
+  const RailVerdict m = Judge(4, NoisyPairs(4, mild, 16));
+  EXPECT_TRUE(m.slow_links.empty());
+  for (size_t i = 0; i < m.levels.pairs.size(); ++i) EXPECT_FALSE(SlowerThanBothEnds(m, i));
+}
+
+// check's expectation for a 2-node sendrecv, the figure two nodes' pair is judged against:
+// the catalog has no sendrecv band, so it is the model's, as check falls back to it.
+TEST(PlatformPairExpectation, IsChecksModelForSendrecvOnTwoNodes) {
+  const Catalog catalog = Catalog::Builtin();
+  const Platform& h100 = catalog.Get("dgx-h100");
+  const size_t bytes = size_t{64} << 20;
+  const PairExpectation e = PlatformPairExpectation(h100, bytes);
+  ModelOptions two;
+  two.nodes = 2;
+  EXPECT_DOUBLE_EQ(e.gbs, CollectiveModel(h100, two).Predict(Collective::kSendRecv, bytes).busbw);
+  // One pair crosses one NIC: below its line rate (400 Gb/s = 50 GB/s), well above nothing.
+  EXPECT_GT(e.gbs, 25.0);
+  EXPECT_LT(e.gbs, 50.0);
+  EXPECT_NE(e.source.find("dgx-h100"), std::string::npos) << e.source;
+  EXPECT_NE(e.source.find("sendrecv on 2 nodes"), std::string::npos) << e.source;
+  // A smaller message is latency-bound: a lower expectation, as check would judge it.
+  EXPECT_LT(PlatformPairExpectation(h100, size_t{1} << 20).gbs, e.gbs);
+  EXPECT_THROW(PlatformPairExpectation(h100, 0), UsageError);
 }
 
 TEST(JudgeTwoNodes, ASlowRailIsThatRailsNicOnOneOfTheTwo) {

@@ -34,8 +34,8 @@ TEST_F(LocateCliTest, HelpListsTheFlagsAndExitCodes) {
   EXPECT_EQ(o.exit_code, 0);
   for (const char* flag :
        {"--backend", "--launcher", "--group-by", "--mode", "--coverage", "--size", "--threshold",
-        "--confidence", "--budget", "--max-sweeps", "--expect", "--json", "--svg", "--simulate",
-        "--inject", "Exit codes: 0 nobody named", "1 a culprit named",
+        "--confidence", "--budget", "--max-sweeps", "--expect", "--platform", "--json", "--svg",
+        "--simulate", "--inject", "Exit codes: 0 nobody named", "1 a culprit named",
         "4 inconclusive or ambiguous"}) {
     EXPECT_NE(o.out.find(flag), std::string::npos) << flag;
   }
@@ -264,6 +264,35 @@ TEST_F(LocateCliTest, MpiBackendUnderMpirun) {
     EXPECT_EQ(m["wrong"], 0);
   }
   EXPECT_TRUE(j["suspects"].empty()) << j["suspects"].dump(2);
+}
+
+// Two nodes judged against check's expectation for the platform (--platform), not a figure
+// typed by hand: the simulated pair at 25 GB/s, or a quarter of it with a slow node.
+TEST_F(LocateCliTest, TwoNodesAreJudgedAgainstThePlatformsExpectation) {
+  const fs::path json = dir_ / "two.json";
+  const Outcome slow =
+      Run("locate --simulate 2 --inject node:0 --platform azure-nd-a100-v4 -b 64M "
+          "--json " +
+          json.string());
+  EXPECT_EQ(slow.exit_code, 4) << slow.out << slow.err;
+  EXPECT_TRUE(std::regex_search(slow.out, std::regex(R"(is 0\.[0-9]+x the expected [0-9.]+ GB/s )"
+                                                     R"(\(azure-nd-a100-v4: check's expectation )"
+                                                     R"(for sendrecv on 2 nodes)")))
+      << slow.out;
+  EXPECT_NE(slow.out.find("the fault is on the path between them or on the nodes"),
+            std::string::npos)
+      << slow.out;
+  const auto j = nlohmann::json::parse(Slurp(json));
+  EXPECT_EQ(j["status"], "ambiguous");
+  EXPECT_GT(j["config"]["expect_gbs"].get<double>(), 0.0);
+  EXPECT_NE(j["config"]["expect_source"].get<std::string>().find("azure-nd-a100-v4"),
+            std::string::npos);
+  const Outcome fine = Run("locate --simulate 2 --platform azure-nd-a100-v4 -b 64M");
+  EXPECT_EQ(fine.exit_code, 0) << fine.out << fine.err;
+  EXPECT_NE(fine.out.find("# verdict: nobody named"), std::string::npos) << fine.out;
+  ExpectRefused("locate --simulate 2 --platform no-such-node", 2, "no-such-node");
+  ExpectRefused("locate --simulate 2 --platform dgx-h100 --expect 30", 2,
+                "give --platform or --expect, not both");
 }
 
 TEST_F(LocateCliTest, BadInputsGetAClearErrorAndExitCode) {

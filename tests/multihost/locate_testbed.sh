@@ -7,7 +7,9 @@
 # Environment (defaults in brackets): LOCATE_TESTBED_HOSTS [6], LOCATE_TESTBED_BASE [200mbit;
 # empty: no limit, the shared CPU sets the pace and healthy pairs vary several-fold],
 # LOCATE_TESTBED_SLOW [100mbit], LOCATE_TESTBED_RUNS [1: each scenario that many times],
-# LOCATE_TESTBED_PREFIX [fsloc], LOCATE_TESTBED_ARGS [--max-sweeps 6] (more locate flags).
+# LOCATE_TESTBED_PREFIX [fsloc], LOCATE_TESTBED_ARGS [--max-sweeps 6] (more locate flags),
+# LOCATE_TESTBED_HOG [0: that many `yes >/dev/null` loops, a CPU hog, run beside locate],
+# LOCATE_TESTBED_KEEP [none: a directory each run's report and JSON are copied to].
 # docs/locate.md has the 10-run acceptance command (4 hosts, a host at 300 Mbit/s).
 #
 # Scenarios (all by default):
@@ -35,6 +37,8 @@ readonly BASE_RATE=${LOCATE_TESTBED_BASE-200mbit}
 readonly SLOW_RATE=${LOCATE_TESTBED_SLOW:-100mbit}
 readonly RUNS=${LOCATE_TESTBED_RUNS:-1}
 read -r -a EXTRA_ARGS <<<"${LOCATE_TESTBED_ARGS:---max-sweeps 6}"
+readonly HOG=${LOCATE_TESTBED_HOG:-0}
+readonly KEEP=${LOCATE_TESTBED_KEEP:-}
 [ "$HOSTS" -ge 4 ] || {
   echo "LOCATE_TESTBED_HOSTS must be 4 or more (the link scenario slows hosts 2 and 4)" >&2
   exit 2
@@ -57,6 +61,13 @@ restore() { if [ -n "$BASE_RATE" ]; then "$netns" slow "$1" "$BASE_RATE" >/dev/n
 if [ -n "$BASE_RATE" ]; then
   for ((i = 1; i <= NAMESPACES; i++)); do "$netns" slow "$PREFIX$i" "$BASE_RATE" >/dev/null; done
 fi
+
+# The CPU hog: busy loops on the machine (not in a namespace), stopped by the exit trap.
+for ((i = 0; i < HOG; i++)); do
+  yes >/dev/null &
+  started_pids+=($!)
+done
+[ -z "$KEEP" ] || mkdir -p "$KEEP"
 
 port=29700
 # Runs locate with one process per SPEC ("namespace=hostname"; process r is rank r), the
@@ -113,7 +124,13 @@ check_common() {
   check "$label: the heatmap is an SVG" contains "$tmp/$label.svg" "</svg>"
   check "$label: only rank 0 reports" equal "$(cat "$tmp/$label".out.[1-9]*)" ""
   log "$label: $(grep '^# verdict' "$tmp/$label.out.0")"
-  verdicts+=("$label: $(jq -r .status "$json") $(named "$json" | tr '\n' ' ')")
+  verdicts+=("$label: $(jq -r .status "$json") $(named "$json" | tr '\n' ' ')(noise \
+$(jq -r '[.baselines[].sigma * 100 | round / 100] | map(tostring) | join(",")' "$json"), \
+$(jq -r .sweeps "$json") sweeps)")
+  if [ -n "$KEEP" ]; then
+    cp "$json" "$KEEP/$label.run$run.json"
+    cp "$tmp/$label.out.0" "$KEEP/$label.run$run.txt"
+  fi
 }
 
 # "rc is one of a|b|c".
