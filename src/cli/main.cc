@@ -31,7 +31,8 @@ int ExitCodeOf(const fabricscope::Error& e) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+// The whole command line; main only keeps an exception from leaving the program.
+static int RunMain(int argc, char** argv) {
   // A peer that dies mid-transfer must surface as an error naming it, not kill this
   // process silently: Gloo's sockets would otherwise raise SIGPIPE on the next write.
   std::signal(SIGPIPE, SIG_IGN);
@@ -103,6 +104,17 @@ int main(int argc, char** argv) {
     return ExitCodeOf(e);
   } catch (const std::exception& e) {
     std::cerr << prog << ": error: " << e.what() << "\n";
+    return kExitRuntime;
+  }
+}
+
+int main(int argc, char** argv) {
+  // An exception from setting up the command line (before RunMain's own handlers) is an
+  // error like any other, not std::terminate.
+  try {
+    return RunMain(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "fabricscope: error: " << e.what() << "\n";
     return kExitRuntime;
   }
 }
