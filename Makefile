@@ -21,9 +21,10 @@ build: configure
 run: build
 	./$(BUILD)/fabricscope run
 
-# The suite, after the format check (the tree stays clang-formatted) and a -Werror build.
-# `make tidy` and `make tsan` (below) join it once both pass on main (docs/development.md).
-test: format-check build
+# The suite, after the format check (the tree stays clang-formatted), a -Werror build and
+# clang-tidy (`make tidy`, below). `make tsan` joins it once it passes on main
+# (docs/development.md).
+test: format-check build tidy
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600
 
 # The overhead benchmarks of bench/CMakeLists.txt (docs/performance.md): Gloo backend, engine.
