@@ -21,12 +21,12 @@ build: configure
 run: build
 	./$(BUILD)/fabricscope run
 
-# The suite, after the format check (the tree stays clang-formatted) and a -Werror build.
-# `make tidy` (below) joins it once it passes on main (docs/development.md). Then the threaded
-# tests again under ThreadSanitizer (`make tsan`, its own build in build-tsan/), unless
-# TSAN=no (`make sanitize`: ASan and TSan do not combine).
+# The suite, after the format check (the tree stays clang-formatted), a -Werror build and
+# clang-tidy (`make tidy`, below). Then the threaded tests again under ThreadSanitizer
+# (`make tsan`, its own build in build-tsan/), unless TSAN=no (`make sanitize`: ASan and TSan
+# do not combine).
 TSAN ?= yes
-test: format-check build
+test: format-check build tidy
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600
 	$(if $(filter yes,$(TSAN)),$(MAKE) tsan)
 

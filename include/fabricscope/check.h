@@ -94,8 +94,8 @@ struct CheckOptions {
   double model_healthy = 0.8;        // a model prediction's healthy minimum, as a fraction
   double latency_warn_ratio = 2.0;   // WARN when small messages take longer than this x floor
   double confidence_level = 0.95;
-  size_t latency_max_size = 64 * 1024;       // sizes at or below this show the latency floor
-  size_t model_min_size = 32 * 1024 * 1024;  // the model judges bandwidth from this size up
+  size_t latency_max_size = 64UL * 1024;       // sizes at or below this show the latency floor
+  size_t model_min_size = 32UL * 1024 * 1024;  // the model judges bandwidth from this size up
   // The fabric the runs crossed (check --fabric DIR), for the `fabric` rule; nullptr: none.
   const fabric::FabricReport* fabric = nullptr;
   // The HCAs of the run's hosts in rank order (--fabric-hosts); empty: the run's host names.

@@ -64,13 +64,8 @@ namespace {
 
 bool Near(double a, double b, double tolerance) { return std::fabs(a - b) <= tolerance; }
 
-}  // namespace
-
-Inference InferCollective(const ResultRow* rows, size_t n, int nranks) {
-  Inference out;
-  out.nranks = nranks;
-  if (n == 0) return out;
-
+// What the rows of one test say about its collective.
+struct RowEvidence {
   size_t with_op = 0;
   size_t without_op = 0;
   bool rooted = false;
@@ -78,83 +73,116 @@ Inference InferCollective(const ResultRow* rows, size_t n, int nranks) {
   // their per-rank counts down to 0).
   double ratio = 0;
   size_t ratio_size = 0;
-  std::vector<double> factors;
-  std::vector<double> rough_factors;
+  std::vector<double> factors;        // busbw / algbw where algbw gives it precisely
+  std::vector<double> rough_factors;  // the same where algbw is below 1 GB/s
+};
+
+RowEvidence GatherEvidence(const ResultRow* rows, size_t n) {
+  RowEvidence e;
   for (size_t i = 0; i < n; ++i) {
     const ResultRow& row = rows[i];
     if (row.redop == "none" || row.redop.empty()) {
-      ++without_op;
+      ++e.without_op;
     } else {
-      ++with_op;
+      ++e.with_op;
     }
-    if (row.root >= 0) rooted = true;
+    if (row.root >= 0) e.rooted = true;
     const size_t elem = ElementSizeOf(row.type);
-    if (row.count > 0 && elem > 0 && row.size >= ratio_size) {
-      ratio_size = row.size;
-      ratio = static_cast<double>(row.size) / static_cast<double>(row.count * elem);
+    if (row.count > 0 && elem > 0 && row.size >= e.ratio_size) {
+      e.ratio_size = row.size;
+      e.ratio = static_cast<double>(row.size) / static_cast<double>(row.count * elem);
     }
     for (const auto* half : {&row.out_of_place, &row.in_place}) {
       if (!half->has_value() || !((*half)->algbw > 0) || !std::isfinite((*half)->busbw)) continue;
       const double f = (*half)->busbw / (*half)->algbw;
       // Printed with two decimals, only bandwidths of a few GB/s give the factor precisely.
       if ((*half)->algbw >= 1.0) {
-        factors.push_back(f);
+        e.factors.push_back(f);
       } else {
-        rough_factors.push_back(f);
+        e.rough_factors.push_back(f);
       }
     }
   }
-  const double factor = Median(factors.empty() ? rough_factors : factors);
-  const bool have_factor = !factors.empty() || !rough_factors.empty();
-  const bool reduction = with_op > without_op;
-  const long whole_ratio = std::lround(ratio);
-  const bool chunked =
-      ratio_size > 0 && whole_ratio > 1 && Near(ratio, static_cast<double>(whole_ratio), 0.01);
-  if (chunked && out.nranks == 0) out.nranks = static_cast<int>(whole_ratio);
-  // From the factor alone: 2(n-1)/n gives n = 2 / (2 - f), (n-1)/n gives n = 1 / (1 - f).
-  auto ranks_from_factor = [&](bool all_reduce) {
-    if (!have_factor) return 0;
-    const double denominator = all_reduce ? 2.0 - factor : 1.0 - factor;
-    if (denominator <= 0.01) return 0;
-    const long value = std::lround((all_reduce ? 2.0 : 1.0) / denominator);
-    return value >= 1 && value <= 1 << 20 ? static_cast<int>(value) : 0;
-  };
+  return e;
+}
 
-  if (reduction) {
-    if (rooted) {
-      out.collective = "reduce";
-    } else if (chunked) {
-      out.collective = "reduce_scatter";
-    } else if (have_factor && Near(factor, 1.0, 0.02)) {
-      // all_reduce on 2 ranks has the factor 1 too.
-      out.collective = out.nranks == 2 ? "all_reduce" : "sendrecv";
-      out.alternative = out.nranks == 2 ? "sendrecv" : "";
-      if (out.nranks == 0) {
-        out.collective = "all_reduce";
-        out.alternative = "sendrecv";
-      }
-    } else {
-      out.collective = "all_reduce";
-      if (out.nranks == 0) out.nranks = ranks_from_factor(true);
+// The shape the evidence gives: the bus factor and whether sizes are per-rank chunks.
+struct Shape {
+  bool rooted = false;
+  bool chunked = false;
+  bool have_factor = false;
+  double factor = 0;
+};
+
+// From the factor alone: 2(n-1)/n gives n = 2 / (2 - f), (n-1)/n gives n = 1 / (1 - f).
+int RanksFromFactor(const Shape& shape, bool all_reduce) {
+  if (!shape.have_factor) return 0;
+  const double denominator = all_reduce ? 2.0 - shape.factor : 1.0 - shape.factor;
+  if (denominator <= 0.01) return 0;
+  const long value = std::lround((all_reduce ? 2.0 : 1.0) / denominator);
+  return value >= 1 && value <= 1 << 20 ? static_cast<int>(value) : 0;
+}
+
+// The collective of rows that carry a reduction op.
+void NameReduction(const Shape& shape, Inference* out) {
+  if (shape.rooted) {
+    out->collective = "reduce";
+  } else if (shape.chunked) {
+    out->collective = "reduce_scatter";
+  } else if (shape.have_factor && Near(shape.factor, 1.0, 0.02)) {
+    // all_reduce on 2 ranks has the factor 1 too.
+    out->collective = out->nranks == 2 ? "all_reduce" : "sendrecv";
+    out->alternative = out->nranks == 2 ? "sendrecv" : "";
+    if (out->nranks == 0) {
+      out->collective = "all_reduce";
+      out->alternative = "sendrecv";
     }
   } else {
-    if (rooted) {
-      if (chunked) {
-        out.collective = "gather";
-        out.alternative = "scatter";
-      } else {
-        out.collective = "broadcast";
-      }
-    } else if (chunked) {
-      out.collective = "all_gather";
-      out.alternative = "alltoall";
-    } else if (have_factor && Near(factor, 1.0, 0.02)) {
-      out.collective = "broadcast";
-    } else if (have_factor) {
-      out.collective = "all_gather";
-      out.alternative = "alltoall";
-      if (out.nranks == 0) out.nranks = ranks_from_factor(false);
+    out->collective = "all_reduce";
+    if (out->nranks == 0) out->nranks = RanksFromFactor(shape, true);
+  }
+}
+
+// The collective of rows without a reduction op (data movement); none when nothing tells.
+void NameMovement(const Shape& shape, Inference* out) {
+  if (shape.rooted) {
+    if (shape.chunked) {
+      out->collective = "gather";
+      out->alternative = "scatter";
+    } else {
+      out->collective = "broadcast";
     }
+  } else if (shape.chunked) {
+    out->collective = "all_gather";
+    out->alternative = "alltoall";
+  } else if (shape.have_factor && Near(shape.factor, 1.0, 0.02)) {
+    out->collective = "broadcast";
+  } else if (shape.have_factor) {
+    out->collective = "all_gather";
+    out->alternative = "alltoall";
+    if (out->nranks == 0) out->nranks = RanksFromFactor(shape, false);
+  }
+}
+
+}  // namespace
+
+Inference InferCollective(const ResultRow* rows, size_t n, int nranks) {
+  Inference out;
+  out.nranks = nranks;
+  if (n == 0) return out;
+  const RowEvidence e = GatherEvidence(rows, n);
+  Shape shape;
+  shape.rooted = e.rooted;
+  shape.factor = Median(e.factors.empty() ? e.rough_factors : e.factors);
+  shape.have_factor = !e.factors.empty() || !e.rough_factors.empty();
+  const long whole_ratio = std::lround(e.ratio);
+  shape.chunked =
+      e.ratio_size > 0 && whole_ratio > 1 && Near(e.ratio, static_cast<double>(whole_ratio), 0.01);
+  if (shape.chunked && out.nranks == 0) out.nranks = static_cast<int>(whole_ratio);
+  if (e.with_op > e.without_op) {
+    NameReduction(shape, &out);
+  } else {
+    NameMovement(shape, &out);
   }
   return out;
 }

@@ -105,6 +105,103 @@ std::optional<Column> ColumnOf(const std::string& header) {
   return std::nullopt;
 }
 
+using ColumnIndex = std::array<int, kColumnCount>;
+
+// Reads the header's columns into `index`; false when they are not those of results.
+bool ReadHeader(const std::vector<std::string>& fields, ColumnIndex* index) {
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (const auto column = ColumnOf(fields[i]); column.has_value() && (*index)[*column] < 0) {
+      (*index)[*column] = static_cast<int>(i);
+    }
+  }
+  const ColumnIndex& at = *index;
+  const bool ours = at[kPlacement] >= 0;
+  return at[kSize] >= 0 && at[kTime] >= 0 && at[kAlgbw] >= 0 && at[kBusbw] >= 0 &&
+         (ours || at[kInPlace] >= 0);
+}
+
+// The fields of one data line by column; empty for a column the file or the line lacks.
+class RowFields {
+ public:
+  RowFields(const std::vector<std::string>& fields, const ColumnIndex& index)
+      : fields_(fields), index_(index) {}
+  std::string_view operator()(Column column) const {
+    const int i = index_[column];
+    return i >= 0 && static_cast<size_t>(i) < fields_.size()
+               ? std::string_view(fields_[static_cast<size_t>(i)])
+               : std::string_view();
+  }
+  bool Has(Column column) const { return index_[column] >= 0; }
+
+ private:
+  const std::vector<std::string>& fields_;
+  const ColumnIndex& index_;
+};
+
+// One data line: a size and placement with its measurements.
+struct CsvHalf {
+  size_t bytes = 0;
+  bool in_place = false;
+  PlacementResult result;
+};
+
+// Parses one data line into `out`; returns what is wrong with it, empty when it parses.
+std::string ParseHalf(const RowFields& field, CsvHalf* out) {
+  int64_t size = 0;
+  if (!ParseInt(field(kSize), size) || size < 0) {
+    return "size '" + std::string(field(kSize)) + "' is not a byte count";
+  }
+  out->bytes = static_cast<size_t>(size);
+  PlacementResult& half = out->result;
+  if (!ParseDouble(field(kTime), half.time_us) || !ParseDouble(field(kAlgbw), half.algbw) ||
+      !ParseDouble(field(kBusbw), half.busbw)) {
+    return "time, algbw or busbw is not a number";
+  }
+  if (field.Has(kPlacement)) {
+    const std::string_view placement = field(kPlacement);
+    if (placement != "in_place" && placement != "out_of_place") {
+      return "placement '" + std::string(placement) + "' is neither out_of_place nor in_place";
+    }
+    out->in_place = placement == "in_place";
+  } else {
+    out->in_place = field(kInPlace) == "1" || field(kInPlace) == "true";
+  }
+  double wrong = 0;
+  if (ParseDouble(field(kWrong), wrong) && std::isfinite(wrong)) {
+    half.wrong = static_cast<int64_t>(std::llround(wrong));
+  }
+  double value = 0;
+  if (ParseDouble(field(kTimeMin), value)) half.ranks.min_us = value;
+  if (ParseDouble(field(kTimeMax), value)) half.ranks.max_us = value;
+  int64_t rank = 0;
+  if (ParseInt(field(kSlowestRank), rank)) half.ranks.max_rank = static_cast<int>(rank);
+  return "";
+}
+
+// Adds one line's half to the run: the out-of-place line, then the in-place one, of each size
+// share a row; any other line starts a new one.
+void AddHalf(const RowFields& field, const std::string& collective, CsvHalf half, RunResult* run) {
+  const std::string type(field(kType));
+  std::vector<ResultRow>& rows = run->rows;
+  if (rows.empty() || rows.back().size != half.bytes || rows.back().collective != collective ||
+      rows.back().type != type ||
+      (half.in_place ? rows.back().in_place : rows.back().out_of_place).has_value()) {
+    ResultRow row;
+    row.collective = collective;
+    row.size = half.bytes;
+    row.type = type;
+    row.redop = field(kRedop).empty() ? std::string("none") : std::string(field(kRedop));
+    int64_t number = 0;
+    row.root = ParseInt(field(kRoot), number) ? static_cast<int>(number) : -1;
+    row.count = ParseInt(field(kCount), number) && number >= 0
+                    ? static_cast<size_t>(number)
+                    : CountOf(collective, half.bytes, type, run->nranks);
+    row.timestamp = std::string(field(kTimestamp));
+    rows.push_back(std::move(row));
+  }
+  (half.in_place ? rows.back().in_place : rows.back().out_of_place) = std::move(half.result);
+}
+
 }  // namespace
 
 ParsedResults ParseCsvResults(std::string_view text, const std::string& source,
@@ -114,7 +211,7 @@ ParsedResults ParseCsvResults(std::string_view text, const std::string& source,
   out.source = source;
   RunResult run;
   run.source = source + ":1";
-  std::array<int, kColumnCount> index;
+  ColumnIndex index;
   index.fill(-1);
   bool have_header = false;
   size_t line_no = 0;
@@ -130,14 +227,7 @@ ParsedResults ParseCsvResults(std::string_view text, const std::string& source,
     if (Trim(line).empty()) continue;
     const std::vector<std::string> fields = SplitCsv(line);
     if (!have_header) {
-      for (size_t i = 0; i < fields.size(); ++i) {
-        if (const auto column = ColumnOf(fields[i]); column.has_value() && index[*column] < 0) {
-          index[*column] = static_cast<int>(i);
-        }
-      }
-      const bool ours = index[kPlacement] >= 0;
-      if (index[kSize] < 0 || index[kTime] < 0 || index[kAlgbw] < 0 || index[kBusbw] < 0 ||
-          (!ours && index[kInPlace] < 0)) {
+      if (!ReadHeader(fields, &index)) {
         sink.Error("format", line_no,
                    "a CSV header without the columns of results: expected fabricscope CSV "
                    "(collective,size,count,type,redop,root,placement,time_us,algbw_gbps,"
@@ -145,82 +235,30 @@ ParsedResults ParseCsvResults(std::string_view text, const std::string& source,
                    "algbw,busbw,#wrong)");
         break;
       }
+      const bool ours = index[kPlacement] >= 0;
       run.tool = ours ? "fabricscope" : "rccl-tests";
       run.backend = ours ? "" : "rccl";
       out.format = run.tool + " CSV";
       have_header = true;
       continue;
     }
-    const auto field = [&](Column column) -> std::string_view {
-      const int i = index[column];
-      return i >= 0 && static_cast<size_t>(i) < fields.size()
-                 ? std::string_view(fields[static_cast<size_t>(i)])
-                 : std::string_view();
-    };
-    const auto report = [&](const std::string& problem) {
+    const RowFields field(fields, index);
+    CsvHalf half;
+    if (const std::string problem = ParseHalf(field, &half); !problem.empty()) {
       if (last_partial) {
         sink.Warn("truncated", line_no, "the last line is incomplete (" + problem + "): left out");
       } else {
         sink.Error("malformed row", line_no, problem + ": the line is left out");
       }
-    };
-    int64_t size = 0;
-    PlacementResult half;
-    if (!ParseInt(field(kSize), size) || size < 0) {
-      report("size '" + std::string(field(kSize)) + "' is not a byte count");
       continue;
     }
-    if (!ParseDouble(field(kTime), half.time_us) || !ParseDouble(field(kAlgbw), half.algbw) ||
-        !ParseDouble(field(kBusbw), half.busbw)) {
-      report("time, algbw or busbw is not a number");
-      continue;
-    }
-    bool in_place = false;
-    if (index[kPlacement] >= 0) {
-      const std::string_view placement = field(kPlacement);
-      if (placement != "in_place" && placement != "out_of_place") {
-        report("placement '" + std::string(placement) + "' is neither out_of_place nor in_place");
-        continue;
-      }
-      in_place = placement == "in_place";
-    } else {
-      in_place = field(kInPlace) == "1" || field(kInPlace) == "true";
-    }
-    double wrong = 0;
-    if (ParseDouble(field(kWrong), wrong) && std::isfinite(wrong)) {
-      half.wrong = static_cast<int64_t>(std::llround(wrong));
-    }
-    double value = 0;
-    if (ParseDouble(field(kTimeMin), value)) half.ranks.min_us = value;
-    if (ParseDouble(field(kTimeMax), value)) half.ranks.max_us = value;
-    int64_t rank = 0;
-    if (ParseInt(field(kSlowestRank), rank)) half.ranks.max_rank = static_cast<int>(rank);
     int64_t ranks = 0;
     if (ParseInt(field(kRanks), ranks) || ParseInt(field(kGpus), ranks)) {
       if (ranks > run.nranks) run.nranks = static_cast<int>(ranks);
     }
     std::string collective = options.collective;
     if (collective.empty()) collective = CanonicalCollective(field(kCollective));
-    const std::string type(field(kType));
-    const auto bytes = static_cast<size_t>(size);
-    // The out-of-place line, then the in-place one, of each size.
-    if (run.rows.empty() || run.rows.back().size != bytes ||
-        run.rows.back().collective != collective || run.rows.back().type != type ||
-        (in_place ? run.rows.back().in_place : run.rows.back().out_of_place).has_value()) {
-      ResultRow row;
-      row.collective = collective;
-      row.size = bytes;
-      row.type = type;
-      row.redop = field(kRedop).empty() ? std::string("none") : std::string(field(kRedop));
-      int64_t number = 0;
-      row.root = ParseInt(field(kRoot), number) ? static_cast<int>(number) : -1;
-      row.count = ParseInt(field(kCount), number) && number >= 0
-                      ? static_cast<size_t>(number)
-                      : CountOf(collective, bytes, type, run.nranks);
-      row.timestamp = std::string(field(kTimestamp));
-      run.rows.push_back(std::move(row));
-    }
-    (in_place ? run.rows.back().in_place : run.rows.back().out_of_place) = std::move(half);
+    AddHalf(field, collective, std::move(half), &run);
   }
   if (!run.rows.empty()) out.runs.push_back(std::move(run));
   if (out.format.empty()) out.format = "CSV";

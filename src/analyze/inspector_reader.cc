@@ -14,12 +14,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-// The header and metadata a v4.3 dump_stats marker gives the records after it.
-struct DumpContext {
-  Json header;
-  Json metadata;
-};
-
 std::string_view NextLine(std::string_view text, size_t* pos) {
   const size_t end = std::min(text.find('\n', *pos), text.size());
   std::string_view line = text.substr(*pos, end - *pos);
@@ -67,25 +61,28 @@ void FillOurs(InspectorRecord* r, const Json& ours) {
   r->job = Field(ours, "job", std::string());
 }
 
-// One line; returns an error message, empty when fine.
-std::string ReadLine(const Json& line, DumpContext* context, InspectorRead* out,
+// One line; returns an error message, empty when fine. `header` and `metadata`: what the last
+// v4.3 dump_stats marker gives the records after it (null before the first marker). They are
+// two plain values rather than a struct: a struct of nlohmann::json members has implicit
+// noexcept special members that clang-tidy's bugprone-exception-escape flags.
+std::string ReadLine(const Json& line, Json* header, Json* metadata, InspectorRead* out,
                      const std::string& where) {
   if (!line.is_object()) return "not a JSON object";
   if (const auto stats = line.find("dump_stats"); stats != line.end()) {
     out->dropped += Field<uint64_t>(*stats, "coll_dropped_since_last_dump", 0);
-    context->header = line.value("header", Json::object());
-    context->metadata = line.value("metadata", Json::object());
+    *header = line.value("header", Json::object());
+    *metadata = line.value("metadata", Json::object());
     return "";
   }
   const auto perf = line.find("coll_perf");
   if (perf == line.end()) return "";  // p2p_perf, proxy_trace: not collectives
   const bool own_context = line.contains("header");
-  if (!own_context && context->header.is_null()) {
+  if (!own_context && header->is_null()) {
     return "a coll_perf record without header: no dump_stats marker before it";
   }
   InspectorRecord r = FromCollPerf(*perf);
-  FillContext(&r, own_context ? line["header"] : context->header,
-              own_context ? line.value("metadata", Json::object()) : context->metadata);
+  FillContext(&r, own_context ? line["header"] : *header,
+              own_context ? line.value("metadata", Json::object()) : *metadata);
   if (const auto ours = line.find("fabricscope"); ours != line.end()) FillOurs(&r, *ours);
   r.source = where;
   out->records.push_back(std::move(r));
@@ -110,7 +107,8 @@ bool LooksLikeInspectorJsonl(std::string_view text) {
 InspectorRead ReadInspectorJsonl(std::string_view text, const std::string& source,
                                  size_t first_line) {
   InspectorRead out;
-  DumpContext context;
+  Json header;  // of the last dump_stats marker
+  Json metadata;
   size_t pos = 0;
   for (size_t number = first_line; pos < text.size(); ++number) {
     const std::string_view line = NextLine(text, &pos);
@@ -118,7 +116,7 @@ InspectorRead ReadInspectorJsonl(std::string_view text, const std::string& sourc
     const std::string where = source + ":" + std::to_string(number);
     std::string error;
     try {
-      error = ReadLine(Json::parse(line), &context, &out, where);
+      error = ReadLine(Json::parse(line), &header, &metadata, &out, where);
     } catch (const Json::exception& e) {
       error = std::string("not an Inspector record (") + e.what() + ")";
     }

@@ -1,6 +1,8 @@
 // JSON results: nccl-tests -J (versions 2 and 3), fabricscope's JSON (the same document plus
 // its own fields), and rccl-tests -Z json (a flat list of per-placement records, or one
 // record per line in older releases).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -248,12 +250,22 @@ class JsonReader {
 
   // ---- nccl-tests -J and fabricscope ----
 
-  void ReadNcclTests(const Json& doc) {
-    RunResult run;
-    run.source = sink_.file() + ":1";
-    const bool ours = doc.contains("fabricscope_version") || String(doc, "tool") == "fabricscope";
-    run.tool = ours ? "fabricscope" : "nccl-tests";
-    out_.format = run.tool + " JSON";
+  // The strings of the list `key` that `keep` accepts; nothing when `key` is not a list.
+  template <typename Keep>
+  static void AppendStrings(const Json& doc, const char* key, Keep keep,
+                            std::vector<std::string>& out) {
+    const auto it = doc.find(key);
+    if (it == doc.end() || !it->is_array()) return;
+    for (const Json& item : *it) {
+      if (item.is_string() && keep(item.get_ref<const std::string&>())) {
+        out.push_back(item.get<std::string>());
+      }
+    }
+  }
+
+  // Everything of the run but its results: versions, times, arguments, environment, notes,
+  // errors and the configuration.
+  void ReadRunHeader(const Json& doc, bool ours, RunResult& run) {
     run.version = String(doc, "fabricscope_version");
     run.backend = ours ? String(doc, "backend") : "nccl";
     run.backend_version = String(doc, "backend_version");
@@ -264,33 +276,25 @@ class JsonReader {
     run.mpi_thread_level = String(doc, "mpi_thread_level");
     run.start_time = String(doc, "start_time");
     run.end_time = String(doc, "end_time");
-    if (const auto it = doc.find("args"); it != doc.end() && it->is_array()) {
-      for (const Json& arg : *it) {
-        if (arg.is_string()) run.args.push_back(arg.get<std::string>());
-      }
-    }
-    if (const auto it = doc.find("env"); it != doc.end() && it->is_array()) {
-      for (const Json& entry : *it) {
-        if (entry.is_string() && RelevantEnv(entry.get_ref<const std::string&>())) {
-          run.env.push_back(entry.get<std::string>());
-        }
-      }
-    }
-    if (const auto it = doc.find("notes"); it != doc.end() && it->is_array()) {
-      for (const Json& note : *it) {
-        if (note.is_string()) run.notes.push_back(note.get<std::string>());
-      }
-    }
-    if (const auto it = doc.find("errors"); it != doc.end() && it->is_array()) {
-      for (const Json& error : *it) {
-        if (error.is_string() && !error.get_ref<const std::string&>().empty()) {
-          run.errors.push_back(error.get<std::string>());
-        }
-      }
-    }
+    const auto any = [](const std::string&) { return true; };
+    AppendStrings(doc, "args", any, run.args);
+    AppendStrings(
+        doc, "env", [](const std::string& e) { return RelevantEnv(e); }, run.env);
+    AppendStrings(doc, "notes", any, run.notes);
+    AppendStrings(
+        doc, "errors", [](const std::string& e) { return !e.empty(); }, run.errors);
     if (const auto it = doc.find("config"); it != doc.end() && it->is_object())
       ReadConfig(*it, run);
     run.nranks = Int(doc, "nranks", static_cast<int>(run.ranks.size()));
+  }
+
+  void ReadNcclTests(const Json& doc) {
+    RunResult run;
+    run.source = sink_.file() + ":1";
+    const bool ours = doc.contains("fabricscope_version") || String(doc, "tool") == "fabricscope";
+    run.tool = ours ? "fabricscope" : "nccl-tests";
+    out_.format = run.tool + " JSON";
+    ReadRunHeader(doc, ours, run);
 
     // One nccl-tests binary runs one collective: its name is argv[0].
     std::string collective = options_.collective;
@@ -402,7 +406,7 @@ class JsonReader {
         (h == 0 ? row.out_of_place : row.in_place) = std::move(half);
       } else {
         sink_.Error("malformed result", line,
-                    where + "." + halves[h] + ": " + problem + "; the half is left out");
+                    fmt::format("{}.{}: {}; the half is left out", where, halves[h], problem));
       }
     }
     if (!row.out_of_place.has_value() && !row.in_place.has_value()) {

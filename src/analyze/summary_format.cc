@@ -66,8 +66,8 @@ std::string RenderText(const std::vector<TestAnalysis>& tests, const std::vector
       for (const auto& line : t.transports) out += "\n    " + line;
       out += "\n";
     }
-    for (const auto& failure : t.failures) out += who + ": FAILED: " + failure + "\n";
-    for (const auto& note : t.notes) out += who + ": note: " + note + "\n";
+    for (const auto& failure : t.failures) out += fmt::format("{}: FAILED: {}\n", who, failure);
+    for (const auto& note : t.notes) out += fmt::format("{}: note: {}\n", who, note);
   }
   return out;
 }

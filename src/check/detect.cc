@@ -94,8 +94,8 @@ struct NodeFacts {
   int plain_nics = 0;      // network functions without RDMA
 };
 
-NodeFacts ReadFacts(const Root& root, PlatformChoice& choice) {
-  NodeFacts f;
+// The DMI product name and vendor.
+void ReadDmiFacts(const Root& root, NodeFacts& f, PlatformChoice& choice) {
   std::string why;
   const std::string product_path = "/sys/class/dmi/id/product_name";
   if (auto product = root.ReadLine(product_path, &why); product && !product->empty()) {
@@ -111,8 +111,11 @@ NodeFacts ReadFacts(const Root& root, PlatformChoice& choice) {
     f.vendor = *vendor;
     choice.evidence.push_back("DMI vendor '" + f.vendor + "' (" + root.Show(vendor_path) + ")");
   }
+}
 
-  const doctor::PciScan pci = doctor::ScanPci(root);
+// The GPUs among the PCI devices and their most common model.
+void ReadGpuFacts(const Root& root, const doctor::PciScan& pci, NodeFacts& f,
+                  PlatformChoice& choice) {
   if (!pci.unavailable.empty()) {
     choice.evidence.push_back("no PCI devices: " + pci.unavailable);
   }
@@ -140,7 +143,10 @@ NodeFacts ReadFacts(const Root& root, PlatformChoice& choice) {
     choice.evidence.push_back("no GPU among the PCI devices (" + root.Show("/sys/bus/pci/devices") +
                               ")");
   }
+}
 
+// The RDMA ports: how many, at which rate most of them run, and their link layer.
+void ReadRdmaFacts(const Root& root, NodeFacts& f, PlatformChoice& choice) {
   const doctor::IbScan ib = doctor::ScanIb(root);
   std::map<double, int> rates;
   for (const doctor::IbPort* port : ib.Ports()) {
@@ -167,6 +173,14 @@ NodeFacts ReadFacts(const Root& root, PlatformChoice& choice) {
                                    ? root.Show("/sys/class/infiniband") + " lists no port"
                                    : ib.unavailable));
   }
+}
+
+NodeFacts ReadFacts(const Root& root, PlatformChoice& choice) {
+  NodeFacts f;
+  ReadDmiFacts(root, f, choice);
+  const doctor::PciScan pci = doctor::ScanPci(root);
+  ReadGpuFacts(root, pci, f, choice);
+  ReadRdmaFacts(root, f, choice);
   for (const doctor::PciDevice* nic : pci.topology.Nics()) {
     if (!nic->rdma()) ++f.plain_nics;
   }

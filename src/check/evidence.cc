@@ -83,54 +83,67 @@ std::optional<std::string> TestEvidence::Env(const std::string& name) const {
   return std::nullopt;
 }
 
+namespace {
+
+// The test of `analysis` at `nodes` among `tests`, added from `run` when it is not there yet.
+TestEvidence& FindOrAddTest(std::vector<TestEvidence>& tests, const RunResult& run,
+                            const TestAnalysis& analysis, int nodes,
+                            const std::string& nodes_from) {
+  auto same = [&](const TestEvidence& t) {
+    return std::tie(t.collective, t.ranks, t.nodes) ==
+           std::tie(analysis.collective, analysis.ranks, nodes);
+  };
+  const auto found = std::find_if(tests.begin(), tests.end(), same);
+  if (found != tests.end()) return *found;
+  TestEvidence fresh;
+  fresh.collective = analysis.collective;
+  fresh.ranks = analysis.ranks;
+  fresh.nodes = nodes;
+  fresh.nodes_from = nodes_from;
+  fresh.backend = run.backend;
+  if (!run.ranks.empty()) fresh.device_name = run.ranks.front().device_name;
+  fresh.hosts = HostsInRankOrder(run);
+  tests.push_back(std::move(fresh));
+  return tests.back();
+}
+
+// Adds what one run says about the test to its evidence.
+void AddRun(const RunResult& run, const TestAnalysis& analysis, TestEvidence& test) {
+  ++test.runs;
+  if (!run.source.empty()) AddOnce(test.sources, run.source);
+  test.host_memory = test.host_memory || OnHostMemory(run);
+  for (const std::string& t : run.transports) AddOnce(test.transports, t);
+  for (const std::string& e : run.env) AddOnce(test.env, e);
+  for (const std::string& e : run.errors) AddOnce(test.run_errors, e);
+  if (analysis.wrong) {
+    // Saturating, as analyze's count: a corrupt log can claim any number.
+    const int64_t have = test.wrong.value_or(0);
+    const int64_t add = std::max<int64_t>(*analysis.wrong, 0);
+    test.wrong = add > std::numeric_limits<int64_t>::max() - have
+                     ? std::numeric_limits<int64_t>::max()
+                     : have + add;
+  }
+  test.out_of_bounds += analysis.out_of_bounds;
+  if (analysis.peak_busbw > test.peak_busbw) {
+    test.peak_busbw = analysis.peak_busbw;
+    test.peak_size = analysis.peak_size;
+  }
+  for (Sweep& sweep : SweepsOf(run, analysis.collective)) {
+    if (!sweep.busbw.empty()) {
+      test.largest_size = std::max(test.largest_size, sweep.busbw.rbegin()->first);
+    }
+    test.sweeps.push_back(std::move(sweep));
+  }
+}
+
+}  // namespace
+
 std::vector<TestEvidence> GatherTests(const std::vector<RunResult>& runs, const ScaleHints& hints) {
   std::vector<TestEvidence> tests;
   for (const RunResult& run : runs) {
     for (const TestAnalysis& analysis : Analyze(run)) {
       const auto [nodes, nodes_from] = NodesOf(analysis, hints);
-      auto same = [&](const TestEvidence& t) {
-        return std::tie(t.collective, t.ranks, t.nodes) ==
-               std::tie(analysis.collective, analysis.ranks, nodes);
-      };
-      auto found = std::find_if(tests.begin(), tests.end(), same);
-      if (found == tests.end()) {
-        TestEvidence fresh;
-        fresh.collective = analysis.collective;
-        fresh.ranks = analysis.ranks;
-        fresh.nodes = nodes;
-        fresh.nodes_from = nodes_from;
-        fresh.backend = run.backend;
-        if (!run.ranks.empty()) fresh.device_name = run.ranks.front().device_name;
-        fresh.hosts = HostsInRankOrder(run);
-        tests.push_back(std::move(fresh));
-        found = std::prev(tests.end());
-      }
-      TestEvidence& test = *found;
-      ++test.runs;
-      if (!run.source.empty()) AddOnce(test.sources, run.source);
-      test.host_memory = test.host_memory || OnHostMemory(run);
-      for (const std::string& t : run.transports) AddOnce(test.transports, t);
-      for (const std::string& e : run.env) AddOnce(test.env, e);
-      for (const std::string& e : run.errors) AddOnce(test.run_errors, e);
-      if (analysis.wrong) {
-        // Saturating, as analyze's count: a corrupt log can claim any number.
-        const int64_t have = test.wrong.value_or(0);
-        const int64_t add = std::max<int64_t>(*analysis.wrong, 0);
-        test.wrong = add > std::numeric_limits<int64_t>::max() - have
-                         ? std::numeric_limits<int64_t>::max()
-                         : have + add;
-      }
-      test.out_of_bounds += analysis.out_of_bounds;
-      if (analysis.peak_busbw > test.peak_busbw) {
-        test.peak_busbw = analysis.peak_busbw;
-        test.peak_size = analysis.peak_size;
-      }
-      for (Sweep& sweep : SweepsOf(run, analysis.collective)) {
-        if (!sweep.busbw.empty()) {
-          test.largest_size = std::max(test.largest_size, sweep.busbw.rbegin()->first);
-        }
-        test.sweeps.push_back(std::move(sweep));
-      }
+      AddRun(run, analysis, FindOrAddTest(tests, run, analysis, nodes, nodes_from));
     }
   }
   return tests;

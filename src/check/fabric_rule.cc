@@ -82,6 +82,7 @@ bool BeyondTheModel(const fabric::Finding& f) {
 
 std::string BriefList(const std::vector<const fabric::Finding*>& findings) {
   std::vector<std::string> parts;
+  parts.reserve(findings.size());
   for (const fabric::Finding* x : findings) parts.push_back(Brief(*x));
   return fmt::format("{}", fmt::join(parts, "; "));
 }

@@ -393,6 +393,7 @@ PlatformChoice InferPlatform(const Catalog& catalog, const std::vector<RunResult
   choice.platform = **weakest;
   if (fits.size() > 1) {
     std::vector<std::string> names;
+    names.reserve(fits.size());
     for (const Platform* p : fits) names.push_back(p->name);
     choice.notes.push_back(fmt::format(
         "the log fits {} catalog platforms ({}): judged against {}, the one with the least "

@@ -177,6 +177,7 @@ class RankRunner {
   std::vector<CollectiveCall> MakeCalls(const TestCase& t, const CollectiveCounts& counts,
                                         bool in_place) const {
     std::vector<CollectiveCall> calls;
+    calls.reserve(static_cast<size_t>(devices_));
     for (int d = 0; d < devices_; ++d) {
       calls.push_back(MakeCall(t, counts, in_place, buffers_, rank_ + d, d, options_.unalign));
     }

@@ -17,9 +17,14 @@ std::string Joined(const Range& items) {
 // What `text_of` makes of each item, comma-separated.
 template <typename Range, typename TextOf>
 std::string Joined(const Range& items, TextOf text_of) {
-  std::vector<std::string> texts;
-  for (const auto& item : items) texts.emplace_back(text_of(item));
-  return Joined(texts);
+  std::string out;
+  bool first = true;
+  for (const auto& item : items) {
+    if (!first) out += ", ";
+    first = false;
+    out += text_of(item);
+  }
+  return out;
 }
 
 // The names of a registry's entries (anything with a `name` member), comma-separated.

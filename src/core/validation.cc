@@ -1,7 +1,9 @@
 #include "core/validation.h"
 
 #include <algorithm>
-#include <cstring>
+#include <bit>
+#include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "core/dtype_impl.h"
@@ -80,6 +82,22 @@ T Expected(const ValidationCase& c, const T* reduced, size_t j) {
   return T{};
 }
 
+// Results must be exact, so elements compare by their bits: a received -0.0 where 0 was sent,
+// or a NaN of any payload, is wrong. The floating types go through the same-sized integer,
+// so the comparison never depends on padding or on IEEE equality.
+template <typename T>
+bool SameBits(const T& a, const T& b) {
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, Bfloat16>) {
+    return a.bits == b.bits;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+    static_assert(sizeof(Bits) == sizeof(T));
+    return std::bit_cast<Bits>(a) == std::bit_cast<Bits>(b);
+  } else {
+    return a == b;
+  }
+}
+
 }  // namespace
 
 bool RankHasResult(const ValidationCase& c) {
@@ -105,8 +123,7 @@ int64_t CountWrong(const ValidationCase& c, const void* recv) {
     int64_t wrong = 0;
     for (size_t j = 0; j < c.counts.recv_count; ++j) {
       const T want = Expected<T>(c, reduced, j);
-      // Bitwise: results must be exact, and NaN must not compare equal by accident.
-      if (std::memcmp(&want, &got[j], sizeof(T)) != 0) ++wrong;
+      if (!SameBits(want, got[j])) ++wrong;
     }
     return wrong;
   });

@@ -1,5 +1,7 @@
 #include "doctor/ib.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <regex>
@@ -70,7 +72,7 @@ IbScan ScanIb(const Root& root) {
     return scan;
   }
   for (const std::string& name : root.List(top)) {
-    const std::string dir = top + "/" + name;
+    const std::string dir = fmt::format("{}/{}", top, name);
     IbDevice dev;
     dev.name = name;
     dev.fw_ver = root.ReadLine(dir + "/fw_ver").value_or("");
@@ -84,7 +86,7 @@ IbScan ScanIb(const Root& root) {
     for (const std::string& p : root.List(dir + "/ports")) {
       const auto number = ParseInt(p);
       if (!number) continue;
-      const std::string pdir = dir + "/ports/" + p;
+      const std::string pdir = fmt::format("{}/ports/{}", dir, p);
       IbPort port;
       port.device = name;
       port.port = static_cast<int>(*number);
@@ -94,13 +96,13 @@ IbScan ScanIb(const Root& root) {
       port.link_layer = root.ReadLine(pdir + "/link_layer").value_or("");
       for (const std::string& g : root.List(pdir + "/gids")) {
         const auto index = ParseInt(g);
-        auto value = root.ReadLine(pdir + "/gids/" + g);
+        auto value = root.ReadLine(fmt::format("{}/gids/{}", pdir, g));
         if (!index || !value || AllZero(*value)) continue;
         Gid gid;
         gid.index = static_cast<int>(*index);
         gid.value = *value;
-        gid.type = root.ReadLine(pdir + "/gid_attrs/types/" + g).value_or("");
-        gid.netdev = root.ReadLine(pdir + "/gid_attrs/ndevs/" + g).value_or("");
+        gid.type = root.ReadLine(fmt::format("{}/gid_attrs/types/{}", pdir, g)).value_or("");
+        gid.netdev = root.ReadLine(fmt::format("{}/gid_attrs/ndevs/{}", pdir, g)).value_or("");
         port.gids.push_back(gid);
       }
       std::sort(port.gids.begin(), port.gids.end(),

@@ -66,6 +66,39 @@ class NcclLogCheck : public Check {
 
   void Run(const NodeContext& node, CheckOutput& out) const override {
     const NcclLog& log = *node.nccl_log;
+    Summarize(log, out);
+    int intra = 0;
+    std::map<std::string, Tally> nets = TallyConnections(log, &intra);
+    if (nets.empty()) JudgeNoNetwork(log, intra, out);
+    for (const auto& [network, t] : nets) JudgeNetwork(log, network, t, out);
+    if (!log.gdr_disabled.empty() &&
+        (nets.count("IB") == 0 || nets["IB"].gdr == nets["IB"].total)) {
+      std::vector<std::string> evidence;
+      CiteLines(log, log.gdr_disabled, evidence);
+      out.Add(Severity::kWarn,
+              fmt::format("NCCL turned GPUDirect RDMA off for {} GPU/HCA pair(s)",
+                          log.gdr_disabled.size()),
+              evidence, "see the gpudirect and gpu_nic_affinity checks");
+    }
+    CompareNodes(log.node_comparison, out);
+    if (!log.warnings.empty()) {
+      std::vector<std::string> evidence;
+      CiteLines(log, log.warnings, evidence);
+      out.Add(Severity::kWarn, fmt::format("NCCL logged {} warning(s)", log.warnings.size()),
+              evidence, "read the WARN lines: they name the failing call");
+    }
+  }
+
+ private:
+  // Network connections of one network, with and without GPUDirect RDMA.
+  struct Tally {
+    int total = 0, gdr = 0, pxn = 0;
+    std::vector<LogLine> without_gdr;
+    std::vector<LogLine> all;
+  };
+
+  // The version, network, driver, devices and hosts the log names, as one OK line.
+  static void Summarize(const NcclLog& log, CheckOutput& out) {
     if (!log.version.empty()) out.Fact("nccl.version", log.version);
     if (!log.network.empty()) out.Fact("nccl.network", log.network);
     if (!log.cuda_driver.empty()) out.Fact("nccl.cuda_driver", log.cuda_driver);
@@ -93,18 +126,14 @@ class NcclLogCheck : public Check {
                 log.ranks > 0 ? fmt::format(", {} ranks on {} node(s)", log.ranks, log.nodes) : "",
                 log.channels > 0 ? fmt::format(", {} channels", log.channels) : ""),
             summary_evidence);
+  }
 
-    // Network connections by network, with and without GPUDirect RDMA.
-    struct Tally {
-      int total = 0, gdr = 0, pxn = 0;
-      std::vector<LogLine> without_gdr;
-      std::vector<LogLine> all;
-    };
+  // The inter-node connections by network; `intra` counts the others.
+  static std::map<std::string, Tally> TallyConnections(const NcclLog& log, int* intra) {
     std::map<std::string, Tally> nets;
-    int intra = 0;
     for (const NcclConnection& c : log.connections) {
       if (c.transport != "NET") {
-        ++intra;
+        ++*intra;
         continue;
       }
       Tally& t = nets[c.network];
@@ -117,78 +146,68 @@ class NcclLogCheck : public Check {
       t.all.push_back(line);
       if (!c.gdr) t.without_gdr.push_back(line);
     }
-    if (nets.empty()) {
-      if (log.network == "Socket") {
-        std::vector<std::string> evidence;
-        CiteLines(log, log.no_device, evidence);
-        CiteLines(log, log.plugin, evidence);
-        out.Add(Severity::kCritical, "NCCL chose TCP sockets as its network (Using network Socket)",
-                evidence, SocketFix());
-      } else if (log.nodes > 1) {
-        out.Add(Severity::kWarn,
-                fmt::format("the log spans {} nodes but shows no network connection: were "
-                            "NCCL_DEBUG_SUBSYS's INIT and NET logged?",
-                            log.nodes),
-                {}, "rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET");
-      } else {
-        out.Add(Severity::kOk,
-                fmt::format("no inter-node connection in the log ({} intra-node)", intra));
-      }
-    }
-    for (const auto& [network, t] : nets) {
-      if (network == "Socket") {
-        std::vector<std::string> evidence;
-        CiteLines(log, t.all, evidence);
-        CiteLines(log, log.no_device, evidence);
-        CiteLines(log, log.plugin, evidence);
-        out.Add(Severity::kCritical,
-                fmt::format("{} inter-node connection(s) fell back to TCP sockets (NET/Socket): "
-                            "no RDMA, every byte through the kernel's TCP stack",
-                            t.total),
-                evidence, SocketFix());
-      } else if (network == "IB") {
-        if (t.gdr == t.total) {
-          out.Add(Severity::kOk,
-                  fmt::format("all {} NET/IB connection(s) use GPUDirect RDMA (GDRDMA){}", t.total,
-                              t.pxn > 0 ? fmt::format(", {} through PXN", t.pxn) : ""));
-        } else {
-          std::vector<std::string> evidence;
-          CiteLines(log, t.without_gdr, evidence);
-          CiteLines(log, log.gdr_disabled, evidence);
-          out.Add(Severity::kCritical,
-                  fmt::format("{} of {} NET/IB connection(s) run without GPUDirect RDMA: data "
-                              "is staged through host memory",
-                              t.total - t.gdr, t.total),
-                  evidence,
-                  "load nvidia_peermem (see the gpudirect check); where NCCL says the GPU is too "
-                  "far from the HCA, fix the affinity or raise NCCL_NET_GDR_LEVEL");
-        }
-      } else {
-        out.Add(
-            Severity::kOk,
-            fmt::format("{} inter-node connection(s) through the {} network plugin{}", t.total,
-                        network, t.gdr > 0 ? fmt::format(" ({} with GPUDirect RDMA)", t.gdr) : ""));
-      }
-    }
-    if (!log.gdr_disabled.empty() &&
-        (nets.count("IB") == 0 || nets["IB"].gdr == nets["IB"].total)) {
+    return nets;
+  }
+
+  // A log without inter-node connections: sockets, a multi-node log missing its NET lines, or
+  // a single node.
+  static void JudgeNoNetwork(const NcclLog& log, int intra, CheckOutput& out) {
+    if (log.network == "Socket") {
       std::vector<std::string> evidence;
-      CiteLines(log, log.gdr_disabled, evidence);
+      CiteLines(log, log.no_device, evidence);
+      CiteLines(log, log.plugin, evidence);
+      out.Add(Severity::kCritical, "NCCL chose TCP sockets as its network (Using network Socket)",
+              evidence, SocketFix());
+    } else if (log.nodes > 1) {
       out.Add(Severity::kWarn,
-              fmt::format("NCCL turned GPUDirect RDMA off for {} GPU/HCA pair(s)",
-                          log.gdr_disabled.size()),
-              evidence, "see the gpudirect and gpu_nic_affinity checks");
-    }
-    CompareNodes(log.node_comparison, out);
-    if (!log.warnings.empty()) {
-      std::vector<std::string> evidence;
-      CiteLines(log, log.warnings, evidence);
-      out.Add(Severity::kWarn, fmt::format("NCCL logged {} warning(s)", log.warnings.size()),
-              evidence, "read the WARN lines: they name the failing call");
+              fmt::format("the log spans {} nodes but shows no network connection: were "
+                          "NCCL_DEBUG_SUBSYS's INIT and NET logged?",
+                          log.nodes),
+              {}, "rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET");
+    } else {
+      out.Add(Severity::kOk,
+              fmt::format("no inter-node connection in the log ({} intra-node)", intra));
     }
   }
 
- private:
+  // The connections of one network: sockets, IB with or without GPUDirect RDMA, or a plugin.
+  static void JudgeNetwork(const NcclLog& log, const std::string& network, const Tally& t,
+                           CheckOutput& out) {
+    if (network == "Socket") {
+      std::vector<std::string> evidence;
+      CiteLines(log, t.all, evidence);
+      CiteLines(log, log.no_device, evidence);
+      CiteLines(log, log.plugin, evidence);
+      out.Add(Severity::kCritical,
+              fmt::format("{} inter-node connection(s) fell back to TCP sockets (NET/Socket): "
+                          "no RDMA, every byte through the kernel's TCP stack",
+                          t.total),
+              evidence, SocketFix());
+    } else if (network == "IB") {
+      if (t.gdr == t.total) {
+        out.Add(Severity::kOk,
+                fmt::format("all {} NET/IB connection(s) use GPUDirect RDMA (GDRDMA){}", t.total,
+                            t.pxn > 0 ? fmt::format(", {} through PXN", t.pxn) : ""));
+      } else {
+        std::vector<std::string> evidence;
+        CiteLines(log, t.without_gdr, evidence);
+        CiteLines(log, log.gdr_disabled, evidence);
+        out.Add(Severity::kCritical,
+                fmt::format("{} of {} NET/IB connection(s) run without GPUDirect RDMA: data "
+                            "is staged through host memory",
+                            t.total - t.gdr, t.total),
+                evidence,
+                "load nvidia_peermem (see the gpudirect check); where NCCL says the GPU is too "
+                "far from the HCA, fix the affinity or raise NCCL_NET_GDR_LEVEL");
+      }
+    } else {
+      out.Add(
+          Severity::kOk,
+          fmt::format("{} inter-node connection(s) through the {} network plugin{}", t.total,
+                      network, t.gdr > 0 ? fmt::format(" ({} with GPUDirect RDMA)", t.gdr) : ""));
+    }
+  }
+
   // A log of many nodes: the nodes whose NCCL said something else than most nodes' did.
   static void CompareNodes(const NcclNodeComparison& c, CheckOutput& out) {
     if (c.nodes.size() < 2) return;

@@ -154,7 +154,7 @@ PciScan ScanPci(const Root& root) {
   }
   int gpus = 0;
   for (const std::string& bdf : root.List(bus)) {
-    const std::string dir = bus + "/" + bdf;
+    const std::string dir = fmt::format("{}/{}", bus, bdf);
     const auto class_code = root.ReadInt(dir + "/class");
     const auto vendor = root.ReadInt(dir + "/vendor");
     if (!class_code || !vendor) continue;

@@ -120,15 +120,17 @@ void AnalyzeAffinity(const PciTopology& t, const std::string& evidence_prefix, b
         break;
       case PathType::kPhb:
       case PathType::kNode:
-        out.Add(Severity::kWarn,
-                who + ": the closest NIC is " + name +
-                    ", not behind the GPU's own PCIe switch: GPUDirect RDMA goes through the " +
-                    (path == PathType::kPhb ? "CPU's host bridge" : "CPU between host bridges") +
-                    " and NCCL may turn it off at its default distance",
-                evidence,
-                "prefer a NIC under the GPU's PCIe switch; if none exists, set "
-                "NCCL_NET_GDR_LEVEL=" +
-                    name + " to keep GPUDirect RDMA");
+        out.Add(
+            Severity::kWarn,
+            fmt::format("{}: the closest NIC is {}, not behind the GPU's own PCIe switch: "
+                        "GPUDirect RDMA goes through the {} and NCCL may turn it off at its "
+                        "default distance",
+                        who, name,
+                        path == PathType::kPhb ? "CPU's host bridge" : "CPU between host bridges"),
+            evidence,
+            "prefer a NIC under the GPU's PCIe switch; if none exists, set "
+            "NCCL_NET_GDR_LEVEL=" +
+                name + " to keep GPUDirect RDMA");
         break;
     }
   }

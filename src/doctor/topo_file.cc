@@ -1,5 +1,7 @@
 #include "doctor/topo_file.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -109,6 +111,55 @@ class XmlWalker {
   int gpus_ = 0;
 };
 
+// The header line of `nvidia-smi topo -m` and its device columns (GPU0 ... NIC0 ..., up to
+// the affinity columns); `lines.size()` and none when there is no header.
+size_t FindSmiHeader(const std::vector<std::string>& lines, std::vector<std::string>* columns) {
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const auto tokens = Tokens(lines[i]);
+    // The header names GPU0 GPU1 ...; the row of GPU0 goes on with "X" (itself).
+    if (tokens.size() < 2 || tokens.front() != "GPU0" || tokens[1] == "X") continue;
+    for (const auto& t : tokens) {
+      if (t == "CPU" || t == "NUMA") break;
+      columns->push_back(t);
+    }
+    return i;
+  }
+  return lines.size();
+}
+
+// One device row (`tokens`, of line `line_number`, the device of column `r`): the PCIe path
+// between it and every other device, and the NUMA node of a GPU.
+void ReadSmiRow(const std::vector<std::string>& tokens, size_t r, size_t line_number,
+                const std::vector<std::string>& columns, const std::string& name,
+                PciTopology& topology) {
+  if (tokens.size() < columns.size() + 1) {
+    throw UsageError(fmt::format(
+        "{}:{}: row {} has {} cells but the header has {} device columns: give the unedited "
+        "output of `nvidia-smi topo -m`",
+        name, line_number, tokens.front(), tokens.size() - 1, columns.size()));
+  }
+  PciDevice& self = topology.devices[r];
+  for (size_t c = 0; c < columns.size(); ++c) {
+    if (c == r) continue;
+    const std::string& cell = tokens[c + 1];
+    const PciDevice& other = topology.devices[c];
+    const bool gpu_nic = (self.kind == DeviceKind::kGpu) != (other.kind == DeviceKind::kGpu);
+    const auto path = ParsePathName(cell);
+    if (!path) {
+      if (!gpu_nic) continue;  // NV# between GPUs
+      throw UsageError(fmt::format(
+          "{}:{}: cell '{}' (row {}, column {}) is not a PCIe path: expected PIX, PXB, PHB, "
+          "NODE or SYS",
+          name, line_number, cell, tokens.front(), columns[c]));
+    }
+    topology.stated[{self.name, other.name}] = *path;
+  }
+  // GPU rows go on with "CPU Affinity" and "NUMA Affinity".
+  if (self.kind == DeviceKind::kGpu && tokens.size() >= columns.size() + 3) {
+    if (auto numa = ParseInt(tokens[columns.size() + 2])) self.numa = static_cast<int>(*numa);
+  }
+}
+
 }  // namespace
 
 PciTopology ParseNvidiaSmiTopo(std::string_view text, const std::string& name) {
@@ -120,17 +171,7 @@ PciTopology ParseNvidiaSmiTopo(std::string_view text, const std::string& name) {
     for (std::string line; std::getline(in, line);) lines.push_back(StripAnsi(line));
   }
   std::vector<std::string> columns;
-  size_t header = lines.size();
-  for (size_t i = 0; i < lines.size() && header == lines.size(); ++i) {
-    const auto tokens = Tokens(lines[i]);
-    // The header names GPU0 GPU1 ...; the row of GPU0 goes on with "X" (itself).
-    if (tokens.size() < 2 || tokens.front() != "GPU0" || tokens[1] == "X") continue;
-    header = i;
-    for (const auto& t : tokens) {
-      if (t == "CPU" || t == "NUMA") break;
-      columns.push_back(t);
-    }
-  }
+  const size_t header = FindSmiHeader(lines, &columns);
   if (columns.empty()) {
     throw UsageError("--topo-file '" + name +
                      "' is neither `nvidia-smi topo -m` output (a header line of GPU0 GPU1 ... "
@@ -160,31 +201,7 @@ PciTopology ParseNvidiaSmiTopo(std::string_view text, const std::string& name) {
     const auto row = std::find(columns.begin(), columns.end(), tokens.front());
     if (row == columns.end()) continue;
     const size_t r = static_cast<size_t>(row - columns.begin());
-    if (tokens.size() < columns.size() + 1) {
-      throw UsageError(name + ":" + std::to_string(i + 1) + ": row " + tokens.front() + " has " +
-                       std::to_string(tokens.size() - 1) + " cells but the header has " +
-                       std::to_string(columns.size()) +
-                       " device columns: give the unedited output of `nvidia-smi topo -m`");
-    }
-    PciDevice& self = topology.devices[r];
-    for (size_t c = 0; c < columns.size(); ++c) {
-      if (c == r) continue;
-      const std::string& cell = tokens[c + 1];
-      const PciDevice& other = topology.devices[c];
-      const bool gpu_nic = (self.kind == DeviceKind::kGpu) != (other.kind == DeviceKind::kGpu);
-      const auto path = ParsePathName(cell);
-      if (!path) {
-        if (!gpu_nic) continue;  // NV# between GPUs
-        throw UsageError(name + ":" + std::to_string(i + 1) + ": cell '" + cell + "' (row " +
-                         tokens.front() + ", column " + columns[c] +
-                         ") is not a PCIe path: expected PIX, PXB, PHB, NODE or SYS");
-      }
-      topology.stated[{self.name, other.name}] = *path;
-    }
-    // GPU rows go on with "CPU Affinity" and "NUMA Affinity".
-    if (self.kind == DeviceKind::kGpu && tokens.size() >= columns.size() + 3) {
-      if (auto numa = ParseInt(tokens[columns.size() + 2])) self.numa = static_cast<int>(*numa);
-    }
+    ReadSmiRow(tokens, r, i + 1, columns, name, topology);
   }
   return topology;
 }

@@ -274,7 +274,8 @@ std::vector<Finding> CounterFindings(const Fabric& fabric, const FindingOptions&
     const std::string subject = PortName(c.node, c.port);
     auto list = [](const std::map<std::string, uint64_t>& m) {
       std::vector<std::string> parts;
-      for (const auto& [k, v] : m) parts.push_back(k + "=" + std::to_string(v));
+      parts.reserve(m.size());
+      for (const auto& [k, v] : m) parts.push_back(fmt::format("{}={}", k, v));
       return fmt::format("{}", fmt::join(parts, ", "));
     };
     if (!growth.empty()) {

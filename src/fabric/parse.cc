@@ -1,5 +1,7 @@
 // Parsers of the infiniband-diags outputs into the fabric record. Fail-soft: a line that
 // looks like a record but does not parse is kept as a problem with its file:line.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <regex>
@@ -322,7 +324,9 @@ Fabric ParseFabric(const ToolOutputs& outputs) {
     fabric.sources.push_back(origin);
     p.parse(it->second, origin, fabric);
   }
-  for (const auto& [tool, why] : outputs.failures) fabric.problems.push_back(tool + ": " + why);
+  for (const auto& [tool, why] : outputs.failures) {
+    fabric.problems.push_back(fmt::format("{}: {}", tool, why));
+  }
   return fabric;
 }
 

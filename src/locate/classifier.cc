@@ -339,14 +339,13 @@ void CallNodes(RailVerdict& v) {
                                 shared ? &*shared : nullptr);
     bool fine = t.call == PairCall::kFine;
     for (size_t i : v.levels.pairs_of_node[x]) fine = fine || v.pairs[i].call == PairCall::kFine;
-    if (fine) {
-      v.node_calls[x] = PairCall::kFine;
-    } else if (t.pairs > 0) {
+    if (!fine && t.pairs > 0) {
       // Every pair of a node slow or undecided, and the node not found slow: undecided,
       // never "nobody" while its whole row could be starred.
       v.undecided_nodes.push_back(static_cast<int>(x));
     } else {
-      v.node_calls[x] = PairCall::kFine;  // only slow nodes for peers: nothing to decide
+      // Fine, or only slow nodes for peers: nothing to decide.
+      v.node_calls[x] = PairCall::kFine;
     }
   }
 }

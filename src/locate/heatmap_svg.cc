@@ -113,7 +113,10 @@ std::string LocateHeatmapSvg(const LocateReport& report, int rail) {
     if (s.kind == SuspectKind::kUplink || s.kind == SuspectKind::kSpineLink ||
         s.kind == SuspectKind::kSomeUplinks || s.kind == SuspectKind::kRail ||
         s.kind == SuspectKind::kSpine) {
-      for (int x : s.nodes) outline(left, top + (x / g.block) * cell, side, cell);
+      for (int x : s.nodes) {
+        const int row = x / g.block;  // the cell of node x: integer division on purpose
+        outline(left, top + row * cell, side, cell);
+      }
     } else if (s.kind == SuspectKind::kLink) {
       const int b = s.nodes.back() / g.block;
       outline(left + b * cell, top + a * cell, cell, cell);

@@ -119,6 +119,7 @@ std::vector<classify::RailVerdict> JudgeAll(const LocateReport& report, size_t p
   const double tests = static_cast<double>(std::max<size_t>(1, pairs)) * report.layout.rails *
                        static_cast<double>(o.max_sweeps);
   std::vector<classify::RailVerdict> rails;
+  rails.reserve(static_cast<size_t>(std::max(0, report.layout.rails)));
   for (int r = 0; r < report.layout.rails; ++r) {
     rails.push_back(classify::JudgeRail(report.samples, r, nodes, o, tests));
   }

@@ -514,6 +514,7 @@ ClusterLayout SimulatedCluster::Layout() const {
     std::string digits = std::to_string(x);
     layout.names.push_back("sim" + std::string(width - digits.size(), '0') + digits);
     std::vector<int> ranks;
+    ranks.reserve(static_cast<size_t>(std::max(0, o.rails)));
     for (int r = 0; r < o.rails; ++r) ranks.push_back(x * o.rails + r);
     layout.ranks.push_back(std::move(ranks));
   }

@@ -592,7 +592,9 @@ void BlameSpines(const Topology& topology, LocateReport& report) {
       named.measurements += s.measurements;
     }
     list.erase(std::remove_if(list.begin(), list.end(),
-                              [&](const Suspect& s) { return SpineOf(s, leaves) == spine; }),
+                              [&leaves, &spine = spine](const Suspect& s) {
+                                return SpineOf(s, leaves) == spine;
+                              }),
                list.end());
     for (size_t x = 0; x < report.layout.names.size(); ++x) {
       named.nodes.push_back(static_cast<int>(x));

@@ -126,6 +126,7 @@ void JudgeBucket(WatchBucket* b, int nodes, const WatchOptions& options, WatchBa
 std::vector<WatchWindow> JudgeWindows(const std::vector<InspectorRecord>& records,
                                       const WatchOptions& options, WatchBaseline* baseline) {
   std::vector<const InspectorRecord*> sorted;
+  sorted.reserve(records.size());
   for (const InspectorRecord& r : records) sorted.push_back(&r);
   std::stable_sort(
       sorted.begin(), sorted.end(),

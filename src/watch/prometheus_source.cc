@@ -130,6 +130,7 @@ std::vector<WatchRank> Ranks(const std::string& url, const std::string& sel,
     return *a.mean_time_us < *b.mean_time_us;
   });
   std::vector<double> times;
+  times.reserve(ranks.size());
   for (const WatchRank& r : ranks) times.push_back(*r.mean_time_us);
   if (ranks.size() < 2) return ranks;
   const double median = Median(times);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
@@ -90,14 +91,21 @@ NcclDebugLog::NcclDebugLog(std::string path, bool owned)
     : path_(std::move(path)), owned_(owned), thread_([this] { Loop(); }) {}
 
 NcclDebugLog::~NcclDebugLog() {
-  {
+  // Nothing may leave a destructor: a failure to read the log's last lines loses those lines
+  // (said on stderr), not the run.
+  try {
+    {
+      const std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
     const std::lock_guard lock(mutex_);
-    stopping_ = true;
+    DrainLocked();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fabricscope: reading the end of NCCL's log %s failed: %s\n",
+                 path_.c_str(), e.what());
   }
-  wake_.notify_all();
-  thread_.join();
-  const std::lock_guard lock(mutex_);
-  DrainLocked();
   if (fd_ >= 0) ::close(fd_);
   if (owned_) {
     ::unlink(path_.c_str());
