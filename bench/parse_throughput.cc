@@ -20,6 +20,7 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using fabricscope::Median;
 
 struct Options {
   size_t megabytes = 64;

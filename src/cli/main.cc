@@ -26,6 +26,6 @@ int main(int argc, char** argv) {
     return RunMain(argc, argv);
   } catch (const std::exception& e) {
     std::cerr << "fabricscope: error: " << e.what() << "\n";
-    return kExitRuntime;
+    return fabricscope::cli::kExitRuntime;
   }
 }

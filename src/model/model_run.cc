@@ -7,27 +7,18 @@
 #include <fstream>
 #include <optional>
 #include <ostream>
-#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "core/joined.h"
+#include "core/strings.h"
 #include "fabricscope/error.h"
 #include "fabricscope/plot.h"
 #include "fabricscope/sizes.h"
 
 namespace fabricscope {
 namespace {
-
-std::vector<std::string> SplitList(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
 
 // "NAME=FACTOR" -> (NAME, FACTOR); the flag names the option in errors.
 std::pair<std::string, double> NameAndFactor(const std::string& text, const char* flag) {
@@ -93,8 +84,8 @@ ModelOptions ToModelOptions(const ModelRequest& r) {
   }
   if (r.net_efficiency > 0) o.net_efficiency = r.net_efficiency;
   o.in_network_reduction = r.in_network;
-  for (const auto& a : SplitList(r.algo)) o.algorithms.push_back(ParseAlgorithm(a));
-  for (const auto& p : SplitList(r.proto)) o.protocols.push_back(ParseProtocol(p));
+  for (const auto& a : Split(r.algo, ',')) o.algorithms.push_back(ParseAlgorithm(a));
+  for (const auto& p : Split(r.proto, ',')) o.protocols.push_back(ParseProtocol(p));
   return o;
 }
 
