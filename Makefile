@@ -24,9 +24,10 @@ run: build
 # The suite, after the format check (the tree stays clang-formatted), a -Werror build and
 # clang-tidy (`make tidy`, below). Then the threaded tests again under ThreadSanitizer
 # (`make tsan`, its own build in build-tsan/), unless TSAN=no (`make sanitize`: ASan and TSan
-# do not combine).
+# do not combine). TIDY=no leaves clang-tidy out (`make sanitize`: the source is the same).
 TSAN ?= yes
-test: format-check build tidy
+TIDY ?= yes
+test: format-check build $(if $(filter yes,$(TIDY)),tidy)
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600
 	$(if $(filter yes,$(TSAN)),$(MAKE) tsan)
 
@@ -36,7 +37,7 @@ bench: build
 
 # The test suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 sanitize:
-	$(MAKE) test BUILD=build-asan TSAN=no CMAKE_FLAGS="-DFABRICSCOPE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"
+	$(MAKE) test BUILD=build-asan TSAN=no TIDY=no CMAKE_FLAGS="-DFABRICSCOPE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"
 
 # The container image (Containerfile) with podman: the binary of $(BUILD) on BASE, a Debian 12
 # image (a CUDA or PyTorch one built on Debian 12 for GPUs); docs/deploy.md.

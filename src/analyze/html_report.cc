@@ -36,8 +36,10 @@ std::string BaseName(const std::string& path) {
 
 std::vector<std::pair<double, double>> Means(const std::map<size_t, std::vector<double>>& values) {
   std::vector<std::pair<double, double>> points;
-  for (const auto& [size, list] : values)
+  points.reserve(values.size());
+  for (const auto& [size, list] : values) {
     points.emplace_back(static_cast<double>(size), Mean(list));
+  }
   return points;
 }
 

@@ -268,7 +268,11 @@ class Outputs {
         std::string path = flags_.svg_file;
         const size_t dot = path.rfind(".svg");
         const std::string suffix = ".rail" + std::to_string(rail);
-        path = dot == std::string::npos ? path + suffix : path.insert(dot, suffix);
+        if (dot == std::string::npos) {
+          path += suffix;
+        } else {
+          path.insert(dot, suffix);
+        }
         WriteOutput(report_.stream(), path, LocateHeatmapSvg(report, rail), "the heatmap");
       }
     }

@@ -56,7 +56,12 @@ std::vector<std::string> RelevantEnvironment(const Env& env) {
   std::vector<std::string> out;
   for (std::string_view family :
        {"NCCL_*", "FABRICSCOPE_*", "GLOO_*", "OMPI_*", "UCX_*", "CUDA_*"}) {
-    for (const auto& [name, value] : env.Family(family)) out.push_back(name + "=" + value);
+    for (const auto& [name, value] : env.Family(family)) {
+      std::string entry = name;
+      entry += '=';
+      entry += value;
+      out.push_back(std::move(entry));
+    }
   }
   return out;
 }
