@@ -127,7 +127,7 @@ std::optional<RunResult> RunBenchmark(const std::vector<std::string>& args,
   const Env env = Env::Process();
   const LaunchInfo launch = DetectLaunch(env, flags.launcher);
   AnnounceLaunch(launch, ctx.err);
-  auto backend = ResolveBackend(flags, launch, options, ctx.err);
+  auto backend = ResolveBackend(flags, launch, env, options, ctx.err);
   MultiReporter sink;
   std::unique_ptr<Output> table;
   if (launch.process_rank == 0) {

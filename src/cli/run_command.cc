@@ -213,8 +213,8 @@ RunOptions ToRunOptions(const RunFlags& f) {
 }
 
 std::unique_ptr<Backend> ResolveBackend(const RunFlags& flags, const LaunchInfo& launch,
-                                        RunOptions& options, std::ostream& err) {
-  const BackendOptions libraries{flags.nccl_lib, flags.gpu_runtime_lib, Env::Process()};
+                                        const Env& env, RunOptions& options, std::ostream& err) {
+  const BackendOptions libraries{flags.nccl_lib, flags.gpu_runtime_lib, env};
   if (options.backend.empty()) {
     std::string reason;
     options.backend = DefaultBackend(libraries, &reason);
@@ -278,7 +278,7 @@ int ExecuteRun(const RunFlags& flags, const CommandContext& ctx) {
     if (launch.process_rank == 0) PrintRunPlan(flags, options, launch, ctx.out);
     return 0;
   }
-  auto backend = ResolveBackend(flags, launch, options, ctx.err);
+  auto backend = ResolveBackend(flags, launch, env, options, ctx.err);
 
   // Only the first process reports (and touches the output files): on a shared file
   // system, every process opening -J would truncate rank 0's results.

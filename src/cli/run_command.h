@@ -66,9 +66,10 @@ void AddRunFlags(CLI::App& app, RunFlags& flags, bool fixed_collective);
 RunOptions ToRunOptions(const RunFlags& flags);
 
 // The backend the flags ask for; with no --backend, nccl where a GPU is usable, else gloo
-// (said on `err` by process 0). Sets options.backend to the name chosen.
+// (said on `err` by process 0). Sets options.backend to the name chosen. The backend reads
+// its variables (NCCL_DEBUG, ...) from `env`, the command's one copy of the environment.
 std::unique_ptr<Backend> ResolveBackend(const RunFlags& flags, const LaunchInfo& launch,
-                                        RunOptions& options, std::ostream& err);
+                                        const Env& env, RunOptions& options, std::ostream& err);
 
 // The reporters of --format/--output and -J: the table goes to `table` unless --output names
 // a file. Returns where the table goes, which must outlive the sink (Close it after the

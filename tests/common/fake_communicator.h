@@ -60,19 +60,7 @@ struct FakeFault {
 
 // Throws the exception class of `code`, as a real backend converts its library's errors.
 [[noreturn]] inline void ThrowTyped(ErrorCode code, const std::string& message) {
-  switch (code) {
-    case ErrorCode::kUsage:
-      throw UsageError(message);
-    case ErrorCode::kUnsupported:
-      throw UnsupportedError(message);
-    case ErrorCode::kSystem:
-      throw SystemError(message);
-    case ErrorCode::kTimeout:
-      throw TimeoutError(message);
-    case ErrorCode::kBackend:
-      break;
-  }
-  throw BackendError(message);
+  ThrowWithMessage(Error(code, message), message);
 }
 
 // What the ranks of one fake communicator share: the script, the clock, the rendezvous.
