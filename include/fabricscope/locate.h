@@ -378,7 +378,10 @@ SimulatedFatTree ParseFatTree(std::string_view spec);
 
 // The model: every pair at `bandwidth` GB/s times the smallest factor of the faults on its
 // path, times log-normal noise; now and then (transient_rate) a measurement loses a random
-// share up to transient_depth, as a burst of other traffic would cause.
+// share up to transient_depth, as a burst of other traffic would cause; and now and then
+// (stall_rate) one collective's measurement keeps only 1 - stall_depth of it, as when
+// another process takes the CPU for the whole measurement (30-50x slower on a loaded
+// machine: thread ranks, shared cores).
 struct SimulatedClusterOptions {
   int nodes = 8;
   int rails = 1;
@@ -387,6 +390,8 @@ struct SimulatedClusterOptions {
   double noise = 0.03;             // sigma of the log-normal noise
   double transient_rate = 0.0;     // share of measurements hit by a transient
   double transient_depth = 0.5;    // a transient takes up to this share away
+  double stall_rate = 0.0;         // share of measurements stalled
+  double stall_depth = 0.97;       // a stall takes exactly this share away
   double round_s = 1.0;            // modelled seconds per round (Elapsed, for the budget)
   uint64_t seed = 1;
   std::vector<SimulatedFault> faults;

@@ -56,6 +56,7 @@ struct LocateFlags {
   int rails = 1;
   double noise = 0.03;
   double transients = 0;
+  double stalls = 0;
   std::vector<std::string> inject;
   std::string fat_tree;
   std::vector<int> late_ranks;
@@ -159,6 +160,10 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
   app.add_option("--transients", f.transients,
                  "simulated: share of measurements hit by a burst of other traffic")
       ->capture_default_str();
+  app.add_option("--stalls", f.stalls,
+                 "simulated: share of measurements that keep 3% of their bandwidth (a CPU taken "
+                 "for the whole measurement)")
+      ->capture_default_str();
   app.add_option("--inject", f.inject,
                  "simulated fault (repeatable): node:N, nic:N/RAIL, link:A-B, intra:N, "
                  "rail:R (every node's NIC R), uplink:FIRST-LAST (a leaf switch's uplinks); "
@@ -235,6 +240,7 @@ void CheckSimulationFlags(const LocateFlags& f) {
                      : f.rails != 1          ? "--rails"
                      : f.noise != 0.03       ? "--noise"
                      : f.transients != 0     ? "--transients"
+                     : f.stalls != 0         ? "--stalls"
                      : !f.fat_tree.empty()   ? "--fat-tree"
                                              : nullptr;
   if (flag != nullptr) {
@@ -346,6 +352,7 @@ int Execute(const LocateFlags& f, const CommandContext& ctx) {
     sim.rails = f.rails;
     sim.noise = f.noise;
     sim.transient_rate = f.transients;
+    sim.stall_rate = f.stalls;
     sim.seed = f.seed;
     for (const std::string& text : f.inject) sim.faults.push_back(ParseSimulatedFault(text));
     sim.late_ranks = f.late_ranks;

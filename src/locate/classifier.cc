@@ -22,6 +22,7 @@ constexpr double kWrongLog = -6.907755278982137;  // log(1e-3): wrong data
 constexpr double kMedianEfficiency = 1.2533;      // sd of a median over sd of a mean
 constexpr double kMadEfficiency = 0.37;           // MAD's share of a sd's degrees of freedom
 constexpr size_t kSharedReferencePairs = 120;     // the pairs of 16 nodes
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 bool Finite(double x) { return std::isfinite(x); }
 
@@ -61,18 +62,47 @@ double MedianOf(const std::vector<PairSample>& samples, int rail, double PairSam
 
 }  // namespace
 
-double SampleLog(const PairSample& s, double sendrecv_typical, double all_reduce_typical) {
-  if (s.wrong > 0) return kWrongLog;
-  double sum = 0;
-  int parts = 0;
+std::vector<double> SampleParts(const PairSample& s, double sendrecv_typical,
+                                double all_reduce_typical) {
+  std::vector<double> parts;
   for (const auto& [bw, typical] :
        {std::pair{s.sendrecv_busbw, sendrecv_typical}, {s.all_reduce_busbw, all_reduce_typical}}) {
     if (!(Finite(bw) && typical > 0)) continue;
-    sum += std::log(std::max(bw, 0.0) / typical + 1e-9);
-    ++parts;
+    parts.push_back(s.wrong > 0 ? kWrongLog : std::log(std::max(bw, 0.0) / typical + 1e-9));
   }
-  return parts == 0 ? std::numeric_limits<double>::quiet_NaN() : sum / parts;
+  return parts;
 }
+
+double SampleLog(const PairSample& s, double sendrecv_typical, double all_reduce_typical) {
+  if (s.wrong > 0) return kWrongLog;
+  const std::vector<double> parts = SampleParts(s, sendrecv_typical, all_reduce_typical);
+  return parts.empty() ? std::numeric_limits<double>::quiet_NaN() : Mean(parts);
+}
+
+namespace {
+
+// How far one sample's log reaches above the pair's level, as a standard deviation (the
+// root of twice the mean square excess over n - 1: for symmetric noise, the standard
+// deviation), from `logs` (one per sample) and `parts` (one per collective of each sample,
+// over sqrt(collectives per sample): what it would be for a mean of independent ones), the
+// larger. A stall only slows, so it cannot argue against a slow call, and does not count;
+// a sample faster than the level does: a healthy pair two stalls out of three have made
+// look slow showed the third time what it can do, and a sample whose sendrecv ran at full
+// speed while its all_reduce stalled disagrees with itself (a slow path slows both).
+double UpperSpread(double level, const std::vector<double>& logs,
+                   const std::vector<double>& parts) {
+  if (logs.size() < 2) return 0.0;
+  auto above = [level](const std::vector<double>& values) {
+    double squares = 0;
+    for (double y : values) squares += y > level ? (y - level) * (y - level) : 0.0;
+    return values.size() < 2 ? 0.0
+                             : std::sqrt(2.0 * squares / static_cast<double>(values.size() - 1));
+  };
+  const double per_sample = static_cast<double>(parts.size()) / static_cast<double>(logs.size());
+  return std::max(above(logs), above(parts) / std::sqrt(std::max(1.0, per_sample)));
+}
+
+}  // namespace
 
 RailLevels BuildLevels(const std::vector<PairSample>& samples, int rail, int nodes) {
   RailLevels out;
@@ -80,6 +110,7 @@ RailLevels BuildLevels(const std::vector<PairSample>& samples, int rail, int nod
   out.sendrecv_typical = MedianOf(samples, rail, &PairSample::sendrecv_busbw);
   out.all_reduce_typical = MedianOf(samples, rail, &PairSample::all_reduce_busbw);
   std::map<NodePair, PairLevel> by_pair;
+  std::map<NodePair, std::vector<double>> parts;
   std::map<NodePair, std::pair<std::vector<double>, std::vector<double>>> bandwidths;
   for (const PairSample& s : samples) {
     if (s.rail != rail) continue;
@@ -88,7 +119,11 @@ RailLevels BuildLevels(const std::vector<PairSample>& samples, int rail, int nod
     PairLevel& level = by_pair[p];
     level.pair = p;
     level.wrong += s.wrong;
-    if (Finite(y)) level.logs.push_back(y);
+    if (Finite(y)) {
+      level.logs.push_back(y);
+      const std::vector<double> mine = SampleParts(s, out.sendrecv_typical, out.all_reduce_typical);
+      parts[p].insert(parts[p].end(), mine.begin(), mine.end());
+    }
     bandwidths[p].first.push_back(s.sendrecv_busbw);
     bandwidths[p].second.push_back(s.all_reduce_busbw);
   }
@@ -97,6 +132,7 @@ RailLevels BuildLevels(const std::vector<PairSample>& samples, int rail, int nod
     if (level.logs.empty()) continue;
     level.level = Median(level.logs);
     level.spread = level.logs.size() >= 3 ? RobustSigma(level.logs) : 0.0;
+    level.upper = UpperSpread(level.level, level.logs, parts[pair]);
     level.sendrecv = Median(bandwidths[pair].first);
     level.all_reduce = Median(bandwidths[pair].second);
     const size_t index = out.pairs.size();
@@ -151,11 +187,13 @@ double CriticalValue(double confidence, double tests, double df) {
   return StudentUpperQuantile(p, df);
 }
 
-PairCall Rule::Call(double diff, double se) const {
-  if (!Finite(diff) || !Finite(se) || !Finite(z) || !Finite(z_fine)) return PairCall::kUndecided;
+PairCall Rule::Call(double diff, double se, double se_slow) const {
+  if (!Finite(diff) || !Finite(se) || !Finite(se_slow) || !Finite(z) || !Finite(z_fine)) {
+    return PairCall::kUndecided;
+  }
   // No noise figure yet (an infinite critical value) decides nothing; no error at all
   // (identical repeats) needs no critical value.
-  const double slow_margin = se > 0 ? z * se : 0.0;
+  const double slow_margin = se_slow > 0 ? z * se_slow : 0.0;
   const double fine_margin = se > 0 ? z_fine * se : 0.0;
   if (!Finite(slow_margin) || !Finite(fine_margin)) return PairCall::kUndecided;
   if (diff + slow_margin < log_threshold) return PairCall::kSlow;
@@ -203,12 +241,14 @@ Reference MakeReference(const RailLevels& levels, const std::vector<size_t>& pai
 Comparison Compare(const PairLevel& pair, const Reference& reference, const Rule& rule) {
   Comparison c;
   c.diff = pair.level - reference.level;
-  const double sigma = std::max(rule.sigma, pair.spread);
   const double n = static_cast<double>(std::max(1, pair.n()));
-  const double own = (pair.n() >= 3 ? kMedianEfficiency : 1.0) * sigma / std::sqrt(n);
+  const double efficiency = (pair.n() >= 3 ? kMedianEfficiency : 1.0) / std::sqrt(n);
+  const double own = efficiency * std::max(rule.sigma, pair.spread);
+  const double own_slow = efficiency * std::max({rule.sigma, pair.spread, pair.upper});
   c.se = std::sqrt(own * own + reference.se * reference.se);
+  c.se_slow = std::sqrt(own_slow * own_slow + reference.se * reference.se);
   // Wrong data is wrong at any noise.
-  c.call = pair.wrong > 0 ? PairCall::kSlow : rule.Call(c.diff, c.se);
+  c.call = pair.wrong > 0 ? PairCall::kSlow : rule.Call(c.diff, c.se, c.se_slow);
   return c;
 }
 
@@ -225,6 +265,7 @@ NodeTest TestNode(const RailLevels& levels, int node, const std::vector<char>& s
   const Reference& ref = shared != nullptr ? *shared : own;
   std::vector<double> diffs;
   std::vector<double> errors;
+  std::vector<double> slow_errors;
   bool fine = false;
   for (size_t i : levels.pairs_of_node[static_cast<size_t>(node)]) {
     const PairLevel& p = levels.pairs[i];
@@ -233,6 +274,7 @@ NodeTest TestNode(const RailLevels& levels, int node, const std::vector<char>& s
     ++t.pairs;
     diffs.push_back(c.diff);
     errors.push_back(c.se);
+    slow_errors.push_back(c.se_slow);
     if (c.call == PairCall::kSlow) ++t.slow_pairs;
     if (c.call == PairCall::kFine) fine = true;
   }
@@ -241,11 +283,15 @@ NodeTest TestNode(const RailLevels& levels, int node, const std::vector<char>& s
   if (diffs.size() >= 3) {
     // The node as a whole: the median of its pairs, whose error shrinks with their number.
     // (The reference's own error is shared by all of them: it does not shrink.)
-    const double spread =
-        kMedianEfficiency * Median(errors) / std::sqrt(static_cast<double>(diffs.size()));
-    const double se = std::sqrt(spread * spread + ref.se * ref.se);
-    fine = fine || t.diff - rule.z_fine * se > rule.log_threshold;
-    slow = slow || (ref.count > 0 && t.diff + rule.z * se < rule.log_threshold);
+    // (The slow call with the pairs' errors for a slow call: a stall argues for neither.)
+    const double root_n = std::sqrt(static_cast<double>(diffs.size()));
+    auto with_reference = [&](const std::vector<double>& e) {
+      const double spread = kMedianEfficiency * Median(e) / root_n;
+      return std::sqrt(spread * spread + ref.se * ref.se);
+    };
+    fine = fine || t.diff - rule.z_fine * with_reference(errors) > rule.log_threshold;
+    slow = slow ||
+           (ref.count > 0 && t.diff + rule.z * with_reference(slow_errors) < rule.log_threshold);
   }
   if (fine) {
     t.call = PairCall::kFine;
@@ -571,10 +617,10 @@ std::vector<PairJudgement> Judgements(const std::vector<RailVerdict>& rails) {
       j.all_reduce = p.all_reduce;
       j.wrong = p.wrong;
       j.ratio = std::exp(c.diff);
-      const double half =
-          Finite(v.rule.z) ? v.rule.z * c.se : std::numeric_limits<double>::infinity();
-      j.low = std::exp(c.diff - half);
-      j.high = std::exp(c.diff + half);
+      // The slow call's bound above, the fine call's below (both at the slow call's z).
+      const bool known = Finite(v.rule.z);
+      j.low = std::exp(c.diff - (known ? v.rule.z * c.se : kInfinity));
+      j.high = std::exp(c.diff + (known ? v.rule.z * c.se_slow : kInfinity));
       j.call = c.call;
       out.push_back(j);
     }
@@ -767,6 +813,7 @@ RailLevels NodeLevels(const std::vector<std::vector<NodeSample>>& rounds) {
   for (auto& [node, level] : by_node) {
     level.level = Median(level.logs);
     level.spread = level.logs.size() >= 3 ? RobustSigma(level.logs) : 0.0;
+    level.upper = UpperSpread(level.level, level.logs, level.logs);
     std::vector<double> bw;
     for (double y : level.logs) bw.push_back(median * std::exp(y));
     level.all_reduce = Median(bw);

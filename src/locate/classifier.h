@@ -20,6 +20,12 @@ struct PairLevel {
   std::vector<double> logs;
   double level = 0;   // median of logs
   double spread = 0;  // its own robust standard deviation (0 below 3 samples)
+  // How far its samples (or their collectives) reach above its level, as a standard
+  // deviation (0 below 2 samples). A stall (another process holding the CPU for a whole
+  // measurement: 30-50x slower) only slows; when two stalls out of three set the level,
+  // the fast third sample shows here where the robust spread ignores it. A slow call must
+  // clear it.
+  double upper = 0;
   double sendrecv = 0;
   double all_reduce = 0;
   int64_t wrong = 0;
@@ -38,6 +44,10 @@ struct RailLevels {
 // Log of a sample's bandwidth over the typical: wrong data is log(1e-3), far below any
 // real pair; a collective that did not run is left out; neither ran: NaN.
 double SampleLog(const PairSample& s, double sendrecv_typical, double all_reduce_typical);
+// The sample's log per collective that ran (wrong data: log(1e-3) each): SampleLog is their
+// mean.
+std::vector<double> SampleParts(const PairSample& s, double sendrecv_typical,
+                                double all_reduce_typical);
 
 RailLevels BuildLevels(const std::vector<PairSample>& samples, int rail, int nodes);
 
@@ -64,8 +74,9 @@ double CriticalValue(double confidence, double tests, double df);
 // A pair, or a set of pairs, against a reference set of pairs: the difference of log
 // levels, its standard error, and the call.
 struct Comparison {
-  double diff = 0;  // log(bandwidth / reference)
-  double se = 0;
+  double diff = 0;     // log(bandwidth / reference)
+  double se = 0;       // for a fine call: robust to the pair's own stalls
+  double se_slow = 0;  // for a slow call: its samples' reach above its level counts too
   PairCall call = PairCall::kUndecided;
 };
 
@@ -78,7 +89,9 @@ struct Rule {
   double z = 0;
   double z_fine = 0;
   double sigma = 0;
-  PairCall Call(double diff, double se) const;
+  PairCall Call(double diff, double se) const { return Call(diff, se, se); }
+  // `se_slow` for the slow call, `se` for the fine one.
+  PairCall Call(double diff, double se, double se_slow) const;
 };
 
 // The median of the reference pairs' levels, its standard error (1.2533 x sd / sqrt m, the
@@ -92,7 +105,8 @@ Reference MakeReference(const RailLevels& levels, const std::vector<size_t>& pai
 
 // One pair's level against a reference (the median of its samples: standard error
 // 1.2533 x noise / sqrt n from three samples on, the larger of the pooled noise and its
-// own spread).
+// own robust spread; for the slow call, its samples' reach above its level when larger
+// still: a pair that has shown it can run fast is not named slow).
 Comparison Compare(const PairLevel& pair, const Reference& reference, const Rule& rule);
 
 // Whether pair `pair` is slow (below the threshold, significantly) against each of its two

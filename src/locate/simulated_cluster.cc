@@ -372,11 +372,15 @@ struct SimulatedCluster::Impl {
     }
   }
 
-  // One measurement: the model's bandwidth with noise and, now and then, a transient.
+  // One measurement: the model's bandwidth with noise and, now and then, a transient or a
+  // stall.
   double Observe(double bandwidth) {
     double bw = bandwidth * std::exp(options.noise * rng.Normal());
     if (options.transient_rate > 0 && rng.Unit() < options.transient_rate) {
       bw *= 1.0 - options.transient_depth * rng.Unit();
+    }
+    if (options.stall_rate > 0 && rng.Unit() < options.stall_rate) {
+      bw *= 1.0 - options.stall_depth;
     }
     return bw;
   }
@@ -391,10 +395,11 @@ SimulatedCluster::SimulatedCluster(SimulatedClusterOptions options)
     throw UsageError("simulated bandwidths must be above 0");
   }
   if (!(o.noise >= 0) || !(o.transient_rate >= 0 && o.transient_rate <= 1) ||
-      !(o.transient_depth >= 0 && o.transient_depth < 1)) {
+      !(o.transient_depth >= 0 && o.transient_depth < 1) ||
+      !(o.stall_rate >= 0 && o.stall_rate <= 1) || !(o.stall_depth >= 0 && o.stall_depth < 1)) {
     throw UsageError(
-        "simulated noise must be >= 0, the transient rate in 0..1 and its depth "
-        "in 0..1 (exclusive)");
+        "simulated noise must be >= 0, the transient and stall rates in 0..1 and their "
+        "depths in 0..1 (exclusive)");
   }
   const size_t n = static_cast<size_t>(o.nodes);
   impl_->node.assign(n, 1.0);

@@ -158,6 +158,51 @@ TEST(Compare, MoreSamplesNarrowTheError) {
   EXPECT_NEAR(b.diff, std::log(0.5), 0.05);
 }
 
+// A stall only slows: two stalled samples out of three set a healthy pair's median 30x
+// low, and its third sample shows what the pair can do. Its reach above the level keeps the
+// slow call from the robust spread alone; the same stall on a slow pair changes nothing.
+TEST(Compare, ASampleAboveTheLevelArguesAgainstASlowCallAStallDoesNot) {
+  const Rule rule = QuietRule();
+  Reference ref;  // the other pairs, at the typical
+  ref.count = 10;
+  ref.se = 0.02;
+  PairLevel stalled;
+  stalled.logs = {std::log(1.0 / 30), std::log(1.0 / 30), 0.0};
+  stalled.level = std::log(1.0 / 30);
+  stalled.upper = 0;
+  EXPECT_EQ(Compare(stalled, ref, rule).call, PairCall::kSlow);  // the robust view alone
+  // Other pairs at 10 GB/s: the rail's typical sample.
+  auto with_others = [](std::vector<PairSample> samples) {
+    for (int k = 0; k < 8; ++k) samples.push_back({{2, 3}, 0, 10.0, 10.0, 0});
+    return samples;
+  };
+  const RailLevels levels = BuildLevels(with_others({{{0, 1}, 0, 10.0 / 30, 10.0 / 30, 0},
+                                                     {{0, 1}, 0, 10.0 / 30, 10.0 / 30, 0},
+                                                     {{0, 1}, 0, 10.0, 10.0, 0}}),
+                                        0, 4);
+  // sqrt(2 x log(30)^2 / (3 - 1)): the one sample above the level, log(30) above it.
+  EXPECT_NEAR(levels.pairs[0].upper, std::log(30.0), 1e-6);
+  const Comparison c = Compare(levels.pairs[0], ref, rule);
+  EXPECT_GT(c.se_slow, 5 * c.se);
+  EXPECT_EQ(c.call, PairCall::kUndecided);
+
+  // One collective stalled in every sample, the other at full speed: no slow call either.
+  const RailLevels mixed = BuildLevels(with_others({{{0, 1}, 0, 10.0, 10.0 / 30, 0},
+                                                    {{0, 1}, 0, 10.0 / 30, 10.0, 0},
+                                                    {{0, 1}, 0, 10.0, 10.0 / 30, 0}}),
+                                       0, 4);
+  EXPECT_NEAR(mixed.pairs[0].logs[0], std::log(1.0 / 30) / 2, 1e-6);  // every sample alike
+  EXPECT_EQ(Compare(mixed.pairs[0], ref, rule).call, PairCall::kUndecided);
+
+  // A slow pair (0.3x) with one stalled sample: still slow.
+  const RailLevels real = BuildLevels(with_others({{{0, 1}, 0, 3.0, 3.0, 0},
+                                                   {{0, 1}, 0, 3.1, 2.9, 0},
+                                                   {{0, 1}, 0, 3.0 / 30, 3.0 / 30, 0},
+                                                   {{0, 1}, 0, 2.9, 3.1, 0}}),
+                                      0, 4);
+  EXPECT_EQ(Compare(real.pairs[0], ref, rule).call, PairCall::kSlow);
+}
+
 TEST(PairsAvoiding, LeavesOutPairsOfExcludedNodes) {
   const RailLevels levels = BuildLevels(AllPairs(4, 1, SlowNode(0, 1.0), 1), 0, 4);
   std::vector<char> excluded(4, 0);

@@ -78,6 +78,21 @@ TEST(RankBody, AnErrorInTheBodyEndsTheJobWithIt) {
                UsageError);
 }
 
+// Every measurement of the named suspects' pairs, in order: what a wrong name rested on.
+std::string SamplesOf(const LocateReport& r) {
+  std::string out;
+  for (const Suspect& suspect : r.suspects) {
+    auto in = [&](int x) { return std::count(suspect.nodes.begin(), suspect.nodes.end(), x) > 0; };
+    for (const PairSample& s : r.samples) {
+      const bool node = suspect.nodes.size() == 1;
+      if (node ? !(in(s.pair.a) || in(s.pair.b)) : !(in(s.pair.a) && in(s.pair.b))) continue;
+      out += "\n  " + std::to_string(s.pair.a) + "-" + std::to_string(s.pair.b) + " sendrecv " +
+             std::to_string(s.sendrecv_busbw) + " all_reduce " + std::to_string(s.all_reduce_busbw);
+    }
+  }
+  return out;
+}
+
 TEST(RunLocateJob, SixThreadRanksAsNodesOverGloo) {
   auto backend = MakeBackend("gloo");
   LocateJobOptions job;
@@ -102,7 +117,7 @@ TEST(RunLocateJob, SixThreadRanksAsNodesOverGloo) {
     EXPECT_GT(s.all_reduce_busbw, 0);
     EXPECT_EQ(s.wrong, 0);
   }
-  EXPECT_TRUE(r.suspects.empty()) << r.suspects.front().evidence;
+  EXPECT_TRUE(r.suspects.empty()) << r.suspects.front().evidence << SamplesOf(r);
   ASSERT_TRUE(r.world_times.has_value());
   EXPECT_EQ(r.world_times->per_rank_us.size(), 6u);
   EXPECT_EQ(r.ranks.size(), 6u);
@@ -211,7 +226,7 @@ TEST(RunLocateJob, GlooPairsRunOnTheJobsCommunicatorWithTheSameVerdicts) {
       EXPECT_EQ(s.wrong, 0);             // validated, as on a communicator of two
     }
     // Healthy thread ranks: nobody named either way (inconclusive at worst).
-    EXPECT_TRUE(r.suspects.empty()) << r.suspects.front().evidence;
+    EXPECT_TRUE(r.suspects.empty()) << r.suspects.front().evidence << SamplesOf(r);
   }
 }
 
