@@ -125,9 +125,11 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
   app.add_option("--topology", f.topology,
                  "which leaf switch each host hangs from: a map file (HOST SWITCH per line), "
                  "Slurm's topology.conf, or a directory of saved infiniband-diags outputs (as "
-                 "`fabricscope fabric --from DIR` reads it: each HCA's leaf); slow pairs they "
-                 "share are blamed on a leaf's uplinks (all of them, or some: which one needs "
-                 "the routes, known with --fat-tree: then the one uplink or spine link)");
+                 "`fabricscope fabric --from DIR` reads it: each HCA's leaf, and with "
+                 "dump_fts.txt every pair's route); slow pairs they share are blamed on a "
+                 "leaf's uplinks (all of them, or some: which one needs the routes, from the "
+                 "directory's forwarding tables or --fat-tree: then the one cable, uplink or "
+                 "spine link)");
   app.add_option("--expect", f.expect,
                  "expected sendrecv bus bandwidth of a pair, GB/s (e.g. from `fabricscope "
                  "check`): what two nodes are judged against");

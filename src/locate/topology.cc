@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -19,6 +20,8 @@
 #include <vector>
 
 #include "core/strings.h"
+#include "fabric/links.h"
+#include "fabric/routes.h"
 #include "fabricscope/error.h"
 #include "fabricscope/fabric.h"
 #include "fabricscope/locate.h"
@@ -144,16 +147,116 @@ Topology ParseSlurmTopology(std::string_view text, const std::string& source) {
   return t;
 }
 
+namespace {
+
+// The host an HCA's node description names: its first word ("node01 mlx5_0", opensm's
+// default, is node01's).
+std::string HostOfDescription(const std::string& description) {
+  const std::string_view trimmed = Trim(description);
+  return std::string(trimmed.substr(0, trimmed.find_first_of(" \t")));
+}
+
+// The fabric's routes between hosts, through the switches' forwarding tables (dump_fts):
+// each host's HCAs in name order, one per rail; each pair's switch-to-switch cables, the
+// ones its traffic crosses either way, once each, named by their ports leaf end first
+// ("leaf1[5]->spine1[1]", as the fabric command names ports). A cable, not a direction: a
+// link that trained at a lower width or speed is slow both ways, and a cable is what is
+// reseated or replaced.
+class FabricRoutes {
+ public:
+  FabricRoutes(fabric::Fabric parsed, const std::vector<std::string>& leaves)
+      : fabric_(std::move(parsed)), leaves_(leaves.begin(), leaves.end()) {
+    for (const fabric::Node& node : fabric_.nodes) {
+      if (node.kind == fabric::NodeKind::kHca) hcas_[HostOfDescription(node.name)].push_back(&node);
+    }
+    for (auto& [host, list] : hcas_) {
+      std::sort(list.begin(), list.end(), [](const fabric::Node* x, const fabric::Node* y) {
+        return fabric::NaturalLess(x->name, y->name);
+      });
+    }
+  }
+
+  // The leaf switch of each host's first HCA (rail 0).
+  std::map<std::string, std::string> Leaves(const fabric::Topology& discovered) const {
+    std::map<std::string, std::string> out;
+    for (const auto& [host, list] : hcas_) {
+      const auto it = discovered.host_leaf.find(list.front()->name);
+      if (it != discovered.host_leaf.end()) out[host] = it->second;
+    }
+    return out;
+  }
+
+  std::vector<std::string> Route(const std::string& a, const std::string& b, int rail) const {
+    const fabric::Node* x = Hca(a, rail);
+    const fabric::Node* y = Hca(b, rail);
+    std::vector<std::string> out;
+    if (x == nullptr || y == nullptr) return out;
+    Append(*x, *y, out);
+    Append(*y, *x, out);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+
+ private:
+  const fabric::Node* Hca(const std::string& host, int rail) const {
+    auto it = hcas_.find(host);
+    if (it == hcas_.end()) it = hcas_.find(host.substr(0, host.find('.')));  // a short name
+    if (it == hcas_.end() || rail < 0 || static_cast<size_t>(rail) >= it->second.size()) {
+      return nullptr;
+    }
+    return it->second[static_cast<size_t>(rail)];
+  }
+
+  // The switch-to-switch hops from src to dst (none when the tables cannot route it).
+  void Append(const fabric::Node& src, const fabric::Node& dst,
+              std::vector<std::string>& out) const {
+    std::string why;
+    const fabric::Node* at = &src;
+    for (const fabric::Hop& hop : fabric::TraceRoute(fabric_, src, dst, &why)) {
+      if (at->kind == fabric::NodeKind::kSwitch && hop.next != nullptr &&
+          hop.next->kind == fabric::NodeKind::kSwitch) {
+        out.push_back(Cable(hop.from, hop.to, at->name, hop.next->name));
+      }
+      at = hop.next;
+    }
+  }
+
+  // "leaf1[5]->spine1[1]" whichever way the hop went: the leaf's end first, else the
+  // ports in natural order.
+  std::string Cable(const std::string& from, const std::string& to, const std::string& from_switch,
+                    const std::string& to_switch) const {
+    const bool from_leaf = leaves_.count(from_switch) > 0;
+    const bool to_leaf = leaves_.count(to_switch) > 0;
+    const bool keep = from_leaf != to_leaf ? from_leaf : !fabric::NaturalLess(to, from);
+    return keep ? from + "->" + to : to + "->" + from;
+  }
+
+  const fabric::Fabric fabric_;
+  const std::set<std::string> leaves_;
+  std::map<std::string, std::vector<const fabric::Node*>> hcas_;  // host -> its HCAs
+};
+
+}  // namespace
+
 Topology ReadFabricTopology(const std::string& dir) {
-  const fabric::Topology discovered =
-      fabric::TopologyOf(fabric::ParseFabric(fabric::ReadSaved(dir)));
+  fabric::Fabric parsed = fabric::ParseFabric(fabric::ReadSaved(dir));
+  const fabric::Topology discovered = fabric::TopologyOf(parsed);
+  const bool tables = !parsed.tables.empty();
+  auto routes = std::make_shared<const FabricRoutes>(std::move(parsed), discovered.leaves);
   Topology t;
-  t.leaf_of = discovered.host_leaf;
   t.source = dir;
+  t.leaf_of = routes->Leaves(discovered);
   if (t.empty()) {
     throw UsageError(dir +
                      ": the fabric's outputs show no HCA with an active link to a switch: "
                      "no host to place on a leaf");
+  }
+  // Without dump_fts the leaves alone: which of a leaf's uplinks, the blame cannot say.
+  if (tables) {
+    t.route = [routes](const std::string& a, const std::string& b, int rail) {
+      return routes->Route(a, b, rail);
+    };
   }
   return t;
 }
@@ -266,7 +369,10 @@ std::vector<std::pair<std::string, std::vector<int>>> Leaves(const Topology& top
                                                              const ClusterLayout& layout) {
   std::map<std::string, std::vector<int>> by_leaf;
   for (size_t i = 0; i < layout.names.size(); ++i) {
-    const auto it = topology.leaf_of.find(layout.names[i]);
+    const std::string& name = layout.names[i];
+    auto it = topology.leaf_of.find(name);
+    // A host's full name against a short one in the topology ("node01.cluster", "node01").
+    if (it == topology.leaf_of.end()) it = topology.leaf_of.find(name.substr(0, name.find('.')));
     if (it != topology.leaf_of.end()) by_leaf[it->second].push_back(static_cast<int>(i));
   }
   return {by_leaf.begin(), by_leaf.end()};
@@ -358,11 +464,14 @@ Suspect ElementSuspect(const std::string& element, const ElementPairs& p,
   const size_t arrow = element.find("->");
   const std::string from = element.substr(0, arrow);
   const std::string to = element.substr(arrow + 2);
+  // A fabric's routes name ports ("leaf1[5]"), the simulator's switches ("leaf1").
+  auto switch_of = [](const std::string& end) { return end.substr(0, end.find('[')); };
+  const bool ports = from.find('[') != std::string::npos;  // a cable, both ways
   const auto leaves = LeafMembers(topology, report.layout);
   Suspect s;
-  s.kind = leaves.count(from) > 0 ? SuspectKind::kUplink : SuspectKind::kSpineLink;
+  s.kind = leaves.count(switch_of(from)) > 0 ? SuspectKind::kUplink : SuspectKind::kSpineLink;
   s.element = from + "-" + to;
-  const std::string leaf = leaves.count(from) > 0 ? from : to;
+  const std::string leaf = leaves.count(switch_of(from)) > 0 ? switch_of(from) : switch_of(to);
   if (const auto it = leaves.find(leaf); it != leaves.end()) s.nodes = it->second;
   std::vector<double> ratios;
   for (const NodePair& pair : p.links) {
@@ -377,9 +486,10 @@ Suspect ElementSuspect(const std::string& element, const ElementPairs& p,
   s.confidence = static_cast<double>(p.slow) / p.total;
   s.evidence = fmt::format(
       "{} of the {} pairs whose routes cross {} slow (none fine), median {:.2f}x, and every "
-      "one of the {} slow links it explains crosses it: the link from {} to {} (routes from "
-      "{})",
-      p.slow, p.total, element, s.ratio, p.links.size(), from, to, topology.source);
+      "one of the {} slow links it explains crosses it: {} {} {} {} (routes from {})",
+      p.slow, p.total, element, s.ratio, p.links.size(),
+      ports ? "the cable between" : "the link from", from, ports ? "and" : "to", to,
+      topology.source);
   return s;
 }
 

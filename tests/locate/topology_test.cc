@@ -503,5 +503,112 @@ TEST(BlameParts, ARailIsSlowOnlyWhenSignificantlyBelowTheOthers) {
   EXPECT_FALSE(topology::TestRail(mild, 1, 0.01, z, std::log(0.7)).slow);
 }
 
+// ---------------------------------------------------------------------------------------
+// The fabric's own routes: the captured healthy fabric (tests/fabric/data/healthy: 16 HCAs
+// h1..h16, four per leaf, leaves with four uplinks to two spines, opensm's forwarding
+// tables in dump_fts.txt) as the topology, read as `--topology DIR` reads it.
+
+std::string HealthyFabric() {
+  return std::string(FABRICSCOPE_SOURCE_DIR) + "/tests/fabric/data/healthy";
+}
+
+// A test double for the network this machine lacks: 16 hosts at 25 GB/s whose pairs are
+// 0.4x when the fabric's route between them (either way) crosses `cable`, with seeded
+// log-normal noise. The routes are the real forwarding tables'.
+class RoutedPairs final : public PairMeasurer {
+ public:
+  RoutedPairs(const Topology& topology, std::string cable)
+      : topology_(topology), cable_(std::move(cable)) {
+    for (int i = 1; i <= 16; ++i) layout_.names.push_back("h" + std::to_string(i));
+    for (int i = 0; i < 16; ++i) layout_.ranks.push_back({i});
+  }
+  const ClusterLayout& layout() const { return layout_; }
+  bool Crosses(const NodePair& p) const {
+    const auto cables = topology_.route(layout_.names[static_cast<size_t>(p.a)],
+                                        layout_.names[static_cast<size_t>(p.b)], 0);
+    return std::find(cables.begin(), cables.end(), cable_) != cables.end();
+  }
+  std::vector<PairSample> MeasureRound(const Round& round) override {
+    std::vector<PairSample> out;
+    for (const NodePair& p : round.pairs) {
+      const double bw = Crosses(p) ? 10.0 : 25.0;
+      out.push_back({p, 0, bw * Noise(), bw * Noise(), 0});
+    }
+    return out;
+  }
+
+ private:
+  double Noise() {
+    state_ = state_ * 6364136223846793005ULL + 1442695040888963407ULL;
+    return 1.0 + 0.04 * (static_cast<double>(state_ >> 11) * 0x1.0p-53 - 0.5);  // +-2%
+  }
+  const Topology& topology_;
+  const std::string cable_;
+  ClusterLayout layout_;
+  uint64_t state_ = 7;
+};
+
+TEST(FabricTopology, RoutesComeFromTheForwardingTablesAsCablesLeafEndFirst) {
+  const Topology t = ReadTopology(HealthyFabric());
+  ASSERT_TRUE(t.route);
+  EXPECT_EQ(t.leaf_of.size(), 16u);
+  EXPECT_EQ(t.leaf_of.at("h1"), "leaf1");
+  EXPECT_EQ(t.leaf_of.at("h16"), "leaf4");
+  // h1 -> h16 through the tables: leaf1[8] -> spine2[2], spine2[8] -> leaf4[8] (as
+  // `fabricscope fabric --path h1,h16` prints it), and the way back; each cable once, its
+  // leaf's end first.
+  const std::vector<std::string> route = t.route("h1", "h16", 0);
+  EXPECT_NE(std::find(route.begin(), route.end(), "leaf1[8]->spine2[2]"), route.end());
+  EXPECT_NE(std::find(route.begin(), route.end(), "leaf4[8]->spine2[8]"), route.end());
+  for (const std::string& cable : route) EXPECT_EQ(cable.rfind("leaf", 0), 0u) << cable;
+  EXPECT_EQ(t.route("h16", "h1", 0), route);    // the same cables, whichever end asks
+  EXPECT_TRUE(t.route("h1", "h2", 0).empty());  // one leaf: no switch-to-switch cable
+  EXPECT_TRUE(t.route("h1", "nowhere", 0).empty());
+  EXPECT_TRUE(t.route("h1", "h16", 1).empty());  // one HCA each: no rail 1
+  // A host's full name finds its short one.
+  EXPECT_EQ(t.route("h1.cluster", "h16.cluster", 0), route);
+}
+
+TEST(FabricTopology, ADegradedUplinkCableIsNamedAsThatCableNotAsTheHostsBehind) {
+  const Topology t = ReadTopology(HealthyFabric());
+  RoutedPairs fabric(t, "leaf1[5]->spine1[1]");
+  int crossing = 0;
+  for (const Round& round : RoundRobinSchedule(16)) {
+    for (const NodePair& p : round.pairs) crossing += fabric.Crosses(p) ? 1 : 0;
+  }
+  ASSERT_GE(crossing, 4);  // several pairs' routes cross it, some of leaf1's do not
+  ASSERT_LT(crossing, 4 * 12);
+  LocateOptions options;
+  options.topology = t;
+  options.stragglers = false;
+  const LocateReport r = Locate(options, fabric.layout(), fabric);
+  ASSERT_EQ(r.suspects.size(), 1u) << r.suspects.size() << " suspects";
+  EXPECT_EQ(r.suspects[0].kind, SuspectKind::kUplink);
+  EXPECT_EQ(r.suspects[0].element, "leaf1[5]-spine1[1]");
+  EXPECT_EQ(r.suspects[0].nodes, (std::vector<int>{0, 1, 2, 3}));  // h1..h4, behind leaf1
+  EXPECT_NE(r.suspects[0].evidence.find("the cable between leaf1[5] and spine1[1] (routes from " +
+                                        HealthyFabric() + ")"),
+            std::string::npos)
+      << r.suspects[0].evidence;
+  EXPECT_EQ(r.status, LocateStatus::kFound);
+
+  // Without the tables (iblinkinfo and ibnetdiscover only) the same measurements name
+  // some of leaf1's uplinks, which ones unknown.
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("fabricscope-i13-fabric-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  for (const char* tool : {"iblinkinfo.txt", "ibnetdiscover.txt"}) {
+    std::filesystem::copy_file(std::filesystem::path(HealthyFabric()) / tool, dir / tool);
+  }
+  options.topology = ReadTopology(dir.string());
+  std::filesystem::remove_all(dir);
+  EXPECT_FALSE(options.topology.route);
+  RoutedPairs again(t, "leaf1[5]->spine1[1]");
+  const LocateReport leaves = Locate(options, again.layout(), again);
+  ASSERT_EQ(leaves.suspects.size(), 1u) << leaves.suspects.size() << " suspects";
+  EXPECT_EQ(leaves.suspects[0].kind, SuspectKind::kSomeUplinks);
+  EXPECT_EQ(leaves.suspects[0].element, "leaf1");
+}
+
 }  // namespace
 }  // namespace fabricscope
