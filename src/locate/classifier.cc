@@ -81,22 +81,32 @@ double SampleLog(const PairSample& s, double sendrecv_typical, double all_reduce
 
 namespace {
 
-// How far one sample's log reaches above the pair's level, as a standard deviation (the
-// root of twice the mean square excess over n - 1: for symmetric noise, the standard
-// deviation), from `logs` (one per sample) and `parts` (one per collective of each sample,
-// over sqrt(collectives per sample): what it would be for a mean of independent ones), the
-// larger. A stall only slows, so it cannot argue against a slow call, and does not count;
-// a sample faster than the level does: a healthy pair two stalls out of three have made
-// look slow showed the third time what it can do, and a sample whose sendrecv ran at full
-// speed while its all_reduce stalled disagrees with itself (a slow path slows both).
+// How far the samples reach above the pair's level, as a standard deviation, from `logs`
+// (one per sample) and `parts` (one per collective of each sample, over sqrt(collectives
+// per sample): what it would be for a mean of independent ones), the larger. A stall only
+// slows, so it falls below the level and does not count; a sample faster than the level
+// does: a healthy pair two stalls out of three have made look slow showed the third time
+// what it can do, and a sample whose sendrecv ran at full speed while its all_reduce
+// stalled disagrees with itself (a slow path slows both). Of the samples above the level,
+// the smaller of two figures, each the sd for symmetric noise: the root of twice their
+// mean square excess over n - 1 (steady with few samples), and their median excess over
+// 0.6745, the median of a half-normal (one fast sample among six, a token bucket's burst
+// on a slow link, is not the level either).
 double UpperSpread(double level, const std::vector<double>& logs,
                    const std::vector<double>& parts) {
   if (logs.size() < 2) return 0.0;
+  constexpr double kHalfNormalMedian = 0.6745;
   auto above = [level](const std::vector<double>& values) {
+    std::vector<double> excess;
     double squares = 0;
-    for (double y : values) squares += y > level ? (y - level) * (y - level) : 0.0;
-    return values.size() < 2 ? 0.0
-                             : std::sqrt(2.0 * squares / static_cast<double>(values.size() - 1));
+    for (double y : values) {
+      if (!(y > level)) continue;
+      excess.push_back(y - level);
+      squares += (y - level) * (y - level);
+    }
+    if (excess.empty()) return 0.0;
+    const double mean_square = std::sqrt(2.0 * squares / static_cast<double>(values.size() - 1));
+    return std::min(mean_square, Median(std::move(excess)) / kHalfNormalMedian);
   };
   const double per_sample = static_cast<double>(parts.size()) / static_cast<double>(logs.size());
   return std::max(above(logs), above(parts) / std::sqrt(std::max(1.0, per_sample)));

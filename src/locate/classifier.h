@@ -21,10 +21,10 @@ struct PairLevel {
   double level = 0;   // median of logs
   double spread = 0;  // its own robust standard deviation (0 below 3 samples)
   // How far its samples (or their collectives) reach above its level, as a standard
-  // deviation (0 below 2 samples). A stall (another process holding the CPU for a whole
-  // measurement: 30-50x slower) only slows; when two stalls out of three set the level,
-  // the fast third sample shows here where the robust spread ignores it. A slow call must
-  // clear it.
+  // deviation (the median excess of those above it; 0 below 2 samples). A stall (another process
+  // holding the CPU for a whole measurement: 30-50x slower) only slows; when two stalls out of
+  // three set the level, the fast third sample shows here where the robust spread ignores it. A
+  // slow call must clear it.
   double upper = 0;
   double sendrecv = 0;
   double all_reduce = 0;

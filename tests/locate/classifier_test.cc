@@ -180,7 +180,8 @@ TEST(Compare, ASampleAboveTheLevelArguesAgainstASlowCallAStallDoesNot) {
                                                      {{0, 1}, 0, 10.0 / 30, 10.0 / 30, 0},
                                                      {{0, 1}, 0, 10.0, 10.0, 0}}),
                                         0, 4);
-  // sqrt(2 x log(30)^2 / (3 - 1)): the one sample above the level, log(30) above it.
+  // The one sample above the level, log(30) above it: sqrt(2 x log(30)^2 / (3 - 1)), the
+  // smaller of that and log(30) / 0.6745.
   EXPECT_NEAR(levels.pairs[0].upper, std::log(30.0), 1e-6);
   const Comparison c = Compare(levels.pairs[0], ref, rule);
   EXPECT_GT(c.se_slow, 5 * c.se);
@@ -193,6 +194,16 @@ TEST(Compare, ASampleAboveTheLevelArguesAgainstASlowCallAStallDoesNot) {
                                        0, 4);
   EXPECT_NEAR(mixed.pairs[0].logs[0], std::log(1.0 / 30) / 2, 1e-6);  // every sample alike
   EXPECT_EQ(Compare(mixed.pairs[0], ref, rule).call, PairCall::kUndecided);
+
+  // A slow pair (0.3x) with one fast sample among six (a token bucket's burst): slow.
+  const RailLevels burst = BuildLevels(with_others({{{0, 1}, 0, 3.0, 3.0, 0},
+                                                    {{0, 1}, 0, 3.1, 2.9, 0},
+                                                    {{0, 1}, 0, 10.0, 10.0, 0},
+                                                    {{0, 1}, 0, 2.9, 3.1, 0},
+                                                    {{0, 1}, 0, 3.05, 3.0, 0},
+                                                    {{0, 1}, 0, 2.95, 3.0, 0}}),
+                                       0, 4);
+  EXPECT_EQ(Compare(burst.pairs[0], ref, rule).call, PairCall::kSlow);
 
   // A slow pair (0.3x) with one stalled sample: still slow.
   const RailLevels real = BuildLevels(with_others({{{0, 1}, 0, 3.0, 3.0, 0},
