@@ -441,6 +441,7 @@ struct Platform;
 struct PairExpectation {
   double gbs = 0;
   std::string source;
+  std::vector<std::string> notes;  // what it rests on, for the report (e.g. detection's evidence)
 };
 
 // What `fabricscope check` expects of a 2-node sendrecv on `platform` at `bytes`: the
@@ -468,6 +469,12 @@ struct LocateJobOptions {
   // on a shared or busy host the fastest iteration is the steadiest measure of the path.
   // false: the mean, as `run` reports it.
   bool fastest_iteration = true;
+  // Two nodes and no expectation given (locate.expect_gbs 0): what their pair is judged
+  // against, from global rank 0's host (the CLI: the platform detected there, as `check`
+  // detects it). Called on rank 0 only, and its answer shared with every rank, so that all
+  // judge the same figure (detection on each host could differ). Must not throw; empty
+  // function or answer: none.
+  std::function<std::optional<PairExpectation>()> expectation_on_rank0;
 };
 
 // Runs locate over the job this process is part of: every rank gathers the hostnames,

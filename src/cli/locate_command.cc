@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -12,6 +14,7 @@
 #include "cli/output.h"
 #include "core/joined.h"
 #include "fabricscope/backend.h"
+#include "fabricscope/check.h"
 #include "fabricscope/error.h"
 #include "fabricscope/launch.h"
 #include "fabricscope/locate.h"
@@ -46,6 +49,7 @@ struct LocateFlags {
   int max_sweeps = 16;
   double expect = 0;
   std::string platform;
+  std::string root;  // where rank 0 detects the platform for two nodes; empty: "/"
   std::string topology;
   bool skip_per_node = false;
   bool skip_stragglers = false;
@@ -135,7 +139,13 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
                  "check`): what two nodes are judged against");
   app.add_option("--platform", f.platform,
                  "catalog platform (docs/catalog.md): two nodes' pair is judged against "
-                 "check's expectation for a 2-node sendrecv on it at -b (instead of --expect)");
+                 "check's expectation for a 2-node sendrecv on it at -b (instead of --expect); "
+                 "without either, the platform detected on rank 0's host, as `check` detects "
+                 "it, when one fits");
+  app.add_option("--root", f.root,
+                 "detect the platform (two nodes, no --platform or --expect) from the node "
+                 "tree under DIR (sys/, proc/) on rank 0, instead of from / (default)")
+      ->type_name("DIR");
   app.add_flag("--skip-per-node", f.skip_per_node,
                "no per-node test (each node's own ranks together)");
   app.add_flag("--skip-stragglers", f.skip_stragglers,
@@ -216,6 +226,16 @@ LocateOptions ToLocateOptions(const LocateFlags& f) {
     o.expect_gbs = e.gbs;
     o.expect_source = e.source;
   }
+  if (!f.root.empty()) {
+    Require(f.platform.empty() && f.expect == 0,
+            "--root is where rank 0 detects the platform two nodes are judged against; with "
+            "--platform or --expect nothing is detected: drop --root or them");
+    std::error_code error;
+    Require(std::filesystem::is_directory(f.root, error),
+            "--root '" + f.root +
+                "' is not a directory: give a node's tree (sys/, proc/), or "
+                "drop --root to detect from /");
+  }
   if (!f.topology.empty()) o.topology = ReadTopology(f.topology);
   o.per_node = !f.skip_per_node;
   o.stragglers = !f.skip_stragglers;
@@ -231,6 +251,29 @@ LocateOptions ToLocateOptions(const LocateFlags& f) {
                                      "--expect 24",
                                      f.expect));
   return o;
+}
+
+// Two nodes with neither --platform nor --expect: check's expectation of the platform
+// detected under `root` ("/" when empty), for rank 0 to share. None when no platform fits or
+// the platform has no figure for a 2-node sendrecv.
+std::function<std::optional<PairExpectation>()> DetectedExpectation(const std::string& root,
+                                                                    size_t bytes) {
+  return [root = root.empty() ? std::string("/") : root,
+          bytes]() -> std::optional<PairExpectation> {
+    const PlatformChoice choice = DetectPlatform(Catalog::Builtin(), root);
+    if (!choice.platform) return std::nullopt;
+    try {
+      PairExpectation e = PlatformPairExpectation(*choice.platform, bytes);
+      e.source = fmt::format("{} detected on rank 0's host from {}: {}", choice.platform->name,
+                             root, e.source);
+      e.notes.push_back(fmt::format("two nodes judged against {}, detected on rank 0's host: {}",
+                                    choice.platform->name, Joined(choice.evidence)));
+      for (const std::string& note : choice.notes) e.notes.push_back("detection: " + note);
+      return e;
+    } catch (const UsageError&) {
+      return std::nullopt;  // the platform gives no figure for a pair
+    }
+  };
 }
 
 void CheckSimulationFlags(const LocateFlags& f) {
@@ -401,6 +444,8 @@ int Execute(const LocateFlags& f, const CommandContext& ctx) {
     ShowProgress(options, ctx);
   }
   job.locate = options;
+  if (!(options.expect_gbs > 0))
+    job.expectation_on_rank0 = DetectedExpectation(f.root, m.max_bytes);
   job.point_to_point = !f.communicator_per_pair;
   job.fastest_iteration = !f.mean_iteration;
   report = RunLocateJob(job, *backend, launch, env);

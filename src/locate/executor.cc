@@ -316,6 +316,36 @@ std::vector<RankInfo> GatherRanks(RankContext& context) {
   return ranks;
 }
 
+// Rank 0's expectation for two nodes, as it travels in the all-gather.
+struct WireExpectation {
+  double gbs = 0;  // 0: none
+  char source[504] = {};
+};
+static_assert(sizeof(WireExpectation) == 512);
+
+// Two nodes and no expectation given: rank 0 asks job.expectation_on_rank0, every rank
+// takes its answer (an all-gather, every rank in it, even when rank 0 has none). Returns
+// the answer's notes on rank 0, for its report.
+std::vector<std::string> ShareExpectation(RankContext& context, const LocateJobOptions& job,
+                                          LocateOptions& options) {
+  WireExpectation mine;
+  std::vector<std::string> notes;
+  if (context.self.rank == 0) {
+    if (const std::optional<PairExpectation> e = job.expectation_on_rank0(); e && e->gbs > 0) {
+      mine.gbs = e->gbs;
+      std::strncpy(mine.source, e->source.c_str(), sizeof mine.source - 1);
+      notes = e->notes;
+    }
+  }
+  std::vector<WireExpectation> all(static_cast<size_t>(context.nranks));
+  HostAllGather(*context.world, sizeof(WireExpectation)).Run(&mine, all.data());
+  if (!(all.front().gbs > 0)) return {};
+  options.expect_gbs = all.front().gbs;
+  options.expect_source =
+      std::string(all.front().source, strnlen(all.front().source, sizeof all.front().source));
+  return notes;
+}
+
 }  // namespace
 
 LocateReport RunLocateJob(const LocateJobOptions& job, Backend& backend, const LaunchInfo& launch,
@@ -343,11 +373,16 @@ LocateReport RunLocateJob(const LocateJobOptions& job, Backend& backend, const L
         paths.collective_connect = caps.mpi_processes;
         CollectiveMeasurer measurer(context, layout, measure, paths, job.fastest_iteration);
         LocateOptions options = job.locate;
+        std::vector<std::string> notes;
+        if (layout.names.size() == 2 && !(options.expect_gbs > 0) && job.expectation_on_rank0) {
+          notes = ShareExpectation(context, job, options);
+        }
         if (context.self.rank != 0) options.progress = nullptr;
         LocateReport mine = Locate(options, layout, measurer);
         if (context.self.rank == 0) {
           report = std::move(mine);
           report.ranks = std::move(ranks);
+          report.notes.insert(report.notes.end(), notes.begin(), notes.end());
         }
       });
   if (report.ranks.empty()) return report;  // not global rank 0's process

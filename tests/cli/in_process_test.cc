@@ -6,11 +6,15 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "doctor/fixture.h"
+#include "fabricscope/locate.h"
+#include "fabricscope/platform.h"
 
 namespace fabricscope {
 namespace {
@@ -213,6 +217,68 @@ TEST_F(InProcess, LocateRefusesBadInputWithTheFix) {
   ExpectRefusedHere("locate --simulate 4 --threshold 2", 2,
                     "--threshold 2 must be between 0 and 1");
   ExpectRefusedHere("locate --inject node:1", 2, "describes a simulated cluster: add --simulate N");
+}
+
+// Two thread ranks as two nodes over Gloo, no --platform or --expect: rank 0 detects the
+// platform from the node tree under --root (a DGX H100 written the way Linux lays out /sys
+// and /proc: this machine has no GPU) and every rank judges the pair against check's
+// expectation for it. The figure is the one --platform dgx-h100 gives.
+TEST_F(InProcess, LocateJudgesTwoNodesAgainstThePlatformDetectedOnRankZero) {
+  const doctor::testing::NodeTree tree(dir_ / "dgx", {});
+  tree.Write("/sys/class/dmi/id/product_name", "DGX H100\n");
+  tree.Write("/sys/class/dmi/id/sys_vendor", "NVIDIA\n");
+  // NVIDIA's driver file naming each GPU (PCI class 0x0302) of the tree.
+  std::error_code error;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(tree.root() / "sys/bus/pci/devices", error)) {
+    std::ifstream in(entry.path() / "class");
+    std::string code;
+    in >> code;
+    if (!code.starts_with("0x0302")) continue;
+    const std::string bdf = entry.path().filename().string();
+    tree.Write("/proc/driver/nvidia/gpus/" + bdf + "/information",
+               "Model: \t\t NVIDIA H100 80GB HBM3\nBus Location: \t " + bdf + "\n");
+  }
+  const std::string job =
+      "locate -t 2 --group-by rank --backend gloo -b 1M -n 2 --max-sweeps 3 --skip-stragglers "
+      "--format json";
+  Outcome o = Here(job + " --root " + tree.root().string());
+  ASSERT_TRUE(o.exit_code == 0 || o.exit_code == 4) << o.exit_code << "\n" << o.err;
+  const auto detected = nlohmann::json::parse(o.out);
+  const std::string source = detected["config"]["expect_source"];
+  EXPECT_EQ(source.rfind("dgx-h100 detected on rank 0's host from " + tree.root().string(), 0), 0u)
+      << source;
+  const double expected =
+      PlatformPairExpectation(Catalog::Builtin().Get("dgx-h100"), size_t{1} << 20).gbs;
+  EXPECT_DOUBLE_EQ(detected["config"]["expect_gbs"].get<double>(), expected);
+  // Gloo on loopback against a DGX H100's sendrecv: the pair is judged against that figure.
+  // Gloo on loopback against a DGX H100's sendrecv: the verdict (ambiguous, or inconclusive
+  // at this noise in three passes) judges the pair against that figure and says whose it is;
+  // what detection read is in the notes.
+  const std::string verdict = detected["verdict"];
+  EXPECT_NE(verdict.find("x the expected"), std::string::npos) << verdict;
+  EXPECT_NE(verdict.find("(dgx-h100 detected on rank 0's host"), std::string::npos) << verdict;
+  bool noted = false;
+  for (const auto& note : detected["notes"]) {
+    noted =
+        noted || note.get<std::string>().find("DMI product name 'DGX H100'") != std::string::npos;
+  }
+  EXPECT_TRUE(noted) << detected["notes"];
+
+  // A node that fits no platform: nothing to judge against, as before.
+  const doctor::testing::NodeTree plain(dir_ / "plain", {});
+  o = Here(job + " --root " + plain.root().string());
+  ASSERT_TRUE(o.exit_code == 0 || o.exit_code == 4) << o.exit_code << "\n" << o.err;
+  const auto none = nlohmann::json::parse(o.out);
+  EXPECT_EQ(none["config"]["expect_gbs"], 0.0) << none["config"];
+  EXPECT_EQ(none["config"]["expect_source"], "") << none["config"];
+}
+
+TEST_F(InProcess, LocateRefusesABadRoot) {
+  ExpectRefusedHere("locate --root " + (dir_ / "nowhere").string(), 2,
+                    "is not a directory: give a node's tree");
+  ExpectRefusedHere("locate --root " + dir_.string() + " --platform dgx-h100", 2,
+                    "with --platform or --expect nothing is detected");
 }
 
 TEST_F(InProcess, DoctorWritesEachFormat) {
