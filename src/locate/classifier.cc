@@ -73,17 +73,26 @@ std::vector<double> SampleParts(const PairSample& s, double sendrecv_typical,
   return parts;
 }
 
-double SampleLog(const PairSample& s, double sendrecv_typical, double all_reduce_typical) {
+namespace {
+
+// SampleLog from the sample's parts (SampleParts).
+double LogOfParts(const PairSample& s, const std::vector<double>& parts) {
   if (s.wrong > 0) return kWrongLog;
-  const std::vector<double> parts = SampleParts(s, sendrecv_typical, all_reduce_typical);
   return parts.empty() ? std::numeric_limits<double>::quiet_NaN() : Mean(parts);
+}
+
+}  // namespace
+
+double SampleLog(const PairSample& s, double sendrecv_typical, double all_reduce_typical) {
+  return LogOfParts(s, SampleParts(s, sendrecv_typical, all_reduce_typical));
 }
 
 namespace {
 
 // How far the samples reach above the pair's level, as a standard deviation, from `logs`
 // (one per sample) and `parts` (one per collective of each sample, over sqrt(collectives
-// per sample): what it would be for a mean of independent ones), the larger. A stall only
+// per sample): what it would be for a mean of independent ones; none: `logs` alone), the
+// larger. A stall only
 // slows, so it falls below the level and does not count; a sample faster than the level
 // does: a healthy pair two stalls out of three have made look slow showed the third time
 // what it can do, and a sample whose sendrecv ran at full speed while its all_reduce
@@ -108,6 +117,7 @@ double UpperSpread(double level, const std::vector<double>& logs,
     const double mean_square = std::sqrt(2.0 * squares / static_cast<double>(values.size() - 1));
     return std::min(mean_square, Median(std::move(excess)) / kHalfNormalMedian);
   };
+  if (parts.empty()) return above(logs);
   const double per_sample = static_cast<double>(parts.size()) / static_cast<double>(logs.size());
   return std::max(above(logs), above(parts) / std::sqrt(std::max(1.0, per_sample)));
 }
@@ -125,13 +135,13 @@ RailLevels BuildLevels(const std::vector<PairSample>& samples, int rail, int nod
   for (const PairSample& s : samples) {
     if (s.rail != rail) continue;
     const NodePair p = Ordered(s.pair);
-    const double y = SampleLog(s, out.sendrecv_typical, out.all_reduce_typical);
+    const std::vector<double> mine = SampleParts(s, out.sendrecv_typical, out.all_reduce_typical);
+    const double y = LogOfParts(s, mine);
     PairLevel& level = by_pair[p];
     level.pair = p;
     level.wrong += s.wrong;
     if (Finite(y)) {
       level.logs.push_back(y);
-      const std::vector<double> mine = SampleParts(s, out.sendrecv_typical, out.all_reduce_typical);
       parts[p].insert(parts[p].end(), mine.begin(), mine.end());
     }
     bandwidths[p].first.push_back(s.sendrecv_busbw);
@@ -823,7 +833,7 @@ RailLevels NodeLevels(const std::vector<std::vector<NodeSample>>& rounds) {
   for (auto& [node, level] : by_node) {
     level.level = Median(level.logs);
     level.spread = level.logs.size() >= 3 ? RobustSigma(level.logs) : 0.0;
-    level.upper = UpperSpread(level.level, level.logs, level.logs);
+    level.upper = UpperSpread(level.level, level.logs, {});  // one collective: no parts
     std::vector<double> bw;
     for (double y : level.logs) bw.push_back(median * std::exp(y));
     level.all_reduce = Median(bw);
