@@ -30,6 +30,13 @@
 namespace fabricscope {
 namespace {
 
+// `name`'s entry in `by_host`, else its short name's ("node01.cluster" finds node01).
+template <typename Map>
+typename Map::const_iterator FindHost(const Map& by_host, const std::string& name) {
+  const auto it = by_host.find(name);
+  return it != by_host.end() ? it : by_host.find(name.substr(0, name.find('.')));
+}
+
 // Lines without comments, with their numbers.
 std::vector<std::pair<int, std::string>> Lines(std::string_view text) {
   std::vector<std::pair<int, std::string>> out;
@@ -200,8 +207,7 @@ class FabricRoutes {
 
  private:
   const fabric::Node* Hca(const std::string& host, int rail) const {
-    auto it = hcas_.find(host);
-    if (it == hcas_.end()) it = hcas_.find(host.substr(0, host.find('.')));  // a short name
+    const auto it = FindHost(hcas_, host);
     if (it == hcas_.end() || rail < 0 || static_cast<size_t>(rail) >= it->second.size()) {
       return nullptr;
     }
@@ -369,10 +375,7 @@ std::vector<std::pair<std::string, std::vector<int>>> Leaves(const Topology& top
                                                              const ClusterLayout& layout) {
   std::map<std::string, std::vector<int>> by_leaf;
   for (size_t i = 0; i < layout.names.size(); ++i) {
-    const std::string& name = layout.names[i];
-    auto it = topology.leaf_of.find(name);
-    // A host's full name against a short one in the topology ("node01.cluster", "node01").
-    if (it == topology.leaf_of.end()) it = topology.leaf_of.find(name.substr(0, name.find('.')));
+    const auto it = FindHost(topology.leaf_of, layout.names[i]);
     if (it != topology.leaf_of.end()) by_leaf[it->second].push_back(static_cast<int>(i));
   }
   return {by_leaf.begin(), by_leaf.end()};
@@ -464,14 +467,16 @@ Suspect ElementSuspect(const std::string& element, const ElementPairs& p,
   const size_t arrow = element.find("->");
   const std::string from = element.substr(0, arrow);
   const std::string to = element.substr(arrow + 2);
-  // A fabric's routes name ports ("leaf1[5]"), the simulator's switches ("leaf1").
-  auto switch_of = [](const std::string& end) { return end.substr(0, end.find('[')); };
-  const bool ports = from.find('[') != std::string::npos;  // a cable, both ways
+  // A fabric's routes name ports ("leaf1[5]": a cable, both ways), the simulator's
+  // switches ("leaf1").
+  const bool ports = from.find('[') != std::string::npos;
+  const std::string from_switch = from.substr(0, from.find('['));
   const auto leaves = LeafMembers(topology, report.layout);
+  const bool up = leaves.count(from_switch) > 0;
   Suspect s;
-  s.kind = leaves.count(switch_of(from)) > 0 ? SuspectKind::kUplink : SuspectKind::kSpineLink;
+  s.kind = up ? SuspectKind::kUplink : SuspectKind::kSpineLink;
   s.element = from + "-" + to;
-  const std::string leaf = leaves.count(switch_of(from)) > 0 ? switch_of(from) : switch_of(to);
+  const std::string leaf = up ? from_switch : to.substr(0, to.find('['));
   if (const auto it = leaves.find(leaf); it != leaves.end()) s.nodes = it->second;
   std::vector<double> ratios;
   for (const NodePair& pair : p.links) {
