@@ -38,7 +38,7 @@ readonly BASE_RATE=${LOCATE_TESTBED_BASE-200mbit}
 readonly SLOW_RATE=${LOCATE_TESTBED_SLOW:-100mbit}
 readonly RUNS=${LOCATE_TESTBED_RUNS:-1}
 read -r -a EXTRA_ARGS <<<"${LOCATE_TESTBED_ARGS:-}"
-sweeps=6  # the passes of the next run_locate, unless LOCATE_TESTBED_ARGS gives --max-sweeps
+sweeps=6  # run_locate's passes (`sweeps=N run_locate ...` for one run), unless LOCATE_TESTBED_ARGS gives --max-sweeps
 readonly HOG=${LOCATE_TESTBED_HOG:-0}
 readonly KEEP=${LOCATE_TESTBED_KEEP:-}
 [ "$HOSTS" -ge 4 ] || {
@@ -197,9 +197,7 @@ scenario_rails() {
   # needs there (11 df, 36 tests), and one run stayed below it, undecided. Twelve let the
   # noise's degrees of freedom grow (t 5.6 at nine rounds, 5.1 at twelve); the passes stop
   # as soon as everything is decided.
-  sweeps=12
-  run_locate rails 1 1M "${specs[@]}"
-  sweeps=6
+  sweeps=12 run_locate rails 1 1M "${specs[@]}"
   restore "$PREFIX$((3 + HOSTS))"
   check_common rails 2 fsnode
   check "rails: each node's rails are its two namespaces' ranks" equal \
