@@ -2,6 +2,8 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <variant>
 
 #include "model/model_reporters.h"
@@ -66,6 +68,19 @@ json CalibrationJson(const CalibrationSummary& s) {
           {"points", points}};
 }
 
+// What the predict and compare documents share: the mode, and the model the platform set up.
+json ModelJson(std::string_view mode, const Platform& platform, const CollectiveModel& model) {
+  return {{"mode", std::string(mode)},
+          {"platform", platform.name},
+          {"nodes", model.nodes()},
+          {"gpus_per_node", model.ranks_per_node()},
+          {"nranks", model.nranks()},
+          {"gpu_arch", std::string(ArchName(model.arch()))},
+          {"channels", model.channels()},
+          {"nccl_tuning", NcclTuningSource()},
+          {"params", ParamsJson(model.params())}};
+}
+
 json ToJson(const PredictionRecord& r) {
   const CollectiveModel& model = r.model;
   json rows = json::array();
@@ -75,18 +90,10 @@ json ToJson(const PredictionRecord& r) {
                              AlgorithmName(p.algorithm), ProtocolName(p.protocol)));
     }
   }
-  json doc = {{"mode", "predict"},
-              {"platform", r.platform.name},
-              {"nodes", model.nodes()},
-              {"gpus_per_node", model.ranks_per_node()},
-              {"nranks", model.nranks()},
-              {"gpu_arch", std::string(ArchName(model.arch()))},
-              {"channels", model.channels()},
-              {"intra_busbw", model.intra_busbw()},
-              {"net_busbw", model.net_busbw()},
-              {"nccl_tuning", NcclTuningSource()},
-              {"params", ParamsJson(model.params())},
-              {"rows", rows}};
+  json doc = ModelJson("predict", r.platform, model);
+  doc["intra_busbw"] = model.intra_busbw();
+  doc["net_busbw"] = model.net_busbw();
+  doc["rows"] = std::move(rows);
   if (r.calibration) doc["calibration"] = CalibrationJson(*r.calibration);
   return doc;
 }
@@ -165,19 +172,11 @@ json ToJson(const ComparisonRecord& r) {
   const CollectiveModel& model = r.model;
   json rows = json::array();
   for (const FitPoint& point : r.points) rows.push_back(PointJson(point));
-  json doc = {{"mode", "compare"},
-              {"source", r.source},
-              {"platform", r.platform.name},
-              {"nodes", model.nodes()},
-              {"gpus_per_node", model.ranks_per_node()},
-              {"nranks", model.nranks()},
-              {"gpu_arch", std::string(ArchName(model.arch()))},
-              {"channels", model.channels()},
-              {"nccl_tuning", NcclTuningSource()},
-              {"params", ParamsJson(model.params())},
-              {"min_size", r.min_size},
-              {"rows", rows},
-              {"error", ErrorJson(r.error)}};
+  json doc = ModelJson("compare", r.platform, model);
+  doc["source"] = r.source;
+  doc["min_size"] = r.min_size;
+  doc["rows"] = std::move(rows);
+  doc["error"] = ErrorJson(r.error);
   if (r.calibration) doc["calibration"] = CalibrationJson(*r.calibration);
   if (!r.svg.empty()) doc["svg"] = r.svg;
   return doc;
