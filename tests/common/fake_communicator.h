@@ -25,6 +25,7 @@
 #include "fabricscope/collective.h"
 #include "fabricscope/dtype.h"
 #include "fabricscope/error.h"
+#include "fabricscope/options.h"
 
 namespace fabricscope::test {
 
@@ -307,5 +308,26 @@ class FakeBackend final : public Backend {
   FakeWorld& world_;
   BackendCapabilities capabilities_;
 };
+
+// One size of `collective`, 1024 bytes, on `ranks` thread ranks: three timed iterations
+// after one warm-up, validated once. Each rank's calls on a FakeCommunicator are then, by
+// step: 0-1 warm-up (largest and smallest size), then out-of-place: 2 untimed, 3 barrier,
+// 4-6 the three timed iterations, 7 all_gather of the times, 8 validation, 9 all_reduce of
+// the wrong counts; then in-place: 10 untimed, 11 barrier, 12-14 timed, 15, 16, 17.
+inline RunOptions OneSize(Collective collective = Collective::kAllReduce, int ranks = 1) {
+  RunOptions o;
+  o.collectives = {collective};
+  o.nthreads = ranks;
+  o.min_bytes = o.max_bytes = 1024;
+  o.iters = 3;
+  o.warmup_iters = 1;
+  o.check = 1;
+  o.memory_limit_bytes = size_t{1} << 30;
+  return o;
+}
+constexpr int64_t kThirdTimedIteration = 6;
+constexpr int64_t kOutOfPlaceValidation = 8;
+constexpr int64_t kInPlaceValidation = 16;
+constexpr int64_t kStepsPerSize = 18;
 
 }  // namespace fabricscope::test

@@ -20,24 +20,11 @@ using test::FakeFault;
 using test::FakeFaultKind;
 using test::FakeWorld;
 
-// all_reduce of 1024 bytes: one size, so each rank's calls are, by step:
-//   0-1 warm-up (largest and smallest size), then out-of-place: 2 untimed, 3 barrier,
-//   4-6 the three timed iterations, 7 all_gather of the times, 8 validation, 9 all_reduce of
-//   the wrong counts; then in-place: 10 untimed, 11 barrier, 12-14 timed, 15, 16, 17.
-RunOptions OneSize(Collective collective = Collective::kAllReduce) {
-  RunOptions o;
-  o.collectives = {collective};
-  o.min_bytes = o.max_bytes = 1024;
-  o.iters = 3;
-  o.warmup_iters = 1;
-  o.check = 1;
-  o.memory_limit_bytes = size_t{1} << 30;
-  return o;
-}
-constexpr int64_t kThirdTimedIteration = 6;
-constexpr int64_t kOutOfPlaceValidation = 8;
-constexpr int64_t kInPlaceValidation = 16;
-constexpr int64_t kStepsPerSize = 18;
+using test::kInPlaceValidation;
+using test::kOutOfPlaceValidation;
+using test::kStepsPerSize;
+using test::kThirdTimedIteration;
+using test::OneSize;
 
 struct RankOutcome {
   std::optional<ErrorCode> code;  // empty: RunBenchmark returned

@@ -28,21 +28,12 @@ using test::FakeFault;
 using test::FakeFaultKind;
 using test::FakeWorld;
 
-// all_reduce of 1024 bytes, one size: each rank's steps as engine_fake_test.cc lists them
-// (4-6 the timed out-of-place iterations, 8 its validation).
-RunOptions OneSize(int ranks) {
-  RunOptions o;
-  o.collectives = {Collective::kAllReduce};
-  o.nthreads = ranks;
-  o.min_bytes = o.max_bytes = 1024;
-  o.iters = 3;
-  o.warmup_iters = 1;
-  o.check = 1;
-  o.memory_limit_bytes = size_t{1} << 30;
-  return o;
-}
-constexpr int64_t kThirdTimedIteration = 6;
-constexpr int64_t kOutOfPlaceValidation = 8;
+using test::kOutOfPlaceValidation;
+using test::kThirdTimedIteration;
+
+// all_reduce of 1024 bytes on `ranks` thread ranks, one size: each rank's steps as
+// test::OneSize lists them (4-6 the timed out-of-place iterations, 8 its validation).
+RunOptions OneSize(int ranks) { return test::OneSize(Collective::kAllReduce, ranks); }
 
 std::string Host() {
   char name[256] = {};
