@@ -217,6 +217,11 @@ TEST_F(InProcess, LocateRefusesBadInputWithTheFix) {
   ExpectRefusedHere("locate --simulate 4 --threshold 2", 2,
                     "--threshold 2 must be between 0 and 1");
   ExpectRefusedHere("locate --inject node:1", 2, "describes a simulated cluster: add --simulate N");
+  ExpectRefusedHere("locate --stalls 0.1", 2, "--stalls describes a simulated cluster");
+  ExpectRefusedHere("locate --simulate 4 --stalls 2", 2,
+                    "the transient and stall rates in 0..1 and their depths in 0..1");
+  ExpectRefusedHere("locate --simulate 4 --transients -1", 2,
+                    "the transient and stall rates in 0..1 and their depths in 0..1");
 }
 
 // Two thread ranks as two nodes over Gloo, no --platform or --expect: rank 0 detects the
