@@ -63,7 +63,7 @@ struct KernelChEvent {
   EventKind kind = EventKind::kKernelCh;
   ActiveEvent* parent = nullptr;
   uint64_t start_gpu = 0;  // NCCL's pTimer at KernelCh start (the GPU's globaltimer, ns)
-  int64_t start_cpu = 0;   // CLOCK_MONOTONIC at KernelCh start
+  int64_t start_cpu = 0;   // CLOCK_MONOTONIC at KernelCh start, when pTimer is 0
   uint64_t stop_gpu = 0;   // pTimer of its ncclProfilerKernelChStop state
 };
 
@@ -79,7 +79,6 @@ struct ActiveEvent {
   std::atomic<int> started_channels{0};
   std::atomic<int64_t> max_gpu_ns{0};  // the longest channel by the GPU timer
   std::atomic<int64_t> max_cpu_ns{0};  // the longest channel by the CPU, where no GPU timer
-  std::atomic<int64_t> last_stop_ns{0};
   CommRecorder* owner = nullptr;
   CollectiveRecord record;
   KernelChEvent channels[kMaxChannels];
