@@ -343,7 +343,8 @@ size_t After(const std::string& text, const std::string& pattern, size_t from,
 
 // The calls a plugin gets from the fake NCCL, in NCCL 2.30's order, with the descriptors'
 // fields (fake_profiler.h cites where NCCL makes each): on the caller's thread the GroupApi
-// with its GroupStartApiStop state and the CollApi, started and stopped; on the stream the
+// with its GroupStartApiStop state and the CollApi, started and stopped, and the
+// KernelLaunch around the launch; on the stream the
 // Group, the Coll under the CollApi (parentGroup: the Group) started and stopped back to back,
 // the Group's stop; then on the proxy thread one KernelCh per channel under the Coll with
 // the GPU timer, its KernelChStop state and stop; the GroupApi's end state and stop at the
@@ -393,6 +394,9 @@ TEST_F(WatchCli, TheFakeNcclPassesTheEventsNcclPasses) {
     const size_t state = After(calls, "state " + kernel + " 22 timer=1\n", k);
     EXPECT_NE(After(calls, "stop " + kernel + "\n", state), std::string::npos) << calls;
   }
+  // The kernel's launch, under the GroupApi, before the plan's events on the stream.
+  EXPECT_LT(After(calls, "start \\d+ type=2048 parent=" + group_api + "\n", 0), group_start)
+      << calls;
   EXPECT_NE(After(calls, "state " + group_api + " 24 ", 0), std::string::npos) << calls;
   EXPECT_NE(After(calls, "stop " + group_api + "\n", 0), std::string::npos) << calls;
   EXPECT_NE(calls.find("finalize"), std::string::npos) << calls;

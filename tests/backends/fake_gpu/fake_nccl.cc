@@ -27,9 +27,10 @@
 // rank's ncclCommInitRank never finish. NCCL_DEBUG=INFO writes NCCL-style connection lines
 // to NCCL_DEBUG_FILE or stdout. FAKE_GPU_TRACE gets one line per call.
 //
-// The profiler plugin (NCCL_PROFILER_PLUGIN) is loaded and driven as NCCL does it
-// (fake_profiler.h); FAKE_NCCL_SLOW=rank:us makes that rank call every collective that much
-// later, as a rank with slow compute does, so the others wait for it.
+// The profiler plugin (NCCL_PROFILER_PLUGIN) is loaded and driven as NCCL 2.30.7 does it
+// (fake_profiler.h, which also reads FAKE_NCCL_SLOW_PEER=src:dst:us, a slow link, and
+// FAKE_NCCL_PROFILER_MAX_VERSION); FAKE_NCCL_SLOW=rank:us makes that rank call every collective
+// that much later, as a rank with slow compute does, so the others wait for it.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -795,6 +796,7 @@ bool Grouped() { return group.depth > 0; }
 void Launch(Op op) {
   // Each run of the task (a replayed graph runs it again) is one plan: its profiler events
   // in NCCL 2.30's order (fake_profiler.h).
+  fake_profiler::KernelLaunch(op.comm->profiler, op.tasks);
   auto task = std::make_shared<const fake_gpu::Task>([op] {
     CommImpl& c = *op.comm;
     if (c.async_error.load() != kSuccess || c.aborted.load()) return;  // a failed comm stops

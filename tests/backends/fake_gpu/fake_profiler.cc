@@ -399,6 +399,24 @@ void Append(Comm* comm, int rank, Task* task) {
     StopEvent(task->api);
   }
   task->mask = api_state.mask;  // t->eActivationMask
+  task->group_api = api_state.group_api;
+}
+
+// src/enqueue.cc, ncclLaunchKernel; src/plugin/profiler.cc,
+// ncclProfilerStartKernelLaunchEvent: the first task with a mask decides; its GroupApi is
+// the parent.
+void KernelLaunch(Comm* comm, const std::vector<Task>& tasks) {
+  if (comm == nullptr) return;
+  for (const Task& t : tasks) {
+    if (t.mask == 0) continue;
+    if ((t.mask & ncclProfileKernelLaunch) == 0) return;
+    Descr d{};
+    d.type = ncclProfileKernelLaunch;
+    d.parentObj = t.group_api;
+    void* h = StartEvent(comm->context, &d);
+    StopEvent(h);  // ncclProfilerStopKernelLaunchEvent, once the kernel is launched
+    return;
+  }
 }
 
 // src/group.cc, ncclGroupEndInternal: GroupEndApiStart at depth 0, then the stop at its exit.

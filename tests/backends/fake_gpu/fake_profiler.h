@@ -7,6 +7,8 @@
 // - at the host call, on the caller's thread: GroupApi (outermost only) with its
 //   GroupStartApiStop state, CollApi or P2pApi started and stopped; at the outermost group
 //   end, GroupEndApiStart and the GroupApi stop;
+// - at the launch, on the launching thread: KernelLaunch started and stopped around it, when
+//   asked for;
 // - on the stream, before the kernel (hostStreamPlanTask): Group start, Coll and P2p starts,
 //   the proxy ops handed to the proxy thread, Coll and P2p stops, Group stop: back to back;
 // - on the proxy thread of the communicator: ProxyOp (and ProxyStep when asked for) per
@@ -41,7 +43,8 @@ struct Task {
   uint8_t channels = 2;
   // Set by Append: what the host call left for the launch.
   int mask = 0;
-  void* api = nullptr;  // the CollApi / P2pApi handle (the Coll/P2p parent in v5, v6)
+  void* api = nullptr;        // the CollApi / P2pApi handle (the Coll/P2p parent in v5, v6)
+  void* group_api = nullptr;  // t->groupApiEventHandle: the KernelLaunch's parent
 };
 
 // The events of a plan in flight.
@@ -53,6 +56,8 @@ Comm* Init(uint64_t comm_id, int nnodes, int nranks, int rank);
 void Append(Comm* comm, int rank, Task* task);
 // ncclGroupEndInternal at depth 0 (or the implicit group of an ungrouped call).
 void GroupEnd();
+// ncclLaunchKernel: on the launching thread, around the kernel's launch.
+void KernelLaunch(Comm* comm, const std::vector<Task>& tasks);
 // hostStreamPlanTask: on the stream, before the kernel.
 std::shared_ptr<Flight> PlanStart(Comm* comm, int rank, std::vector<Task> tasks);
 // The kernel starts and ends on the stream; the proxy thread sees it.
