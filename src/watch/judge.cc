@@ -155,7 +155,16 @@ std::vector<WatchWindow> JudgeWindows(const InspectorRead& read, const WatchOpti
                                       WatchBaseline* baseline) {
   std::vector<WatchWindow> windows = JudgeWindows(read.records, options, baseline);
   if (read.links.empty()) return windows;
-  if (windows.empty()) windows.emplace_back();
+  if (windows.empty()) {  // links but no records yet (a live read): a window of the links
+    WatchWindow w;
+    w.start_us = read.links.front().start_us;
+    w.end_us = w.start_us;
+    for (const InspectorLink& l : read.links) {
+      w.start_us = std::min(w.start_us, l.start_us);
+      w.end_us = std::max(w.end_us, l.start_us);
+    }
+    windows.push_back(std::move(w));
+  }
   watch::JudgeLinks(read.links, options, &windows.back().alerts, &windows.back().notes);
   return windows;
 }
