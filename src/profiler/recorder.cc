@@ -151,7 +151,7 @@ void CommRecorder::Release(ActiveEvent* e) {
     r.timing = TimingSource::kCollectiveCpu;
   }
   r.stop_ns = WallClockNs();  // the last reference: the last KernelCh stop, or the Coll's
-  e->owner->ring_.Push(r);  // a full ring drops it and counts it
+  e->owner->ring_.Push(r);    // a full ring drops it and counts it
   e->busy.store(false, std::memory_order_release);
 }
 
