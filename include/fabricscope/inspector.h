@@ -25,9 +25,19 @@ struct InspectorRecord {
   int rank = 0;
   int nranks = 0;
   int nnodes = 0;
-  std::string collective;  // Inspector's name: "AllReduce"
+  std::string comm_name;   // header.comm_name (Inspector 2.30, ours): "unknown" when unnamed
+  std::string collective;  // Inspector's name: "AllReduce"; p2p: "Send", "Recv"
   uint64_t seq = 0;
+  // The size as nccl-tests counts it (the gathered buffer for AllGather and ReduceScatter);
+  // `msg_bytes` is coll_msg_size_bytes as written: count x type size of NCCL's descriptor,
+  // one rank's part for AllGather and ReduceScatter (Inspector 2.30's convention).
   uint64_t bytes = 0;
+  uint64_t msg_bytes = 0;
+  bool p2p = false;  // a p2p_perf record
+  int peer = -1;     // p2p_peer
+  // coll_timing_source: "kernel_gpu", "kernel_cpu", "collective_cpu" (an enqueue time under
+  // NCCL 2.30, which watch does not judge), empty when the writer gave none.
+  std::string timing_source;
   double exec_us = 0;
   double algbw_gbs = 0;
   double busbw_gbs = 0;
@@ -39,20 +49,36 @@ struct InspectorRecord {
   std::string job;  // only in fabricscope's records
 };
 
+// One rank's ProxyOp times towards one peer over one drain of the profiler (its
+// "fabricscope_link" records): the network half of its collectives on that link.
+struct InspectorLink {
+  std::string source;
+  std::string hostname;
+  std::string comm;
+  int rank = 0;
+  int nranks = 0;
+  int peer = 0;
+  bool send = true;
+  uint64_t ops = 0;
+  double median_us = 0;
+  int64_t start_us = 0;
+};
+
 // Records and problems of one input.
 struct InspectorRead {
   std::vector<InspectorRecord> records;
+  std::vector<InspectorLink> links;
   std::vector<Diagnostic> diagnostics;
   uint64_t dropped = 0;  // records the writer reported lost (dump_stats)
 };
 
-// Whether `text` starts like Inspector JSONL (its first object has coll_perf, p2p_perf or
-// dump_stats).
+// Whether `text` starts like Inspector JSONL (its first object has coll_perf, p2p_perf,
+// dump_stats, or the profiler's fabricscope_link).
 bool LooksLikeInspectorJsonl(std::string_view text);
 
-// Every collective record of `text`; each bad line is a diagnostic naming it, and reading
-// goes on. p2p and proxy records are skipped. `first_line` numbers the first line of `text`
-// (a live tail reads a file piece by piece).
+// Every collective and p2p record of `text`, and the profiler's link records; each bad line
+// is a diagnostic naming it, and reading goes on. Proxy traces are skipped. `first_line` numbers
+// the first line of `text` (a live tail reads a file piece by piece).
 InspectorRead ReadInspectorJsonl(std::string_view text, const std::string& source,
                                  size_t first_line = 1);
 

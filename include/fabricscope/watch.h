@@ -28,6 +28,8 @@ struct WatchOptions {
   std::optional<double> p99_alert_us;  // alert when a bucket's p99 time exceeds this
   const Platform* platform = nullptr;  // expectation for busbw; none: no such judgement
   std::optional<int> nodes;            // overrides the node count of the records
+  double slow_link_ratio = 1.5;        // a link this much slower than its neighbours is slow
+  size_t min_links = 3;                // fewer send links in a communicator judge nothing
 };
 
 // One collective and size bucket within one window.
@@ -63,7 +65,11 @@ struct WatchWindow {
   size_t records = 0;
   std::vector<WatchBucket> buckets;
   std::vector<WatchRank> ranks;  // by lateness, latest first; empty without start times
+  // Records timed at enqueue (coll_timing_source "collective_cpu"): NCCL 2.30 stops a Coll
+  // event before its kernel runs, so their times say nothing of the collective; not judged.
+  size_t enqueue_timed = 0;
   std::vector<std::string> alerts;
+  std::vector<std::string> notes;  // what was looked at and did not decide ("inconclusive")
 };
 
 // What watch has learnt so far; carried from window to window (and across live reads).
@@ -75,6 +81,11 @@ struct WatchBaseline {
 // without start times go into one window by their stop time, or arrival order.
 std::vector<WatchWindow> JudgeWindows(const std::vector<InspectorRecord>& records,
                                       const WatchOptions& options, WatchBaseline* baseline);
+// The same, and the links of the read (the profiler's ProxyOp times) judged into the last
+// window: the slow peer pair, named, when one send link is options.slow_link_ratio times
+// slower than the others of its communicator and beyond their spread.
+std::vector<WatchWindow> JudgeWindows(const InspectorRead& read, const WatchOptions& options,
+                                      WatchBaseline* baseline);
 
 // The last `options.window_s` seconds as Prometheus' HTTP API at `url` has them from the
 // plugin's histograms (`job`: only that job_id; empty: every job). Ranks come from their mean

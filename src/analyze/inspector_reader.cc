@@ -32,6 +32,7 @@ T Field(const Json& object, const char* name, T fallback) {
 void FillContext(InspectorRecord* r, const Json& header, const Json& metadata) {
   r->comm = header.contains("id") && header["id"].is_string() ? header["id"].get<std::string>()
                                                               : std::string();
+  r->comm_name = Field(header, "comm_name", std::string());
   r->rank = Field(header, "rank", 0);
   r->nranks = Field(header, "n_ranks", 0);
   r->nnodes = Field(header, "nnodes", 0);
@@ -39,21 +40,51 @@ void FillContext(InspectorRecord* r, const Json& header, const Json& metadata) {
   r->pid = Field(metadata, "pid", 0);
 }
 
-InspectorRecord FromCollPerf(const Json& perf) {
+// coll_perf or p2p_perf (inspector_json.cc, inspectorCompletedColl/P2p at NVIDIA/nccl
+// v2.30.7-1): the same fields under the prefix "coll_" or "p2p_".
+InspectorRecord FromPerf(const Json& perf, const std::string& kind) {
   InspectorRecord r;
-  r.collective = perf.at("coll").get<std::string>();
-  r.seq = Field<uint64_t>(perf, "coll_sn", 0);
-  r.bytes = perf.at("coll_msg_size_bytes").get<uint64_t>();
-  r.exec_us = perf.at("coll_exec_time_us").get<double>();
-  r.algbw_gbs = Field(perf, "coll_algobw_gbs", 0.0);
-  r.busbw_gbs = Field(perf, "coll_busbw_gbs", 0.0);
+  r.p2p = kind == "p2p";
+  r.collective = perf.at(kind).get<std::string>();
+  r.seq = Field<uint64_t>(perf, (kind + "_sn").c_str(), 0);
+  r.msg_bytes = perf.at(kind + "_msg_size_bytes").get<uint64_t>();
+  r.bytes = r.msg_bytes;
+  r.exec_us = perf.at(kind + "_exec_time_us").get<double>();
+  r.timing_source = Field(perf, (kind + "_timing_source").c_str(), std::string());
+  r.algbw_gbs = Field(perf, (kind + "_algobw_gbs").c_str(), 0.0);
+  r.busbw_gbs = Field(perf, (kind + "_busbw_gbs").c_str(), 0.0);
   r.algo = Field(perf, "coll_algo", std::string());
   r.proto = Field(perf, "coll_proto", std::string());
+  r.peer = Field(perf, "p2p_peer", -1);
   if (const auto ts = perf.find("event_trace_ts"); ts != perf.end() && ts->is_object()) {
-    if (ts->contains("coll_start_ts")) r.start_us = (*ts)["coll_start_ts"].get<int64_t>();
-    if (ts->contains("coll_stop_ts")) r.stop_us = (*ts)["coll_stop_ts"].get<int64_t>();
+    if (ts->contains(kind + "_start_ts")) r.start_us = (*ts)[kind + "_start_ts"].get<int64_t>();
+    if (ts->contains(kind + "_stop_ts")) r.stop_us = (*ts)[kind + "_stop_ts"].get<int64_t>();
   }
   return r;
+}
+
+// nccl-tests' size: Inspector counts one rank's part for AllGather and ReduceScatter
+// (inspector.cc, inspectorComputeOpBw multiplies those by nranks for the traffic).
+void SizeAsNcclTests(InspectorRecord* r) {
+  if (!r->p2p && (r->collective == "AllGather" || r->collective == "ReduceScatter") &&
+      r->nranks > 0) {
+    r->bytes = r->msg_bytes * static_cast<uint64_t>(r->nranks);
+  }
+}
+
+InspectorLink FromLink(const Json& link, const Json& header, const Json& metadata) {
+  InspectorLink l;
+  l.comm = header.contains("id") && header["id"].is_string() ? header["id"].get<std::string>()
+                                                             : std::string();
+  l.rank = Field(header, "rank", 0);
+  l.nranks = Field(header, "n_ranks", 0);
+  l.hostname = Field(metadata, "hostname", std::string());
+  l.peer = link.at("peer").get<int>();
+  l.send = link.at("direction").get<std::string>() == "send";
+  l.ops = link.at("ops").get<uint64_t>();
+  l.median_us = link.at("median_us").get<double>();
+  l.start_us = Field<int64_t>(link, "start_ns", 0) / 1000;
+  return l;
 }
 
 void FillOurs(InspectorRecord* r, const Json& ours) {
@@ -74,15 +105,28 @@ std::string ReadLine(const Json& line, Json* header, Json* metadata, InspectorRe
     *metadata = line.value("metadata", Json::object());
     return "";
   }
-  const auto perf = line.find("coll_perf");
-  if (perf == line.end()) return "";  // p2p_perf, proxy_trace: not collectives
   const bool own_context = line.contains("header");
-  if (!own_context && header->is_null()) {
-    return "a coll_perf record without header: no dump_stats marker before it";
+  if (const auto link = line.find("fabricscope_link"); link != line.end()) {
+    if (!own_context) return "a fabricscope_link record without header";
+    InspectorLink l = FromLink(*link, line["header"], line.value("metadata", Json::object()));
+    l.source = where;
+    out->links.push_back(std::move(l));
+    return "";
   }
-  InspectorRecord r = FromCollPerf(*perf);
+  std::string kind = "coll";
+  auto perf = line.find("coll_perf");
+  if (perf == line.end()) {
+    perf = line.find("p2p_perf");
+    kind = "p2p";
+  }
+  if (perf == line.end()) return "";  // proxy_trace and others: not operations
+  if (!own_context && header->is_null()) {
+    return "a " + kind + "_perf record without header: no dump_stats marker before it";
+  }
+  InspectorRecord r = FromPerf(*perf, kind);
   FillContext(&r, own_context ? line["header"] : *header,
               own_context ? line.value("metadata", Json::object()) : *metadata);
+  SizeAsNcclTests(&r);
   if (const auto ours = line.find("fabricscope"); ours != line.end()) FillOurs(&r, *ours);
   r.source = where;
   out->records.push_back(std::move(r));
@@ -99,7 +143,8 @@ bool LooksLikeInspectorJsonl(std::string_view text) {
     if (line.front() != '{') return false;
     return line.find("\"coll_perf\"") != std::string_view::npos ||
            line.find("\"p2p_perf\"") != std::string_view::npos ||
-           line.find("\"dump_stats\"") != std::string_view::npos;
+           line.find("\"dump_stats\"") != std::string_view::npos ||
+           line.find("\"fabricscope_link\"") != std::string_view::npos;
   }
   return false;
 }
@@ -207,6 +252,7 @@ ParsedResults ParseInspectorResults(std::string_view text, const std::string& so
   std::vector<std::string> comms;
   std::map<std::string, std::vector<const InspectorRecord*>> by_comm;
   for (const InspectorRecord& r : read.records) {
+    if (r.p2p) continue;  // sends and receives: no nccl-tests row of their own
     auto& list = by_comm[r.comm];
     if (list.empty()) comms.push_back(r.comm);
     list.push_back(&r);

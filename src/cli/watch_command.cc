@@ -128,7 +128,7 @@ int Once(WatchSource& source, const WatchFlags& f, const WatchOutput& output) {
                      "libnccl-profiler-fabricscope.so or NCCL Inspector");
   }
   WatchBaseline baseline;
-  const auto windows = JudgeWindows(read.records, f.options, &baseline);
+  const auto windows = JudgeWindows(read, f.options, &baseline);
   Print(windows, output);
   return AnyAlert(windows) ? kExitFailed : kExitOk;
 }
@@ -142,8 +142,8 @@ int Follow(WatchSource& source, WatchFlags f, const WatchOutput& output) {
   while (true) {
     const InspectorRead read = source.Poll();
     Report(read.diagnostics, output);
-    if (!read.records.empty()) {
-      const auto windows = JudgeWindows(read.records, f.options, &baseline);
+    if (!read.records.empty() || !read.links.empty()) {
+      const auto windows = JudgeWindows(read, f.options, &baseline);
       Print(windows, output);
       if (AnyAlert(windows)) return kExitFailed;
     }

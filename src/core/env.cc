@@ -113,7 +113,7 @@ constexpr std::array kVariables = {
                 "how often completed records are drained to the outputs", kPlugin},
     EnvVariable{"FABRICSCOPE_PROFILER_RING", "4096",
                 "completed records kept per communicator between drains", kPlugin},
-    EnvVariable{"FABRICSCOPE_PROFILER_ACTIVE", "1024", "collectives in flight per communicator",
+    EnvVariable{"FABRICSCOPE_PROFILER_ACTIVE", "256", "collectives in flight per communicator",
                 kPlugin},
     EnvVariable{"FABRICSCOPE_PROFILER_MIN_BYTES", "0", "smaller collectives are not recorded",
                 kPlugin},

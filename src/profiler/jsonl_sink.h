@@ -3,8 +3,10 @@
 // Inspector's files read these; what Inspector does not carry is under "fabricscope".
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "profiler/recorder.h"
 
@@ -13,6 +15,9 @@ namespace fabricscope::profiler {
 // One line, without the newline.
 std::string InspectorLine(const Completed& c, const std::string& hostname, int pid,
                           const std::string& job);
+// One peer's link (ProxyOp times, median over `op_us`), without the newline.
+std::string LinkLine(const CommInfo& comm, int peer, bool send, std::vector<double>* op_us,
+                     int64_t first_ns, int64_t last_ns, const std::string& hostname, int pid);
 
 class JsonlSink : public Sink {
  public:
@@ -24,6 +29,7 @@ class JsonlSink : public Sink {
 
   void Write(const std::vector<Completed>& batch) override;
   void Dropped(const CommInfo& comm, uint64_t records) override;
+  void Links(const CommInfo& comm, const std::vector<LinkRecord>& links) override;
 
  private:
   std::string hostname_;

@@ -1,11 +1,13 @@
-// libnccl-profiler-fabricscope.so: the NCCL profiler plugin. NCCL (2.27: v4, 2.28: v5) finds
-// it through NCCL_PROFILER_PLUGIN, looks up `ncclProfiler_v5` or `ncclProfiler_v4`, calls
-// init once per communicator and startEvent/stopEvent around every collective. Everything
+// libnccl-profiler-fabricscope.so: the NCCL profiler plugin. NCCL (2.27: v4, 2.28: v5,
+// 2.29/2.30: v6) finds it through NCCL_PROFILER_PLUGIN, looks up `ncclProfiler_v6`, then
+// `_v5`, then `_v4` (NVIDIA/nccl v2.30.7-1 src/plugin/profiler.cc, ncclProfilerPluginLoad),
+// calls init once per communicator and startEvent/stopEvent for the events it asked for. Everything
 // but NCCL's ABI is in recorder.* and the sinks; docs/watch.md has the variables.
 #include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "profiler/jsonl_sink.h"
@@ -65,28 +67,43 @@ std::vector<std::unique_ptr<Sink>> MakeSinks(const Settings& s, ncclDebugLogger_
   return sinks;
 }
 
+// The events the plugin asks NCCL for. Coll and P2p describe the operation but NCCL 2.30
+// starts and stops them back to back at enqueue (src/enqueue.cc, hostStreamPlanTask); the
+// time comes from KernelCh (src/transport/profiler.cc, profilerProxyProgress, with the GPU
+// timer in pTimer) and the network time per peer from ProxyOp (src/plugin/profiler.cc,
+// ncclProfilerStartProxyOpEvent). CeColl: v6's copy-engine collectives (src/ce_coll.cc,
+// ncclLaunchCeColl), which would otherwise not be seen at all. NCCL also calls startEvent for
+// GroupApi, CollApi and Group events whenever any of these bits is set
+// (ncclProfilerStartGroupApiEvent, ncclProfilerStartCollApiEvent,
+// ncclProfilerStartGroupEvent): they get a null handle.
+constexpr int kMask =
+    ncclProfileColl | ncclProfileP2p | ncclProfileKernelCh | ncclProfileProxyOp | ncclProfileCeColl;
+
 ncclResult_t InitCommon(void** context, int* mask, CommInfo info, ncclDebugLogger_t logfn) {
   *context = nullptr;
-  *mask = 0;
   Process& p = TheProcess();
   const std::lock_guard lock(p.mutex);
+  // NCCL's mask is one int of the process that every communicator's init writes and every
+  // enqueue reads (ncclProfilerEventMask, read with relaxed atomic loads): written once, here,
+  // under the lock, with its final value; never 0 on the way (issue 24).
   if (!p.recorder) {
     Settings s = ReadSettings(Env::Process());
     if (!s.errors.empty()) Log(logfn, NCCL_LOG_WARN, "fabricscope profiler: " + s.errors);
-    if (!s.enabled) return ncclSuccess;  // nothing at all: no event, file, thread or port
+    if (!s.enabled) {  // nothing at all: no event, file, thread or port
+      __atomic_store_n(mask, 0, __ATOMIC_RELAXED);
+      return ncclSuccess;
+    }
     auto sinks = MakeSinks(s, logfn);
     p.recorder = std::make_unique<Recorder>(std::move(s), std::move(sinks));
   }
   *context = p.recorder->Add(std::move(info));
-  *mask = ncclProfileColl;
+  __atomic_store_n(mask, kMask, __ATOMIC_RELAXED);
   ++p.comms;
   return ncclSuccess;
 }
 
 template <typename Descr>
-ncclResult_t StartCommon(void* context, void** handle, const Descr* d) {
-  *handle = nullptr;
-  if (context == nullptr || d == nullptr || d->type != ncclProfileColl) return ncclSuccess;
+void* StartColl(CommRecorder* comm, const Descr* d) {
   CollectiveStart s;
   s.seq = d->coll.seqNumber;
   s.func = d->coll.func;
@@ -96,17 +113,93 @@ ncclResult_t StartCommon(void* context, void** handle, const Descr* d) {
   s.channels = d->coll.nChannels;
   s.algo = d->coll.algo;
   s.proto = d->coll.proto;
-  *handle = static_cast<CommRecorder*>(context)->Start(s);
-  return ncclSuccess;
+  // One KernelCh event per channel (src/enqueue.cc, addProfilerProxyOpIfNeeded; Inspector
+  // completes a collective when nChannels of them have stopped).
+  s.kernel_channels = d->coll.nChannels;
+  return comm->Start(s);
+}
+
+// Point-to-point operations, v5 and v6 only: NCCL's v4 adapter does not pass p2p.nChannels
+// (src/plugin/profiler/profiler_v4.cc, ncclProfiler_startEvent), so under v4 the plugin
+// could not know when the last KernelCh of a send or receive has ended.
+template <typename Descr>
+void* StartP2p(CommRecorder* comm, const Descr* d) {
+  CollectiveStart s;
+  s.seq = comm->NextP2pSeq();
+  s.func = d->p2p.func;
+  s.count = d->p2p.count;
+  s.datatype = d->p2p.datatype;
+  s.root = d->p2p.peer;
+  s.channels = d->p2p.nChannels;
+  s.p2p = true;
+  s.kernel_channels = d->p2p.nChannels;
+  return comm->Start(s);
+}
+
+// v6's copy-engine collectives: no kernel, no KernelCh; NCCL starts and stops the event
+// around the copies' enqueue (src/ce_coll.cc, ncclLaunchCeColl), so their time is the
+// enqueue's (coll_timing_source "collective_cpu", algo "CE"), which watch does not judge.
+void* StartCeColl(CommRecorder* comm, const ncclProfilerEventDescr_v6_t* d) {
+  CollectiveStart s;
+  s.seq = d->ceColl.seqNumber;
+  s.func = d->ceColl.func;
+  s.count = d->ceColl.count;
+  s.datatype = d->ceColl.datatype;
+  s.root = d->ceColl.root;
+  s.algo = "CE";
+  s.proto = "";
+  return comm->Start(s);
+}
+
+template <typename Descr>
+void* StartCommon(void* context, const Descr* d) {
+  if (context == nullptr || d == nullptr) return nullptr;
+  auto* comm = static_cast<CommRecorder*>(context);
+  switch (static_cast<uint64_t>(d->type)) {
+    case ncclProfileColl:
+      return StartColl(comm, d);
+    case ncclProfileP2p:
+      if constexpr (sizeof(d->type) == 8) return StartP2p(comm, d);
+      return nullptr;
+    case ncclProfileKernelCh:
+      return CommRecorder::KernelStart(static_cast<ActiveEvent*>(d->parentObj),
+                                       d->kernelCh.channelId, d->kernelCh.pTimer);
+    case ncclProfileProxyOp:
+      return comm->ProxyStart(d->proxyOp.peer, d->proxyOp.channelId, d->proxyOp.nSteps,
+                              d->proxyOp.chunkSize, d->proxyOp.isSend != 0);
+    case ncclProfileCeColl:
+      if constexpr (std::is_same_v<Descr, ncclProfilerEventDescr_v6_t>) return StartCeColl(comm, d);
+      return nullptr;
+    default:
+      return nullptr;  // GroupApi, CollApi, P2pApi, KernelLaunch, Group: not recorded
+  }
 }
 
 ncclResult_t Stop(void* handle) {
-  if (handle != nullptr) CommRecorder::Stop(static_cast<ActiveEvent*>(handle));
+  if (handle == nullptr) return ncclSuccess;
+  switch (KindOf(handle)) {
+    case EventKind::kTask:
+      CommRecorder::Stop(static_cast<ActiveEvent*>(handle));
+      break;
+    case EventKind::kKernelCh:
+      CommRecorder::KernelStop(static_cast<KernelChEvent*>(handle));
+      break;
+    case EventKind::kProxyOp:
+      CommRecorder::ProxyStop(static_cast<ProxyOpEvent*>(handle));
+      break;
+  }
   return ncclSuccess;
 }
 
-ncclResult_t RecordState(void*, ncclProfilerEventState_t, ncclProfilerEventStateArgs_v5_t*) {
-  return ncclSuccess;  // collectives have no states; other events are not activated
+// NCCL passes the GPU timer at a channel's end in the KernelChStop state, just before the
+// KernelCh stopEvent (src/plugin/profiler.cc, ncclProfilerStopKernelChEvent).
+ncclResult_t RecordState(void* handle, ncclProfilerEventState_t state,
+                         ncclProfilerEventStateArgs_v5_t* args) {
+  if (handle != nullptr && args != nullptr && state == ncclProfilerKernelChStop &&
+      KindOf(handle) == EventKind::kKernelCh) {
+    static_cast<KernelChEvent*>(handle)->stop_gpu = args->kernelCh.pTimer;
+  }
+  return ncclSuccess;
 }
 
 ncclResult_t Finalize(void* context) {
@@ -132,17 +225,33 @@ ncclResult_t InitV4(void** context, int* mask, const char* name, uint64_t comm_h
                     logfn);
 }
 
+ncclResult_t StartV6(void* context, void** handle, ncclProfilerEventDescr_v6_t* d) {
+  *handle = StartCommon(context, d);
+  return ncclSuccess;
+}
 ncclResult_t StartV5(void* context, void** handle, ncclProfilerEventDescr_v5_t* d) {
-  return StartCommon(context, handle, d);
+  *handle = StartCommon(context, d);
+  return ncclSuccess;
 }
 ncclResult_t StartV4(void* context, void** handle, ncclProfilerEventDescr_v4_t* d) {
-  return StartCommon(context, handle, d);
+  *handle = StartCommon(context, d);
+  return ncclSuccess;
 }
 
 }  // namespace
 }  // namespace fabricscope::profiler
 
 extern "C" {
+// v6 and v5 share init's signature and the state arguments (profiler_v6.h).
+FABRICSCOPE_EXPORT ncclProfiler_v6_t ncclProfiler_v6 = {
+    "fabricscope",
+    fabricscope::profiler::InitV5,
+    fabricscope::profiler::StartV6,
+    fabricscope::profiler::Stop,
+    fabricscope::profiler::RecordState,
+    fabricscope::profiler::Finalize,
+};
+
 FABRICSCOPE_EXPORT ncclProfiler_v5_t ncclProfiler_v5 = {
     "fabricscope",
     fabricscope::profiler::InitV5,

@@ -94,9 +94,11 @@ prometheus::Labels PrometheusSink::LabelsOf(const Completed& c) const {
 void PrometheusSink::Write(const std::vector<Completed>& batch) {
   for (const Completed& c : batch) {
     const prometheus::Labels labels = LabelsOf(c);
+    bytes_->Add(labels).Increment(static_cast<double>(c.bytes));
+    // An enqueue time (NCCL 2.30's Coll stop, CE collectives) says nothing of the collective.
+    if (c.record.timing == TimingSource::kCollectiveCpu) continue;
     duration_->Add(labels, DurationBuckets()).Observe(c.exec_us / 1e6);
     busbw_->Add(labels, BusbwBuckets()).Observe(c.busbw_gbs * 1e9);
-    bytes_->Add(labels).Increment(static_cast<double>(c.bytes));
   }
 }
 

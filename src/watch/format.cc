@@ -36,6 +36,13 @@ void WindowText(const WatchWindow& w, std::string* out) {
     }
     *out += "\n";
   }
+  if (w.enqueue_timed > 0) {
+    *out += fmt::format(
+        "# {} records timed at enqueue (coll_timing_source collective_cpu) not judged: NCCL "
+        "2.30 stops a Coll event before its kernel runs\n",
+        w.enqueue_timed);
+  }
+  for (const std::string& n : w.notes) *out += n + "\n";
   for (const std::string& a : w.alerts) *out += a + "\n";
 }
 
@@ -75,6 +82,8 @@ std::string WatchJson(const std::vector<WatchWindow>& windows) {
                             {"straggler", r.straggler}});
       if (r.mean_time_us) j["ranks"].back()["mean_time_us"] = *r.mean_time_us;
     }
+    j["enqueue_timed"] = w.enqueue_timed;
+    j["notes"] = w.notes;
     j["alerts"] = w.alerts;
     doc.push_back(j);
   }

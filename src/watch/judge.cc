@@ -12,6 +12,7 @@
 #include "fabricscope/statistics.h"
 #include "fabricscope/watch.h"
 #include "profiler/collective_math.h"
+#include "watch/links.h"
 #include "watch/stragglers.h"
 
 namespace fabricscope {
@@ -89,6 +90,10 @@ WatchWindow JudgeWindow(int64_t start, int64_t end, const std::vector<const Insp
   std::vector<std::pair<std::string, std::string>> order;
   std::map<std::pair<std::string, std::string>, std::vector<const InspectorRecord*>> groups;
   for (const InspectorRecord* r : rs) {
+    if (r->timing_source == "collective_cpu") {  // an enqueue time: says nothing of the GPU
+      ++w.enqueue_timed;
+      continue;
+    }
     std::string name = CollectiveOfInspector(r->collective);
     const auto key =
         std::make_pair(name.empty() ? r->collective : name, profiler::SizeBucket(r->bytes));
@@ -143,6 +148,24 @@ std::vector<WatchWindow> JudgeWindows(const std::vector<InspectorRecord>& record
     while (i < sorted.size() && TimeOf(*sorted[i]) < end) in.push_back(sorted[i++]);
     windows.push_back(JudgeWindow(start, end, in, options, baseline));
   }
+  return windows;
+}
+
+std::vector<WatchWindow> JudgeWindows(const InspectorRead& read, const WatchOptions& options,
+                                      WatchBaseline* baseline) {
+  std::vector<WatchWindow> windows = JudgeWindows(read.records, options, baseline);
+  if (read.links.empty()) return windows;
+  if (windows.empty()) {  // links but no records yet (a live read): a window of the links
+    WatchWindow w;
+    w.start_us = read.links.front().start_us;
+    w.end_us = w.start_us;
+    for (const InspectorLink& l : read.links) {
+      w.start_us = std::min(w.start_us, l.start_us);
+      w.end_us = std::max(w.end_us, l.start_us);
+    }
+    windows.push_back(std::move(w));
+  }
+  watch::JudgeLinks(read.links, options, &windows.back().alerts, &windows.back().notes);
   return windows;
 }
 

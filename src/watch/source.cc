@@ -68,6 +68,7 @@ InspectorRead WatchSource::Poll() {
     f.lines += static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
     all.dropped += read.dropped;
     std::move(read.records.begin(), read.records.end(), std::back_inserter(all.records));
+    std::move(read.links.begin(), read.links.end(), std::back_inserter(all.links));
     std::move(read.diagnostics.begin(), read.diagnostics.end(),
               std::back_inserter(all.diagnostics));
   }

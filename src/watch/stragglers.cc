@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "fabricscope/statistics.h"
@@ -18,12 +19,16 @@ struct Lateness {
   size_t last = 0;
 };
 
-// Collectives by (communicator, sequence number), each with the records of its ranks.
-std::map<std::pair<std::string, uint64_t>, std::vector<const InspectorRecord*>> Groups(
+// Collectives by (communicator, function, sequence number), each with the records of its
+// ranks: NCCL numbers the collectives of a communicator per function (comm->seqNumber[func],
+// src/plugin/profiler.cc, ncclProfilerStartTaskEvents), so AllGather #k and ReduceScatter #k
+// are different collectives. Sends and receives have no common number: left out.
+using GroupKey = std::tuple<std::string, std::string, uint64_t>;
+std::map<GroupKey, std::vector<const InspectorRecord*>> Groups(
     const std::vector<const InspectorRecord*>& records) {
-  std::map<std::pair<std::string, uint64_t>, std::vector<const InspectorRecord*>> groups;
+  std::map<GroupKey, std::vector<const InspectorRecord*>> groups;
   for (const InspectorRecord* r : records) {
-    if (r->start_us) groups[{r->comm, r->seq}].push_back(r);
+    if (r->start_us && !r->p2p) groups[{r->comm, r->collective, r->seq}].push_back(r);
   }
   return groups;
 }

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -81,22 +82,33 @@ TEST(ProfilerAbi, DeclarationsMatchNvidiaHeadersOnLp64) {
   EXPECT_EQ(ncclProfileColl, 2);
   EXPECT_EQ(ncclProfileKernelCh, 64);
   EXPECT_EQ(ncclProfilerKernelChStop, 22);
+  // v6 (plugins/profiler/example/nccl/profiler_v6.h at v2.30.7-1, 73cf112295c3): the same
+  // size as v5, the CE members inside the union.
+  EXPECT_EQ(sizeof(ncclProfilerEventDescr_v6_t), 112u);
+  EXPECT_EQ(offsetof(ncclProfilerEventDescr_v6_t, coll.parentGroup), 104u);
+  EXPECT_EQ(offsetof(ncclProfilerEventDescr_v6_t, p2p.parentGroup), 64u);
+  EXPECT_EQ(offsetof(ncclProfilerEventDescr_v6_t, ceColl.seqNumber), 24u);
+  EXPECT_EQ(offsetof(ncclProfilerEventDescr_v6_t, ceColl.stream), 104u);
+  EXPECT_EQ(sizeof(ncclProfiler_v6_t), 48u);
+  EXPECT_EQ(ncclProfileCeColl, 1 << 12);
+  EXPECT_EQ(ncclProfilerGroupStartApiStop, 23);
+  EXPECT_EQ(ncclProfilerGroupEndApiStart, 24);
 }
 
 // ---------------------------------------------------------------------------------------
 // The ring.
 
-TEST(RecordRing, DrainsInOrderAndCountsWhatWasOverwritten) {
+TEST(RecordRing, DrainsInOrderAndCountsTheNewestItDropped) {
   RecordRing<int> ring(4);
   EXPECT_EQ(ring.capacity(), 4u);
   std::vector<int> out;
-  for (int i = 0; i < 3; ++i) ring.Push(i);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(ring.Push(i));
   EXPECT_EQ(ring.Drain(&out), 0u);
   EXPECT_EQ(out, (std::vector<int>{0, 1, 2}));
   out.clear();
-  for (int i = 3; i < 13; ++i) ring.Push(i);  // 10 more into 4 slots: 6 lost
+  for (int i = 3; i < 13; ++i) ring.Push(i);  // 10 more into 4 slots: the 6 newest dropped
   EXPECT_EQ(ring.Drain(&out), 6u);
-  EXPECT_EQ(out, (std::vector<int>{9, 10, 11, 12}));
+  EXPECT_EQ(out, (std::vector<int>{3, 4, 5, 6}));
   out.clear();
   EXPECT_EQ(ring.Drain(&out), 0u);
   EXPECT_TRUE(out.empty());
@@ -129,6 +141,44 @@ TEST(RecordRing, ConcurrentProducersLoseNothingTheReaderDoesNotCount) {
     }
     last[producer] = v;
   }
+}
+
+// A record of many words, each the same number: a torn one would mix two numbers.
+struct Wide {
+  uint64_t words[12];
+};
+
+// Writers preempted between claiming a slot and publishing it (the hook yields there), with
+// a small ring lapped constantly: issue 27's torn record. Run under ThreadSanitizer too
+// (`make tsan`): the copies must be ordered by the slot sequence, not raced.
+TEST(RecordRing, WritersPreemptedMidPushNeverHandOutATornRecord) {
+  RecordRing<Wide> ring(8, [] { std::this_thread::yield(); });
+  constexpr int kThreads = 4;
+  constexpr uint64_t kEach = 5000;
+  std::atomic<int> done{0};
+  std::vector<std::thread> writers;
+  for (int t = 0; t < kThreads; ++t) {
+    writers.emplace_back([&, t] {
+      for (uint64_t i = 0; i < kEach; ++i) {
+        Wide w{};
+        for (uint64_t& word : w.words) word = static_cast<uint64_t>(t) * kEach + i;
+        ring.Push(w);
+      }
+      done.fetch_add(1);
+    });
+  }
+  std::vector<Wide> seen;
+  uint64_t dropped = 0;
+  while (done.load() < kThreads) dropped += ring.Drain(&seen);
+  for (auto& w : writers) w.join();
+  dropped += ring.Drain(&seen);
+  EXPECT_EQ(seen.size() + dropped, kThreads * kEach);
+  EXPECT_GT(seen.size(), 0u);
+  size_t torn = 0;
+  for (const Wide& w : seen) {
+    for (const uint64_t word : w.words) torn += word != w.words[0] ? 1 : 0;
+  }
+  EXPECT_EQ(torn, 0u);
 }
 
 TEST(CollectiveMath, SizesFactorsAndBucketsFollowNcclTests) {
@@ -201,6 +251,8 @@ class PluginTest : public ::testing::Test {
     ASSERT_NE(lib_, nullptr) << ::dlerror();
     v5_ = static_cast<ncclProfiler_v5_t*>(::dlsym(lib_, "ncclProfiler_v5"));
     v4_ = static_cast<ncclProfiler_v4_t*>(::dlsym(lib_, "ncclProfiler_v4"));
+    v6_ = static_cast<ncclProfiler_v6_t*>(::dlsym(lib_, "ncclProfiler_v6"));
+    ASSERT_NE(v6_, nullptr);
     ASSERT_NE(v5_, nullptr);
     ASSERT_NE(v4_, nullptr);
   }
@@ -240,8 +292,39 @@ class PluginTest : public ::testing::Test {
     return d;
   }
 
+  // NCCL 2.30's order for one collective (src/enqueue.cc hostStreamPlanTask, then
+  // src/transport/profiler.cc profilerProxyProgress): the Coll starts and stops at enqueue,
+  // then each channel's KernelCh starts with the GPU timer and stops with
+  // ncclProfilerKernelChStop carrying it. Channel c runs kernel_ns + c * 1000 ns.
+  template <typename Api, typename Descr>
+  static void RunColl(Api* api, void* context, Descr d, uint64_t gpu0, uint64_t kernel_ns) {
+    void* coll = nullptr;
+    ASSERT_EQ(api->startEvent(context, &coll, &d), ncclSuccess);
+    ASSERT_NE(coll, nullptr);
+    ASSERT_EQ(api->stopEvent(coll), ncclSuccess);
+    std::vector<void*> kernels;
+    for (int ch = 0; ch < d.coll.nChannels; ++ch) {
+      Descr k{};
+      k.type = ncclProfileKernelCh;
+      k.parentObj = coll;
+      k.kernelCh.channelId = static_cast<uint8_t>(ch);
+      k.kernelCh.pTimer = gpu0;
+      void* h = nullptr;
+      ASSERT_EQ(api->startEvent(context, &h, &k), ncclSuccess);
+      ASSERT_NE(h, nullptr);
+      kernels.push_back(h);
+    }
+    for (int ch = 0; ch < d.coll.nChannels; ++ch) {
+      ncclProfilerEventStateArgs_v5_t args{};
+      args.kernelCh.pTimer = gpu0 + kernel_ns + static_cast<uint64_t>(ch) * 1000;
+      ASSERT_EQ(api->recordEventState(kernels[ch], ncclProfilerKernelChStop, &args), ncclSuccess);
+      ASSERT_EQ(api->stopEvent(kernels[ch]), ncclSuccess);
+    }
+  }
+
   fs::path dir_;
   void* lib_ = nullptr;
+  ncclProfiler_v6_t* v6_ = nullptr;
   ncclProfiler_v5_t* v5_ = nullptr;
   ncclProfiler_v4_t* v4_ = nullptr;
 };
@@ -252,23 +335,23 @@ TEST_F(PluginTest, V5RecordsEachCollectiveAsInspectorJsonl) {
   int mask = 0;
   ASSERT_EQ(v5_->init(&context, 0xabcdef, &mask, "dp-group", 2, 4, 1, nullptr), ncclSuccess);
   ASSERT_NE(context, nullptr);
-  EXPECT_EQ(mask, ncclProfileColl);
+  EXPECT_EQ(mask, ncclProfileColl | ncclProfileP2p | ncclProfileKernelCh | ncclProfileProxyOp |
+                      ncclProfileCeColl);
   for (uint64_t seq = 0; seq < 3; ++seq) {
     auto d = Coll<ncclProfilerEventDescr_v5_t>(seq, "AllReduce", 1 << 20, "ncclFloat32");
-    void* handle = nullptr;
-    ASSERT_EQ(v5_->startEvent(context, &handle, &d), ncclSuccess);
-    ASSERT_NE(handle, nullptr);
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    ncclProfilerEventStateArgs_v5_t args{};
-    EXPECT_EQ(v5_->recordEventState(handle, ncclProfilerKernelChStop, &args), ncclSuccess);
-    ASSERT_EQ(v5_->stopEvent(handle), ncclSuccess);
+    RunColl(v5_, context, d, 5000000000 + seq * 1000000, 600000);  // 600 us, channel 3: 603
   }
-  // Events the plugin did not activate get no handle.
-  ncclProfilerEventDescr_v5_t group{};
-  group.type = ncclProfileGroup;
-  void* none = &group;
-  EXPECT_EQ(v5_->startEvent(context, &none, &group), ncclSuccess);
-  EXPECT_EQ(none, nullptr);
+  // Events NCCL starts whatever the plugin asked (any Coll bit starts GroupApi, CollApi and
+  // Group events: src/plugin/profiler.cc) get no handle.
+  for (const uint64_t type :
+       {uint64_t{ncclProfileGroup}, uint64_t{ncclProfileGroupApi}, uint64_t{ncclProfileCollApi},
+        uint64_t{ncclProfileKernelLaunch}, uint64_t{ncclProfileProxyStep}}) {
+    ncclProfilerEventDescr_v5_t other{};
+    other.type = type;
+    void* none = &other;
+    EXPECT_EQ(v5_->startEvent(context, &none, &other), ncclSuccess);
+    EXPECT_EQ(none, nullptr) << type;
+  }
   ASSERT_EQ(v5_->finalize(context), ncclSuccess);
 
   const auto lines = Lines();
@@ -279,6 +362,7 @@ TEST_F(PluginTest, V5RecordsEachCollectiveAsInspectorJsonl) {
     EXPECT_EQ(l["header"]["rank"], 1);
     EXPECT_EQ(l["header"]["n_ranks"], 4);
     EXPECT_EQ(l["header"]["nnodes"], 2);
+    EXPECT_EQ(l["header"]["comm_name"], "dp-group");
     EXPECT_EQ(l["metadata"]["pid"], ::getpid());
     const auto& p = l["coll_perf"];
     EXPECT_EQ(p["coll"], "AllReduce");
@@ -287,7 +371,8 @@ TEST_F(PluginTest, V5RecordsEachCollectiveAsInspectorJsonl) {
     EXPECT_EQ(p["coll_algo"], "RING");
     EXPECT_EQ(p["coll_proto"], "LL128");
     const double us = p["coll_exec_time_us"];
-    EXPECT_GE(us, 2000.0);
+    EXPECT_DOUBLE_EQ(us, 603.0);  // the longest channel, by the GPU timer
+    EXPECT_EQ(p["coll_timing_source"], "kernel_gpu");
     // busbw = bytes / time x 2(n-1)/n.
     EXPECT_NEAR(p["coll_busbw_gbs"].get<double>(), (4 << 20) / (us * 1e3) * 1.5, 1e-9);
     EXPECT_LE(p["event_trace_ts"]["coll_start_ts"].get<int64_t>(),
@@ -303,19 +388,38 @@ TEST_F(PluginTest, V4TakesItsOwnArgumentOrderAndDescriptor) {
   void* context = nullptr;
   int mask = 0;
   ASSERT_EQ(v4_->init(&context, &mask, "", 0x1234, 1, 8, 5, nullptr), ncclSuccess);
-  EXPECT_EQ(mask, ncclProfileColl);
-  auto d = Coll<ncclProfilerEventDescr_v4_t>(9, "AllGather", 1000, "ncclBfloat16");
+  EXPECT_NE(mask & ncclProfileKernelCh, 0);
+  // AllGather's count arrives in bytes, as ncclInt8 (src/enqueue.cc, collTaskAppend): 1000
+  // bf16 elements per rank.
+  auto d = Coll<ncclProfilerEventDescr_v4_t>(9, "AllGather", 2000, "ncclInt8");
+  d.coll.nChannels = 1;
   void* handle = nullptr;
   ASSERT_EQ(v4_->startEvent(context, &handle, &d), ncclSuccess);
   ASSERT_NE(handle, nullptr);
   ASSERT_EQ(v4_->stopEvent(handle), ncclSuccess);
+  // A KernelCh without a GPU timer (pTimer 0, no KernelChStop state): timed by the CPU.
+  ncclProfilerEventDescr_v4_t k{};
+  k.type = ncclProfileKernelCh;
+  k.parentObj = handle;
+  void* kernel = nullptr;
+  ASSERT_EQ(v4_->startEvent(context, &kernel, &k), ncclSuccess);
+  ASSERT_NE(kernel, nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  ASSERT_EQ(v4_->stopEvent(kernel), ncclSuccess);
   ASSERT_EQ(v4_->finalize(context), ncclSuccess);
   const auto lines = Lines();
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0]["header"]["id"], "0x1234");
+  EXPECT_EQ(lines[0]["header"]["comm_name"], "unknown");  // as Inspector names an unnamed one
   EXPECT_EQ(lines[0]["header"]["rank"], 5);
   EXPECT_EQ(lines[0]["coll_perf"]["coll_sn"], 9);
-  EXPECT_EQ(lines[0]["coll_perf"]["coll_msg_size_bytes"], 1000 * 2 * 8);  // gathered
+  // Inspector's convention: count x type size, one rank's part; busbw from the gathered 8x.
+  EXPECT_EQ(lines[0]["coll_perf"]["coll_msg_size_bytes"], 2000);
+  EXPECT_EQ(lines[0]["coll_perf"]["coll_timing_source"], "kernel_cpu");
+  const double us = lines[0]["coll_perf"]["coll_exec_time_us"];
+  EXPECT_GE(us, 2000.0);
+  EXPECT_NEAR(lines[0]["coll_perf"]["coll_busbw_gbs"].get<double>(), 2000 * 8 / (us * 1e3) * 7 / 8,
+              1e-9);
 }
 
 TEST_F(PluginTest, DisabledItDoesNothingAtAll) {
@@ -337,6 +441,7 @@ TEST_F(PluginTest, APoolFullOfInFlightCollectivesDropsRatherThanWaits) {
   std::vector<void*> handles;
   for (uint64_t seq = 0; seq < 3; ++seq) {
     auto d = Coll<ncclProfilerEventDescr_v5_t>(seq, "AllReduce", 8, "ncclFloat32");
+    d.coll.nChannels = 0;  // no KernelCh due: each completes at its stop
     void* h = nullptr;
     ASSERT_EQ(v5_->startEvent(context, &h, &d), ncclSuccess);
     handles.push_back(h);
@@ -352,6 +457,160 @@ TEST_F(PluginTest, APoolFullOfInFlightCollectivesDropsRatherThanWaits) {
   EXPECT_EQ(lines[0]["dump_stats"]["coll_dropped_since_last_dump"], 1);
   EXPECT_EQ(lines[1]["coll_perf"]["coll_sn"], 0);
   EXPECT_EQ(lines[2]["coll_perf"]["coll_sn"], 1);
+}
+
+// NCCL stops the Coll before its kernels run, and the proxy thread may start a channel's
+// KernelCh before that stop: the record waits for both, whatever the order.
+TEST_F(PluginTest, ACollectiveCompletesAtItsLastKernelChWhateverTheOrder) {
+  void* context = nullptr;
+  int mask = 0;
+  ASSERT_EQ(v6_->init(&context, 0x99, &mask, "tp", 1, 2, 0, nullptr), ncclSuccess);
+  auto d = Coll<ncclProfilerEventDescr_v6_t>(4, "ReduceScatter", 1 << 16, "ncclFloat32");
+  d.coll.nChannels = 2;
+  void* coll = nullptr;
+  ASSERT_EQ(v6_->startEvent(context, &coll, &d), ncclSuccess);
+  ncclProfilerEventDescr_v6_t k{};
+  k.type = ncclProfileKernelCh;
+  k.parentObj = coll;
+  k.kernelCh.pTimer = 1000;
+  void* ch0 = nullptr;
+  ASSERT_EQ(v6_->startEvent(context, &ch0, &k), ncclSuccess);  // before the Coll's stop
+  ASSERT_EQ(v6_->stopEvent(coll), ncclSuccess);
+  k.kernelCh.channelId = 1;
+  void* ch1 = nullptr;
+  ASSERT_EQ(v6_->startEvent(context, &ch1, &k), ncclSuccess);
+  void* extra = &k;  // a third KernelCh for a two-channel collective is refused
+  ASSERT_EQ(v6_->startEvent(context, &extra, &k), ncclSuccess);
+  EXPECT_EQ(extra, nullptr);
+  ncclProfilerEventStateArgs_v6_t a{};
+  a.kernelCh.pTimer = 251000;
+  ASSERT_EQ(v6_->recordEventState(ch1, ncclProfilerKernelChStop, &a), ncclSuccess);
+  ASSERT_EQ(v6_->stopEvent(ch1), ncclSuccess);
+  a.kernelCh.pTimer = 201000;
+  ASSERT_EQ(v6_->recordEventState(ch0, ncclProfilerKernelChStop, &a), ncclSuccess);
+  ASSERT_EQ(v6_->stopEvent(ch0), ncclSuccess);
+  // A KernelCh whose parent the plugin never gave (Broadcast: no Coll event) is ignored.
+  k.parentObj = nullptr;
+  void* orphan = &k;
+  ASSERT_EQ(v6_->startEvent(context, &orphan, &k), ncclSuccess);
+  EXPECT_EQ(orphan, nullptr);
+  ASSERT_EQ(v6_->finalize(context), ncclSuccess);
+  const auto lines = Lines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_DOUBLE_EQ(lines[0]["coll_perf"]["coll_exec_time_us"].get<double>(), 250.0);
+  EXPECT_EQ(lines[0]["coll_perf"]["coll_sn"], 4);
+  EXPECT_EQ(lines[0]["coll_perf"]["coll_timing_source"], "kernel_gpu");
+}
+
+// Sends and receives (and so AlltoAll, Gather, Scatter, which NCCL 2.30 runs as P2p tasks)
+// are Inspector's p2p_perf; the ProxyOps give one link line per peer and direction; v6's
+// copy-engine collectives are recorded with their enqueue time, marked as such.
+TEST_F(PluginTest, P2pProxyOpsAndCopyEngineCollectivesAreRecorded) {
+  void* context = nullptr;
+  int mask = 0;
+  ASSERT_EQ(v6_->init(&context, 0x55, &mask, "", 1, 4, 2, nullptr), ncclSuccess);
+  ncclProfilerEventDescr_v6_t p{};
+  p.type = ncclProfileP2p;
+  p.p2p.func = "Send";
+  p.p2p.count = 1 << 20;
+  p.p2p.datatype = "ncclInt8";
+  p.p2p.peer = 3;
+  p.p2p.nChannels = 1;
+  void* send = nullptr;
+  ASSERT_EQ(v6_->startEvent(context, &send, &p), ncclSuccess);
+  ASSERT_NE(send, nullptr);
+  ASSERT_EQ(v6_->stopEvent(send), ncclSuccess);
+  ncclProfilerEventDescr_v6_t op{};
+  op.type = ncclProfileProxyOp;
+  op.parentObj = send;
+  op.proxyOp.peer = 3;
+  op.proxyOp.isSend = 1;
+  op.proxyOp.nSteps = 8;
+  void* proxy = nullptr;
+  ASSERT_EQ(v6_->startEvent(context, &proxy, &op), ncclSuccess);
+  ASSERT_NE(proxy, nullptr);
+  ncclProfilerEventDescr_v6_t k{};
+  k.type = ncclProfileKernelCh;
+  k.parentObj = send;
+  k.kernelCh.pTimer = 10000;
+  void* kernel = nullptr;
+  ASSERT_EQ(v6_->startEvent(context, &kernel, &k), ncclSuccess);
+  ASSERT_EQ(v6_->stopEvent(proxy), ncclSuccess);
+  ncclProfilerEventStateArgs_v6_t a{};
+  a.kernelCh.pTimer = 110000;
+  ASSERT_EQ(v6_->recordEventState(kernel, ncclProfilerKernelChStop, &a), ncclSuccess);
+  ASSERT_EQ(v6_->stopEvent(kernel), ncclSuccess);
+  ncclProfilerEventDescr_v6_t ce{};
+  ce.type = ncclProfileCeColl;
+  ce.ceColl.func = "AllGather";
+  ce.ceColl.seqNumber = 7;
+  ce.ceColl.count = 4096;
+  ce.ceColl.datatype = "ncclInt8";
+  void* ce_handle = nullptr;
+  ASSERT_EQ(v6_->startEvent(context, &ce_handle, &ce), ncclSuccess);
+  ASSERT_NE(ce_handle, nullptr);
+  ASSERT_EQ(v6_->stopEvent(ce_handle), ncclSuccess);
+  ASSERT_EQ(v6_->finalize(context), ncclSuccess);
+  int p2p = 0;
+  int links = 0;
+  int ce_colls = 0;
+  for (const auto& l : Lines()) {
+    if (l.contains("p2p_perf")) {
+      ++p2p;
+      EXPECT_EQ(l["p2p_perf"]["p2p"], "Send");
+      EXPECT_EQ(l["p2p_perf"]["p2p_peer"], 3);
+      EXPECT_EQ(l["p2p_perf"]["p2p_msg_size_bytes"], 1 << 20);
+      EXPECT_DOUBLE_EQ(l["p2p_perf"]["p2p_exec_time_us"].get<double>(), 100.0);
+      EXPECT_EQ(l["p2p_perf"]["p2p_timing_source"], "kernel_gpu");
+    }
+    if (l.contains("fabricscope_link")) {
+      ++links;
+      EXPECT_EQ(l["fabricscope_link"]["peer"], 3);
+      EXPECT_EQ(l["fabricscope_link"]["direction"], "send");
+      EXPECT_EQ(l["fabricscope_link"]["ops"], 1);
+    }
+    if (l.contains("coll_perf")) {
+      ++ce_colls;
+      EXPECT_EQ(l["coll_perf"]["coll_algo"], "CE");
+      EXPECT_EQ(l["coll_perf"]["coll_timing_source"], "collective_cpu");
+    }
+  }
+  EXPECT_EQ(p2p, 1);
+  EXPECT_EQ(links, 1);
+  EXPECT_EQ(ce_colls, 1);
+}
+
+// NCCL's activation mask is one int of the process that every init writes while other
+// threads enqueue (src/plugin/profiler.cc, ncclProfilerEventMask, read with relaxed atomic
+// loads). Concurrent inits must never let a reader see it 0 once it was set.
+TEST_F(PluginTest, ConcurrentInitsNeverShowTheMaskAsZero) {
+  int mask = 0;
+  void* first = nullptr;
+  ASSERT_EQ(v5_->init(&first, 1, &mask, "", 1, 1, 0, nullptr), ncclSuccess);
+  std::atomic<bool> stop{false};
+  std::atomic<int> zeros{0};
+  std::thread reader([&] {
+    while (!stop.load()) zeros += __atomic_load_n(&mask, __ATOMIC_RELAXED) == 0 ? 1 : 0;
+  });
+  std::vector<std::thread> inits;
+  std::mutex contexts_mutex;
+  std::vector<void*> contexts;
+  for (int t = 0; t < 4; ++t) {
+    inits.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        void* c = nullptr;
+        v5_->init(&c, static_cast<uint64_t>(100 + t * 10 + i), &mask, "", 1, 4, t, nullptr);
+        const std::lock_guard lock(contexts_mutex);
+        contexts.push_back(c);
+      }
+    });
+  }
+  for (auto& t : inits) t.join();
+  stop = true;
+  reader.join();
+  EXPECT_EQ(zeros.load(), 0);
+  for (void* c : contexts) EXPECT_EQ(v5_->finalize(c), ncclSuccess);
+  EXPECT_EQ(v5_->finalize(first), ncclSuccess);
 }
 
 // What the endpoint serves, through curl as a scraper would fetch it.
@@ -375,9 +634,7 @@ TEST_F(PluginTest, ThePrometheusEndpointServesHistogramsWithTheJobsLabels) {
   ASSERT_EQ(v5_->init(&context, 0x77, &mask, "", 1, 2, 1, nullptr), ncclSuccess);
   ::unsetenv("FABRICSCOPE_PROFILER_INTERVAL_MS");
   auto d = Coll<ncclProfilerEventDescr_v5_t>(0, "AllReduce", 1 << 18, "ncclFloat32");
-  void* handle = nullptr;
-  ASSERT_EQ(v5_->startEvent(context, &handle, &d), ncclSuccess);
-  ASSERT_EQ(v5_->stopEvent(handle), ncclSuccess);
+  RunColl(v5_, context, d, 1000000, 100000);
   // The chosen port is published as a Prometheus file_sd target.
   std::vector<fs::path> targets;
   for (const auto& f : fs::directory_iterator(dir_ / "out")) {

@@ -1,6 +1,6 @@
-// TEST DOUBLE: a profiler plugin that activates Group, Coll and KernelCh events and writes
-// every call it gets, with the descriptor's fields, to $RECORDING_PLUGIN_LOG, so a test can
-// check that the fake NCCL calls a plugin as NCCL does (order, parents, states).
+// TEST DOUBLE: a profiler plugin that activates Group, Coll, KernelCh and KernelLaunch events
+// and writes every call it gets, with the descriptor's fields, to $RECORDING_PLUGIN_LOG, so a
+// test can check that the fake NCCL calls a plugin as NCCL does (order, parents, states).
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -31,7 +31,7 @@ int IdOf(const void* handle) {
 ncclResult_t Init(void** context, uint64_t comm_id, int* mask, const char*, int nnodes, int nranks,
                   int rank, ncclDebugLogger_t) {
   *context = handles;
-  *mask = ncclProfileGroup | ncclProfileColl | ncclProfileKernelCh;
+  *mask = ncclProfileGroup | ncclProfileColl | ncclProfileKernelCh | ncclProfileKernelLaunch;
   Log("init comm=%llx nnodes=%d nranks=%d rank=%d", static_cast<unsigned long long>(comm_id),
       nnodes, nranks, rank);
   return ncclSuccess;

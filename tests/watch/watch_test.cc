@@ -66,7 +66,7 @@ TEST(InspectorReader, ReadsSelfContainedRecordsAndV43Markers) {
       "\n"
       R"({"coll_perf":{"coll":"AllReduce","coll_algo":"RING","coll_proto":"LL","coll_sn":1407,"coll_msg_size_bytes":17179869184,"coll_exec_time_us":61974,"coll_algobw_gbs":277.2,"coll_busbw_gbs":485.1}})"
       "\n"
-      R"({"p2p_perf":{"p2p":"Send"}})"
+      R"({"p2p_perf":{"p2p":"Send","p2p_sn":3,"p2p_peer":5,"p2p_msg_size_bytes":4096,"p2p_exec_time_us":12,"p2p_timing_source":"kernel_gpu","p2p_algobw_gbs":0.34,"p2p_busbw_gbs":0.34}})"
       "\n"
       R"({"coll_perf":{"coll":"ReduceScatter","coll_sn":1408,"coll_msg_size_bytes":2048,"coll_exec_time_us":41,"coll_busbw_gbs":0.5,"event_trace_ts":{"coll_start_ts":100,"coll_stop_ts":141}}})"
       "\n";
@@ -74,16 +74,25 @@ TEST(InspectorReader, ReadsSelfContainedRecordsAndV43Markers) {
   const InspectorRead read = ReadInspectorJsonl(v43, "f.jsonl");
   EXPECT_TRUE(read.diagnostics.empty()) << read.diagnostics[0].ToString();
   EXPECT_EQ(read.dropped, 3u);
-  ASSERT_EQ(read.records.size(), 2u);
+  ASSERT_EQ(read.records.size(), 3u);
   EXPECT_EQ(read.records[0].hostname, "h1");
   EXPECT_EQ(read.records[0].rank, 2);
   EXPECT_EQ(read.records[0].comm, "0x7f");
   EXPECT_EQ(read.records[0].bytes, 17179869184u);
   EXPECT_DOUBLE_EQ(read.records[0].busbw_gbs, 485.1);
   EXPECT_FALSE(read.records[0].start_us.has_value());
-  EXPECT_EQ(read.records[1].collective, "ReduceScatter");
-  EXPECT_EQ(read.records[1].start_us, 100);
-  EXPECT_EQ(read.records[1].source, "f.jsonl:4");
+  // Inspector 2.30's p2p record (inspector_json.cc, inspectorCompletedP2p).
+  EXPECT_TRUE(read.records[1].p2p);
+  EXPECT_EQ(read.records[1].collective, "Send");
+  EXPECT_EQ(read.records[1].peer, 5);
+  EXPECT_EQ(read.records[1].bytes, 4096u);
+  EXPECT_EQ(read.records[1].timing_source, "kernel_gpu");
+  EXPECT_EQ(read.records[2].collective, "ReduceScatter");
+  EXPECT_EQ(read.records[2].start_us, 100);
+  EXPECT_EQ(read.records[2].source, "f.jsonl:4");
+  // One rank's part, as Inspector counts it; nccl-tests' size for the rows and buckets.
+  EXPECT_EQ(read.records[2].msg_bytes, 2048u);
+  EXPECT_EQ(read.records[2].bytes, 2048u * 8);
 
   // analyze's view: one run per communicator, a row per collective and size.
   const ParsedResults parsed = ParseResults(v43, "f.jsonl");
@@ -95,7 +104,8 @@ TEST(InspectorReader, ReadsSelfContainedRecordsAndV43Markers) {
   EXPECT_EQ(parsed.runs[0].rows[0].collective, "all_reduce");
   EXPECT_EQ(parsed.runs[0].rows[0].size, 17179869184u);
   EXPECT_DOUBLE_EQ(parsed.runs[0].rows[0].out_of_place->busbw, 485.1);
-  EXPECT_EQ(parsed.runs[0].rows[1].collective, "reduce_scatter");
+  EXPECT_EQ(parsed.runs[0].rows[1].collective, "reduce_scatter");  // sends are no rows
+  EXPECT_EQ(parsed.runs[0].rows[1].size, 2048u * 8);
 
   const InspectorRead own = ReadInspectorJsonl(Line(3, 9, 1000, 50, 2.5), "g.jsonl");
   ASSERT_EQ(own.records.size(), 1u);
@@ -155,6 +165,33 @@ TEST(WatchJudge, AHealthyJobHasNoStragglerAndNoAlert) {
   ASSERT_EQ(windows.size(), 1u);
   EXPECT_TRUE(windows[0].alerts.empty());
   for (const WatchRank& r : windows[0].ranks) EXPECT_FALSE(r.straggler);
+}
+
+// NCCL numbers collectives per function: AllGather #k and ReduceScatter #k of one
+// communicator are two collectives, half a second apart here. Grouped by sequence number
+// alone, every rank would look half a second late against its own AllGather.
+TEST(WatchJudge, StartSkewIsMeasuredPerFunctionAndSequence) {
+  std::string text;
+  for (int s = 0; s < 10; ++s) {
+    for (int r = 0; r < 4; ++r) {
+      const int64_t t = s * 1'000'000 + r * 3;
+      text += Line(r, static_cast<uint64_t>(s), t, 500, 40, 1 << 20, "node-a", "AllGather");
+      text += Line(r, static_cast<uint64_t>(s), t + 500'000 + (r == 2 ? 7 : 0), 500, 40, 1 << 20,
+                   "node-a", "ReduceScatter");
+    }
+  }
+  const InspectorRead read = ReadInspectorJsonl(text, "job");
+  WatchOptions options;
+  options.window_s = 100;
+  WatchBaseline baseline;
+  const auto windows = JudgeWindows(read.records, options, &baseline);
+  ASSERT_EQ(windows.size(), 1u);
+  EXPECT_TRUE(windows[0].alerts.empty()) << windows[0].alerts[0];
+  ASSERT_EQ(windows[0].ranks.size(), 4u);
+  for (const WatchRank& r : windows[0].ranks) {
+    EXPECT_LT(r.median_late_us, 20) << "rank " << r.rank;
+    EXPECT_EQ(r.groups, 20u);  // 10 AllGather and 10 ReduceScatter
+  }
 }
 
 TEST(WatchJudge, ADropAgainstTheJobsOwnBaselineIsAnAlert) {
@@ -277,18 +314,29 @@ TEST_F(WatchCli, TheFakeNcclLoadsThePluginAsNcclDoes) {
                  FABRICSCOPE_BINARY + " run --backend nccl --nccl-lib " + FAKE_NCCL_PATH +
                  " --gpu-runtime-lib " + FAKE_CUDART_PATH + " -t 2 -b 1K -e 4K -f 4 -n 2");
   };
-  const std::string v5_dir = (dir_ / "v5").string();
-  Outcome o = run("fabricscope", "FABRICSCOPE_PROFILER_DUMP_DIR=" + v5_dir);
+  const std::string v6_dir = (dir_ / "v6").string();
+  Outcome o = run("fabricscope", "FABRICSCOPE_PROFILER_DUMP_DIR=" + v6_dir);
   ASSERT_EQ(o.exit_code, 0) << o.err;
   std::string trace = Slurp(dir_ / "trace");
+  // mask 4174: Coll, P2p, ProxyOp, KernelCh, CeColl.
   for (const char* expected :
        {"profiler could not open fabricscope", "profiler opened libnccl-profiler-fabricscope.so",
-        "profiler interface v5", "profiler init rank=0 result=0 mask=2",
-        "profiler init rank=1 result=0 mask=2", "profiler finalize result=0"}) {
+        "profiler interface v6", "profiler init rank=0 result=0 mask=4174",
+        "profiler init rank=1 result=0 mask=4174", "profiler finalize result=0"}) {
     EXPECT_NE(trace.find(expected), std::string::npos) << expected << "\n" << trace;
   }
-  InspectorRead read = WatchSource({v5_dir}).Poll();
+  InspectorRead read = WatchSource({v6_dir}).Poll();
   EXPECT_GT(read.records.size(), 8u);  // 2 ranks x 2 sizes x (warm-up + timed)
+  for (const InspectorRecord& r : read.records) EXPECT_EQ(r.timing_source, "kernel_gpu");
+  EXPECT_FALSE(read.links.empty());  // the ProxyOps of the ring, per peer
+
+  const std::string v5_dir = (dir_ / "v5").string();
+  o = run(PROFILER_PLUGIN_PATH,
+          "FAKE_NCCL_PROFILER_MAX_VERSION=5 FABRICSCOPE_PROFILER_DUMP_DIR=" + v5_dir);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(Slurp(dir_ / "trace").find("profiler interface v5"), std::string::npos);
+  read = WatchSource({v5_dir}).Poll();
+  EXPECT_GT(read.records.size(), 8u);
 
   const std::string v4_dir = (dir_ / "v4").string();
   o = run(PROFILER_PLUGIN_PATH,
@@ -308,9 +356,26 @@ TEST_F(WatchCli, TheFakeNcclLoadsThePluginAsNcclDoes) {
   EXPECT_FALSE(fs::exists(off_dir));
 }
 
-// The calls a plugin gets from the fake NCCL, in order, with the descriptors' fields: for
-// each collective a Group event, its Coll event under it, a KernelCh event under that with
-// the kernel's stop state, then the stops in reverse; finalize per communicator.
+// The position of the first match of `pattern` in `text` at or after `from` (npos if none),
+// with its first group in `id`.
+size_t After(const std::string& text, const std::string& pattern, size_t from,
+             std::string* id = nullptr) {
+  if (from == std::string::npos) return from;
+  std::smatch m;
+  const std::string rest = text.substr(from);
+  if (!std::regex_search(rest, m, std::regex(pattern))) return std::string::npos;
+  if (id != nullptr && m.size() > 1) *id = m[1];
+  return from + static_cast<size_t>(m.position(0));
+}
+
+// The calls a plugin gets from the fake NCCL, in NCCL 2.30's order, with the descriptors'
+// fields (fake_profiler.h cites where NCCL makes each): on the caller's thread the GroupApi
+// with its GroupStartApiStop state and the CollApi, started and stopped, and the
+// KernelLaunch around the launch; on the stream the
+// Group, the Coll under the CollApi (parentGroup: the Group) started and stopped back to back,
+// the Group's stop; then on the proxy thread one KernelCh per channel under the Coll with
+// the GPU timer, its KernelChStop state and stop; the GroupApi's end state and stop at the
+// group's end; finalize per communicator.
 TEST_F(WatchCli, TheFakeNcclPassesTheEventsNcclPasses) {
   const std::string log = (dir_ / "calls").string();
   const Outcome o =
@@ -321,14 +386,46 @@ TEST_F(WatchCli, TheFakeNcclPassesTheEventsNcclPasses) {
   const std::string calls = Slurp(log);
   EXPECT_NE(calls.find("init comm="), std::string::npos) << calls;
   EXPECT_NE(calls.find(" nnodes=1 nranks=1 rank=0"), std::string::npos) << calls;
-  // One float all-reduce of 4 KiB: the sequence of one collective.
-  const std::regex one(
-      R"(start (\d+) type=1 parent=-1\n)"
-      R"(start (\d+) coll parent=\1 rank=0 seq=\d+ func=AllReduce count=1024 type=ncclFloat32 )"
-      R"(algo=RING proto=SIMPLE channels=2 parentGroup=\1\n)"
-      R"(start (\d+) kernel parent=\2 channel=0 timer=1\n)"
-      R"(state \3 22 timer=1\nstop \3\nstop \2\nstop \1\n)");
-  EXPECT_TRUE(std::regex_search(calls, one)) << calls;
+  // One float all-reduce of 4 KiB: find its Coll, then its parents and children in order.
+  std::string coll;
+  std::string api;
+  std::string group;
+  const size_t at = After(calls,
+                          R"(start (\d+) coll parent=\d+ rank=0 seq=\d+ func=AllReduce count=1024 )"
+                          R"(type=ncclFloat32 algo=RING proto=SIMPLE channels=2 parentGroup=\d+)",
+                          0, &coll);
+  ASSERT_NE(at, std::string::npos) << calls;
+  std::smatch m;
+  const std::string line = calls.substr(at, calls.find('\n', at) - at);
+  ASSERT_TRUE(std::regex_search(line, m, std::regex(R"(parent=(\d+).*parentGroup=(\d+))")));
+  api = m[1];
+  group = m[2];
+  std::string group_api;
+  const size_t api_start =
+      After(calls, "start " + api + " type=512 parent=(\\d+)\n", 0, &group_api);
+  ASSERT_NE(api_start, std::string::npos) << "the CollApi is the Coll's parent\n" << calls;
+  EXPECT_LT(After(calls, "start " + group_api + " type=256 parent=-1\n", 0), api_start) << calls;
+  EXPECT_NE(After(calls, "state " + group_api + " 23 ", 0), std::string::npos) << calls;
+  EXPECT_NE(After(calls, "stop " + api + "\n", api_start), std::string::npos) << calls;
+  const size_t group_start = After(calls, "start " + group + " type=1 parent=-1\n", 0);
+  ASSERT_LT(group_start, at) << calls;
+  const size_t coll_stop = After(calls, "stop " + coll + "\n", at);
+  const size_t group_stop = After(calls, "stop " + group + "\n", coll_stop);
+  ASSERT_NE(group_stop, std::string::npos) << calls;
+  for (const char* ch : {"0", "1"}) {
+    std::string kernel;
+    const size_t k =
+        After(calls, "start (\\d+) kernel parent=" + coll + " channel=" + ch + " timer=1\n",
+              group_stop, &kernel);
+    ASSERT_NE(k, std::string::npos) << "KernelCh " << ch << " after the Coll's stop\n" << calls;
+    const size_t state = After(calls, "state " + kernel + " 22 timer=1\n", k);
+    EXPECT_NE(After(calls, "stop " + kernel + "\n", state), std::string::npos) << calls;
+  }
+  // The kernel's launch, under the GroupApi, before the plan's events on the stream.
+  EXPECT_LT(After(calls, "start \\d+ type=2048 parent=" + group_api + "\n", 0), group_start)
+      << calls;
+  EXPECT_NE(After(calls, "state " + group_api + " 24 ", 0), std::string::npos) << calls;
+  EXPECT_NE(After(calls, "stop " + group_api + "\n", 0), std::string::npos) << calls;
   EXPECT_NE(calls.find("finalize"), std::string::npos) << calls;
 }
 
@@ -368,6 +465,38 @@ TEST_F(WatchCli, UnderTheFakeNcclWatchNamesTheSlowedRank) {
       Shell(std::string(FABRICSCOPE_BINARY) + " analyze " + out.string() + "/*.jsonl");
   EXPECT_EQ(a.exit_code, 0) << a.err;
   EXPECT_NE(a.out.find("all_reduce"), std::string::npos) << a.out;
+}
+
+// One link slowed (FAKE_NCCL_SLOW_PEER: rank 1's send ProxyOps towards rank 2 end 20 ms
+// late): watch names the pair, with the hosts, against the other links of the ring.
+TEST_F(WatchCli, UnderTheFakeNcclWatchNamesTheSlowLink) {
+  const std::string store =
+      " MASTER_ADDR=127.0.0.1 MASTER_PORT=0 FABRICSCOPE_PORT_FILE=" + (dir_ / "port").string();
+  const fs::path out = dir_ / "profiles";
+  std::string script;
+  for (int p = 0; p < 3; ++p) {
+    const std::string ps = std::to_string(p);
+    script += "(RANK=" + ps + " WORLD_SIZE=3 LOCAL_RANK=" + ps + store +
+              " FAKE_NCCL_SLOW_PEER=1:2:20000 NCCL_PROFILER_PLUGIN=" + PROFILER_PLUGIN_PATH +
+              " FABRICSCOPE_PROFILER_DUMP_DIR=" + out.string() + " " + FABRICSCOPE_BINARY +
+              " run --backend nccl --nccl-lib " + FAKE_NCCL_PATH + " --gpu-runtime-lib " +
+              FAKE_CUDART_PATH + " -b 64K -e 64K -n 10 -w 2 >" + (dir_ / ("out" + ps)).string() +
+              " 2>&1; echo $? >" + (dir_ / ("rc" + ps)).string() + ") & ";
+  }
+  ASSERT_EQ(std::system(("timeout 120 sh -c '" + script + "wait'").c_str()), 0);
+  for (int p = 0; p < 3; ++p) {
+    ASSERT_EQ(Slurp(dir_ / ("rc" + std::to_string(p))), "0\n")
+        << Slurp(dir_ / ("out" + std::to_string(p)));
+  }
+  const Outcome o = Run(out.string() + " --window 600");
+  EXPECT_EQ(o.exit_code, 1) << o.err << o.out;
+  EXPECT_TRUE(std::regex_search(
+      o.out,
+      std::regex(
+          R"(ALERT slow link: rank 1 -> rank 2 \(\S+ -> \S+\), \d+\.\dx its ring neighbours)")))
+      << o.out;
+  EXPECT_EQ(o.out.find("slow link: rank 0"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("slow link: rank 2"), std::string::npos) << o.out;
 }
 
 }  // namespace

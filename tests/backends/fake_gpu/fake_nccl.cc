@@ -27,9 +27,10 @@
 // rank's ncclCommInitRank never finish. NCCL_DEBUG=INFO writes NCCL-style connection lines
 // to NCCL_DEBUG_FILE or stdout. FAKE_GPU_TRACE gets one line per call.
 //
-// The profiler plugin (NCCL_PROFILER_PLUGIN) is loaded and driven as NCCL does it
-// (fake_profiler.h); FAKE_NCCL_SLOW=rank:us makes that rank call every collective that much
-// later, as a rank with slow compute does, so the others wait for it.
+// The profiler plugin (NCCL_PROFILER_PLUGIN) is loaded and driven as NCCL 2.30.7 does it
+// (fake_profiler.h, which also reads FAKE_NCCL_SLOW_PEER=src:dst:us, a slow link, and
+// FAKE_NCCL_PROFILER_MAX_VERSION); FAKE_NCCL_SLOW=rank:us makes that rank call every collective
+// that much later, as a rank with slow compute does, so the others wait for it.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -387,7 +388,6 @@ struct CommImpl {
   int fail_at = 0;
   int slow_us = 0;                          // FAKE_NCCL_SLOW
   fake_profiler::Comm* profiler = nullptr;  // finalized when the last task lets go
-  std::atomic<uint64_t> collectives{0};     // the profiler's sequence numbers
   std::vector<uint32_t> received;           // messages taken from each peer (the stream's)
   std::vector<int> unread;                  // peers the slot's messages are for
 
@@ -559,7 +559,7 @@ struct Op {
   int root = 0;
   std::vector<Transfer> transfers;  // kPointToPoint
   std::string name;
-  fake_profiler::Events events;  // the profiler's handles, started at the host call
+  std::vector<fake_profiler::Task> tasks;  // NCCL's tasks of it, for the profiler
 };
 
 // Before this rank rewrites its slot: every message in it has been taken.
@@ -794,17 +794,16 @@ thread_local std::map<std::string, const CommImpl*> ungrouped_driver;
 bool Grouped() { return group.depth > 0; }
 
 void Launch(Op op) {
-  // A replayed graph must not stop the events twice.
-  auto events = std::make_shared<fake_profiler::Events>(op.events);
-  auto task = std::make_shared<const fake_gpu::Task>([op, events] {
+  // Each run of the task (a replayed graph runs it again) is one plan: its profiler events
+  // in NCCL 2.30's order (fake_profiler.h).
+  fake_profiler::KernelLaunch(op.comm->profiler, op.tasks);
+  auto task = std::make_shared<const fake_gpu::Task>([op] {
     CommImpl& c = *op.comm;
-    if (c.async_error.load() != kSuccess || c.aborted.load()) {  // a failed comm stops
-      fake_profiler::Stop(c.profiler, events.get());
-      return;
-    }
-    fake_profiler::KernelStart(c.profiler, c.rank, events.get());
+    if (c.async_error.load() != kSuccess || c.aborted.load()) return;  // a failed comm stops
+    const auto flight = fake_profiler::PlanStart(c.profiler, c.rank, op.tasks);
+    fake_profiler::KernelBegin(flight);
     const int rc = Execute(op);
-    fake_profiler::Stop(c.profiler, events.get());
+    fake_profiler::KernelEnd(flight);
     if (rc != kSuccess && !c.aborted.load() && c.async_error.load() == kSuccess) {
       c.SetError("fake nccl: " + op.name + ": a peer aborted");
       c.async_error.store(rc);
@@ -869,6 +868,7 @@ int FlushGroup() {
       });
       if (it != merged.end()) {
         it->transfers.insert(it->transfers.end(), op.transfers.begin(), op.transfers.end());
+        it->tasks.insert(it->tasks.end(), op.tasks.begin(), op.tasks.end());
         continue;
       }
     }
@@ -923,7 +923,7 @@ const char* NcclFuncName(Kind kind) {
     case Kind::kReduce:
       return "Reduce";
     case Kind::kAlltoAll:
-      return "AllToAll";
+      return "AlltoAll";
     case Kind::kGather:
       return "Gather";
     case Kind::kScatter:
@@ -931,6 +931,51 @@ const char* NcclFuncName(Kind kind) {
     default:
       return "SendRecv";
   }
+}
+
+// The tasks NCCL 2.30 makes of a collective call (src/enqueue.cc): collTaskAppend gives
+// AllGather and Broadcast their count in bytes as ncclInt8, and Broadcast (under the default
+// NCCL_ALLGATHERV_ENABLE=1) becomes an AllGatherV task without a Coll event; ncclEnqueueCheck
+// turns AlltoAll, Gather and Scatter into Send and Recv P2p tasks (p2pTaskAppend).
+std::vector<fake_profiler::Task> TasksOf(Kind kind, const CommImpl& c, const void* send, void* recv,
+                                         size_t count, int type, int root) {
+  std::vector<fake_profiler::Task> tasks;
+  fake_profiler::Task t;
+  t.func = NcclFuncName(kind);
+  t.send = send;
+  t.recv = recv;
+  t.count = count;
+  t.root = root;
+  t.datatype = fake_profiler::DatatypeName(type);
+  if (kind == Kind::kAllGather || kind == Kind::kBroadcast) {
+    t.count = count * kTypeSize[type];
+    t.datatype = "ncclInt8";
+  }
+  t.coll_event = kind != Kind::kBroadcast;
+  const bool p2p = kind == Kind::kAlltoAll || kind == Kind::kGather || kind == Kind::kScatter;
+  if (!p2p) {
+    tasks.push_back(t);
+    return tasks;
+  }
+  for (int r = 0; r < c.nranks; ++r) {
+    const bool sends = kind == Kind::kAlltoAll || (kind == Kind::kGather) ||
+                       (kind == Kind::kScatter && c.rank == root);
+    const bool receives = kind == Kind::kAlltoAll || (kind == Kind::kScatter) ||
+                          (kind == Kind::kGather && c.rank == root);
+    fake_profiler::Task p = t;
+    p.p2p = true;
+    p.channels = 1;
+    p.root = r;
+    if (sends && (kind != Kind::kGather || r == root)) {
+      p.func = "Send";
+      tasks.push_back(p);
+    }
+    if (receives && (kind != Kind::kScatter || r == root)) {
+      p.func = "Recv";
+      tasks.push_back(p);
+    }
+  }
+  return tasks;
 }
 
 // Common checks and buffer views of a collective.
@@ -985,18 +1030,10 @@ int Collective(Kind kind, const char* name, const void* send, void* recv, size_t
   o.send = s;
   if (int rc = View(*c, recv, recv_bytes, "recvbuff", name, &o.recv); rc != kSuccess) return rc;
   if (c->slow_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(c->slow_us));
-  fake_profiler::Collective described;
-  described.seq = c->collectives.fetch_add(1);
-  described.func = NcclFuncName(kind);
-  described.send = send;
-  described.recv = recv;
-  described.count = count;
-  described.root = root;
-  described.datatype = fake_profiler::DatatypeName(type);
-  o.events = fake_profiler::Start(c->profiler, c->rank, described);
-  fake_profiler::Events events = o.events;
+  o.tasks = TasksOf(kind, *c, send, recv, count, type, root);
+  for (fake_profiler::Task& t : o.tasks) fake_profiler::Append(c->profiler, c->rank, &t);
   const int rc = Submit(std::move(o));
-  if (rc != kSuccess) fake_profiler::Stop(c->profiler, &events);
+  if (!Grouped()) fake_profiler::GroupEnd();  // the implicit group of an ungrouped call
   return rc;
 }
 
@@ -1022,7 +1059,24 @@ int PointToPoint(bool is_send, const char* name, const void* buffer, size_t coun
   o.type = type;
   o.name = name;
   o.transfers.push_back(t);
-  return Submit(std::move(o));
+  // src/enqueue.cc, p2pTaskAppend: one P2p task towards the peer.
+  fake_profiler::Task task;
+  task.func = is_send ? "Send" : "Recv";
+  task.p2p = true;
+  task.root = peer;
+  task.count = count;
+  task.datatype = fake_profiler::DatatypeName(type);
+  task.channels = 1;
+  if (is_send) {
+    task.send = buffer;
+  } else {
+    task.recv = const_cast<void*>(buffer);
+  }
+  fake_profiler::Append(c->profiler, c->rank, &task);
+  o.tasks.push_back(task);
+  const int rc = Submit(std::move(o));
+  if (!Grouped()) fake_profiler::GroupEnd();
+  return rc;
 }
 
 }  // namespace
@@ -1186,6 +1240,7 @@ FAKE_EXPORT int ncclGroupEnd() {
   if (--group.depth > 0) return kSuccess;
   const size_t ops = group.ops.size();
   const int rc = FlushGroup();
+  fake_profiler::GroupEnd();  // src/group.cc, ncclGroupEndInternal at depth 0
   fake_gpu::Trace("ncclGroupEnd ops=" + std::to_string(ops) + " result=" + std::to_string(rc));
   return rc;
 }
