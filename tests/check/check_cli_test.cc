@@ -72,7 +72,7 @@ TEST_F(CheckCli, PublishedRunAsJson) {
   const json& test = report["tests"][0];
   EXPECT_EQ(test["collective"], "all_gather");
   EXPECT_EQ(test["nodes"], 2);
-  EXPECT_EQ(test["expected"]["basis"], "published");
+  EXPECT_EQ(test["expected"]["basis"], "measured");
   EXPECT_EQ(test["expected"]["typical_busbw"], 325.7);
   EXPECT_TRUE(test["confidence"].is_null()) << "one run";
   const json bandwidth = FindingOf(report, "bandwidth");
