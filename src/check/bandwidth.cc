@@ -217,6 +217,21 @@ CheckStatus Grade(BandwidthJudgement& j) {
   return status;
 }
 
+// One sample per sweep: its mean busbw over the judged sizes.
+void TakeSamples(const TestEvidence& test, BandwidthJudgement& j) {
+  for (const Sweep& sweep : test.sweeps) {
+    double sum = 0;
+    size_t count = 0;
+    for (auto it = sweep.busbw.lower_bound(j.expected->from_size); it != sweep.busbw.end(); ++it) {
+      sum += it->second;
+      ++count;
+    }
+    if (count == 0) continue;
+    j.samples.push_back(sum / static_cast<double>(count));
+    j.sizes_judged = std::max(j.sizes_judged, count);
+  }
+}
+
 }  // namespace
 
 bool OverNvlink(const TestEvidence& test, const Platform& platform) {
@@ -304,18 +319,7 @@ BandwidthJudgement JudgeBandwidth(const TestEvidence& test, const PlatformChoice
     }
   }
 
-  // One sample per sweep: its mean busbw over the judged sizes.
-  for (const Sweep& sweep : test.sweeps) {
-    double sum = 0;
-    size_t count = 0;
-    for (auto it = sweep.busbw.lower_bound(j.expected->from_size); it != sweep.busbw.end(); ++it) {
-      sum += it->second;
-      ++count;
-    }
-    if (count == 0) continue;
-    j.samples.push_back(sum / static_cast<double>(count));
-    j.sizes_judged = std::max(j.sizes_judged, count);
-  }
+  TakeSamples(test, j);
   if (j.samples.empty()) {
     j.not_judged = "no sweep reached " + FormatBytes(j.expected->from_size);
     j.expected.reset();
