@@ -175,6 +175,8 @@ std::optional<CheckFinding> BandwidthRule(const RuleContext& c) {
                       Gbs(e.healthy), Gbs(e.fail_below));
   if (e.basis == "model") {
     text += "; expected from the model, as " + j.fallback + ": " + e.source;
+  } else if (e.source.starts_with(e.basis + ":")) {
+    text += "; " + e.source;
   } else {
     text += "; " + e.basis + ": " + e.source;
   }
