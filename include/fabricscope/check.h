@@ -83,6 +83,9 @@ struct PlatformChoice {
   std::vector<std::string> evidence;  // what detection read and where ("DMI product name ...")
   std::vector<std::string> notes;     // what did not fit ("6 RDMA ports at 400 Gb/s, not 8")
   std::string unavailable;            // why there is no platform
+  // The other platforms the log fits and its numbers allow (the log's own choice): each test is
+  // judged against them too, and a disagreement is said.
+  std::vector<Platform> candidates{};
   bool generic() const { return origin == "command line"; }
 };
 
@@ -96,6 +99,9 @@ struct CheckOptions {
   double confidence_level = 0.95;
   size_t latency_max_size = 64UL * 1024;       // sizes at or below this show the latency floor
   size_t model_min_size = 32UL * 1024 * 1024;  // the model judges bandwidth from this size up
+  // In-network reduction (InfiniBand SHARP, NCCL's CollNet) on the fabric the runs crossed
+  // (--sharp yes|no); empty: the run's NCCL log or environment says, else not known.
+  std::optional<bool> sharp;
   // The fabric the runs crossed (check --fabric DIR), for the `fabric` rule; nullptr: none.
   const fabric::FabricReport* fabric = nullptr;
   // The HCAs of the run's hosts in rank order (--fabric-hosts); empty: the run's host names.
@@ -124,10 +130,12 @@ PlatformChoice DetectPlatform(const Catalog& catalog, const std::string& root);
 
 // The platform results ran on, as their logs say it: the GPU model, ranks and nodes of the
 // device lines (a list cut to its last line still tells the rank count), NCCL's network lines
-// (NICs, their rate, IB / RoCE / EFA / TCPX / TCPXO / sockets), NVLS and MNNVL lines. The
-// catalog platform that fits (the one with the least network bandwidth when several do), else
-// a generic platform from the log's NICs and that GPU's intra-node figure; `evidence` names
-// each fact's line. No platform when the logs name no GPU.
+// (NICs, their rate, IB / RoCE / gIB / EFA / TCPX / TCPXO / sockets), NVLS and MNNVL lines.
+// The catalog platforms that fit, less those the measured busbw rules out (above what their
+// NICs allow with any algorithm, each named with why); the one with the least network bandwidth
+// of the rest is judged against and the others kept as candidates. Else a generic platform from
+// the log's NICs and that GPU's intra-node figure; `evidence` names each fact's line. No
+// platform when the logs name no GPU.
 PlatformChoice InferPlatform(const Catalog& catalog, const std::vector<RunResult>& runs);
 
 // A rule of the registry, for help texts and docs.

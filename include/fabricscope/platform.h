@@ -17,12 +17,30 @@ struct Expectation {
   size_t min_size = 0;           // bytes; the band applies at and above this size
   double typical_busbw = 0;      // GB/s, what a healthy run reaches
   double low_busbw = 0;          // GB/s, the lowest still-healthy value
-  std::string algorithm;         // NCCL algorithm the figure was measured with, if known
-  std::string basis;  // "published" (a measurement) or "derived" (line rate x efficiency)
+  // NCCL algorithm of the figure: Ring, Tree, NVLS, NVLSTree, CollNet (in-network reduction,
+  // SHARP) or PAT; empty: NCCL's own choice, which the source does not name.
+  std::string algorithm;
+  // "measured" (a run someone published: `quote` holds its sentence, `quote_value` the number as
+  // printed there), "derived" (`formula` shows how) or "assumed" (`settle` says what would
+  // settle it; listed in docs/catalog.md).
+  std::string basis;
   std::string source;
+  std::string quote;        // measured: the source's words, with the number
+  std::string quote_value;  // measured: the number as the quote prints it ("834.57")
+  std::string formula;      // derived: how the figure follows from others
+  std::string settle;       // assumed: what would settle it
+  std::string date;         // when the source was published or read, if known
 
   bool Covers(const std::string& coll, int nodes, size_t size) const;
+  // Whether the band needs in-network reduction (CollNet: SHARP on the fabric).
+  bool InNetwork() const { return algorithm == "CollNet"; }
 };
+
+// How much a figure's basis weighs: measured 0, derived 1, assumed 2 (lower wins).
+int BasisRank(const std::string& basis);
+
+// The NCCL algorithms a band can name, as NCCL_ALGO spells them.
+const std::vector<std::string>& BandAlgorithms();
 
 // One published measurement, kept as the evidence behind the bands.
 struct PublishedPoint {
@@ -75,8 +93,19 @@ struct Platform {
   int nics = 0;                 // GPU-fabric NICs per node
   double nic_rate_gbps = 0;     // line rate per NIC, Gb/s
   std::string nic_model;
-  std::string transport;                   // IB, RoCE, TCPX, TCPXO, EFA, TCP
-  std::string network_source;              // where the NIC count and rate were read
+  std::string transport;       // IB, RoCE, gIB, TCPX, TCPXO, EFA, TCP
+  std::string network_source;  // where the NIC count and rate were read
+  // The node's NIC total as its provider's page states it (Gb/s), with the page's sentence.
+  std::optional<double> nic_total_gbps;
+  std::string nic_total_quote;
+  std::string nic_total_source;
+  // NVLink SHARP inside the node (NVSwitch multicast, Hopper and later): NCCL's NVLS and
+  // NVLSTree algorithms are possible.
+  bool nvls = false;
+  // In-network reduction on the GPU fabric (InfiniBand SHARP, NCCL's CollNet): "none" where the
+  // fabric cannot have it (EFA, RoCE, TCPX), "fabric" where it depends on the fabric's switches
+  // and subnet manager, which check's --sharp or the run's NCCL log decides.
+  std::string sharp = "none";
   std::optional<double> latency_floor_us;  // 2-node small-message floor, when published
   std::string latency_source;
   std::vector<EnvSetting> nccl_env;

@@ -954,6 +954,7 @@ class TextParser {
   void NcclInfo(std::string_view body, size_t at, size_t line_no) {
     if (!run_open_) return;
     const std::string_view text = Trim(body.substr(at + 9));
+    EnvLine(text);
     const bool network = StartsWith(text, "NET/") || StartsWith(text, "Using network");
     // "NVLS" and "MNNVL" both have a 'V', which few INFO lines have.
     const bool has_v = std::memchr(text.data(), 'V', text.size()) != nullptr;
@@ -990,6 +991,26 @@ class TextParser {
     if (entry.empty() || transports_.find(entry) != transports_.end()) return;
     transports_.insert(entry);
     run_.transports.push_back(entry);
+  }
+
+  // NCCL prints the variables it reads from the environment: "NCCL_ALGO set by environment to
+  // Ring" (src/graph/tuning.cc, as NCCL_PROTO), "NCCL_NVLS_ENABLE set by environment to 0." (an
+  // integer parameter, src/misc/param.cc, with its period), "NCCL_COLLNET_ENABLE set by
+  // environment to 1." (src/init.cc). The run's env keeps NAME=value once, so check knows the
+  // algorithm a log forced.
+  void EnvLine(std::string_view text) {
+    constexpr std::string_view kSet = " set by environment to ";
+    if (!StartsWith(text, "NCCL_")) return;
+    const size_t set = text.find(kSet);
+    if (set == std::string_view::npos) return;
+    const std::string name(text.substr(0, set));
+    if (name.find(' ') != std::string::npos) return;
+    std::string_view value = Trim(text.substr(set + kSet.size()));
+    if (!value.empty() && value.back() == '.') value.remove_suffix(1);
+    const std::string entry = name + "=" + std::string(value);
+    if (std::find(run_.env.begin(), run_.env.end(), entry) == run_.env.end()) {
+      run_.env.push_back(entry);
+    }
   }
 
   // Every rank prints these; the run keeps each text once, with where it was first seen.

@@ -25,38 +25,101 @@ bool RingCollective(const std::string& collective) {
          collective == "reduce_scatter" || collective == "broadcast" || collective == "reduce";
 }
 
-// The catalog band that fits the run best, or null. Preference, in order: the algorithm
-// NCCL_ALGO named; a band on the right side of the NIC total (a ring below it, Tree/NVLS
-// above it on two nodes); one whose sizes the run reached; published over derived; the
-// first listed.
-// Inside an NVLink domain only the bands above the NIC total judge: NVLink carries the run, and
-// a band the NICs bound says nothing about it.
+bool CoversScale(const Expectation& e, const TestEvidence& test) {
+  return e.collective == test.collective && test.nodes >= e.nodes_min &&
+         (!e.nodes_max || test.nodes <= *e.nodes_max);
+}
+
+// Whether the measurement rules the band out: on two or more nodes a ring across the NICs
+// cannot exceed their total, and a band above it (Tree/NVLS on two nodes, in-network reduction
+// beyond) cannot be what a run below it used when it ran over the NICs at all. Inside an NVLink
+// domain the NICs bound nothing, and only the bands above their total judge.
+bool SideMismatch(const Expectation& e, const TestEvidence& test, const BandwidthJudgement& j,
+                  double nic_total) {
+  const bool network_band = e.typical_busbw <= nic_total;
+  if (j.over_nvlink) return network_band;
+  const bool above = j.above_nic_total;
+  return test.nodes >= 2 && network_band == above;
+}
+
+// The catalog band that fits the run best, or null. Preference, in order: an algorithm the run
+// allows (NCCL_ALGO); one that can have run (NVLS not turned off, CollNet only with in-network
+// reduction); a band on the right side of the NIC total; the algorithm NCCL picks by default
+// here; one whose sizes the run reached; measured over derived over assumed; the first listed.
 const Expectation* ChooseBand(const TestEvidence& test, const Platform& platform,
-                              const BandwidthJudgement& j, size_t reach, bool& size_reached) {
-  const bool above_nic_total = j.above_nic_total || j.over_nvlink;
-  const std::optional<std::string> algo = test.Env("NCCL_ALGO");
+                              BandwidthJudgement& j, size_t reach, bool& size_reached) {
   const double nic_total = platform.NicTotalGBs();
+  const std::string default_algorithm = DefaultAlgorithm(test, platform, j.facts);
   const Expectation* best = nullptr;
-  std::tuple<bool, bool, bool, bool> best_key;
+  std::tuple<bool, bool, bool, bool, bool, int> best_key;
   for (const Expectation& e : platform.expected) {
-    if (e.collective != test.collective || test.nodes < e.nodes_min ||
-        (e.nodes_max && test.nodes > *e.nodes_max)) {
-      continue;
-    }
-    const bool algo_mismatch = algo && !e.algorithm.empty() && Lower(*algo) != Lower(e.algorithm);
-    const bool network_band = e.typical_busbw <= nic_total;
-    if (j.over_nvlink && network_band) continue;
-    const bool side_mismatch = test.nodes >= 2 && network_band == above_nic_total;
-    const bool unreached = reach < e.min_size;
-    const bool derived = e.basis != "published";
-    const auto key = std::make_tuple(algo_mismatch, side_mismatch, unreached, derived);
+    if (!CoversScale(e, test)) continue;
+    if (j.over_nvlink && e.typical_busbw <= nic_total) continue;
+    const bool not_default =
+        !e.algorithm.empty() && !default_algorithm.empty() && e.algorithm != default_algorithm;
+    const auto key = std::make_tuple(
+        !AlgorithmAllowed(e.algorithm, j.facts), !AlgorithmPossible(e.algorithm, j.facts),
+        SideMismatch(e, test, j, nic_total), not_default, reach < e.min_size, BasisRank(e.basis));
     if (best == nullptr || key < best_key) {
       best = &e;
       best_key = key;
     }
   }
-  size_reached = best != nullptr && !std::get<2>(best_key);
+  size_reached = best != nullptr && !std::get<4>(best_key);
+  if (best != nullptr) {
+    if (!j.facts.algorithm_from.empty() && !std::get<0>(best_key)) {
+      j.algorithm_basis = "the run";
+    } else if (test.nodes >= 2 && (j.above_nic_total || j.over_nvlink)) {
+      j.algorithm_basis = "the measurement";
+    } else if (!default_algorithm.empty() && !std::get<3>(best_key)) {
+      j.algorithm_basis = "NCCL's default";
+    } else {
+      j.algorithm_basis = "unknown";
+    }
+  }
   return best;
+}
+
+// PASS, WARN or FAIL of a mean against a band, without the interval.
+CheckStatus GradeAgainst(double measured, const Expectation& e, const CheckOptions& options) {
+  if (measured >= e.low_busbw) return CheckStatus::kPass;
+  return measured >= options.warn_floor * e.low_busbw ? CheckStatus::kWarn : CheckStatus::kFail;
+}
+
+// Every other band the run could have been judged against, graded; and the two cases where the
+// choice of band decides the verdict: a run below NCCL's default band but healthy for another
+// the log does not exclude (not known which ran: WARN), and a fabric with in-network reduction
+// whose run was judged without it (WARN, naming it).
+void WeighOtherBands(const TestEvidence& test, const Platform& platform, const Expectation& judged,
+                     const CheckOptions& options, BandwidthJudgement& j) {
+  const double nic_total = platform.NicTotalGBs();
+  const double m = *j.measured;
+  for (const Expectation& e : platform.expected) {
+    if (!CoversScale(e, test) || test.largest_size < e.min_size) continue;
+    if (!AlgorithmPossible(e.algorithm, j.facts) || SideMismatch(e, test, j, nic_total)) continue;
+    if (j.over_nvlink && e.typical_busbw <= nic_total) continue;
+    const bool seen = std::any_of(j.possible.begin(), j.possible.end(),
+                                  [&](const auto& p) { return p.first.algorithm == e.algorithm; });
+    if (!seen) j.possible.emplace_back(e, GradeAgainst(m, e, options));
+  }
+  if (j.facts.sharp == true && !judged.InNetwork()) {
+    for (const Expectation& e : platform.expected) {
+      if (e.InNetwork() && CoversScale(e, test)) {
+        j.missing_in_network = e;
+        j.status = std::max(j.status, CheckStatus::kWarn);
+        return;
+      }
+    }
+  }
+  if (j.algorithm_basis != "NCCL's default" || j.status == CheckStatus::kPass) return;
+  for (const auto& [band, status] : j.possible) {
+    if (status == CheckStatus::kPass && band.algorithm != judged.algorithm) {
+      j.healthy_elsewhere = band;
+      j.status = CheckStatus::kWarn;
+      if (j.facts.sharp == true && judged.InNetwork()) j.missing_in_network = judged;
+      return;
+    }
+  }
 }
 
 // A size as -e takes it: "1G", "256M", "64K", else bytes.
@@ -154,6 +217,21 @@ CheckStatus Grade(BandwidthJudgement& j) {
   return status;
 }
 
+// One sample per sweep: its mean busbw over the judged sizes.
+void TakeSamples(const TestEvidence& test, BandwidthJudgement& j) {
+  for (const Sweep& sweep : test.sweeps) {
+    double sum = 0;
+    size_t count = 0;
+    for (auto it = sweep.busbw.lower_bound(j.expected->from_size); it != sweep.busbw.end(); ++it) {
+      sum += it->second;
+      ++count;
+    }
+    if (count == 0) continue;
+    j.samples.push_back(sum / static_cast<double>(count));
+    j.sizes_judged = std::max(j.sizes_judged, count);
+  }
+}
+
 }  // namespace
 
 bool OverNvlink(const TestEvidence& test, const Platform& platform) {
@@ -184,13 +262,15 @@ BandwidthJudgement JudgeBandwidth(const TestEvidence& test, const PlatformChoice
     return j;
   }
   j.over_nvlink = OverNvlink(test, platform);
-  j.above_nic_total = !j.over_nvlink && test.nodes == 2 && test.peak_busbw > j.nic_total;
+  j.facts = ReadAlgorithmFacts(test, platform, options);
+  j.above_nic_total = !j.over_nvlink && test.nodes >= 2 && test.peak_busbw > j.nic_total;
   // --judge-from moves where every band starts: then any band counts as reached.
   const size_t reach = options.judge_from ? std::numeric_limits<size_t>::max() : test.largest_size;
   bool size_reached = false;
   const Expectation* band = ChooseBand(test, platform, j, reach, size_reached);
   if (options.judge_from && test.largest_size < *options.judge_from) size_reached = false;
   if (band != nullptr && size_reached) {
+    j.possible.emplace_back(*band, CheckStatus::kNotApplicable);
     ExpectedBusbw e;
     e.typical = band->typical_busbw;
     e.healthy = band->low_busbw;
@@ -239,18 +319,7 @@ BandwidthJudgement JudgeBandwidth(const TestEvidence& test, const PlatformChoice
     }
   }
 
-  // One sample per sweep: its mean busbw over the judged sizes.
-  for (const Sweep& sweep : test.sweeps) {
-    double sum = 0;
-    size_t count = 0;
-    for (auto it = sweep.busbw.lower_bound(j.expected->from_size); it != sweep.busbw.end(); ++it) {
-      sum += it->second;
-      ++count;
-    }
-    if (count == 0) continue;
-    j.samples.push_back(sum / static_cast<double>(count));
-    j.sizes_judged = std::max(j.sizes_judged, count);
-  }
+  TakeSamples(test, j);
   if (j.samples.empty()) {
     j.not_judged = "no sweep reached " + FormatBytes(j.expected->from_size);
     j.expected.reset();
@@ -259,6 +328,9 @@ BandwidthJudgement JudgeBandwidth(const TestEvidence& test, const PlatformChoice
   j.measured = Mean(j.samples);
   j.confidence = MeanInterval(j.samples, options.confidence_level, j.expected->healthy);
   j.status = Grade(j);
+  if (!j.possible.empty()) j.possible.front().second = j.status;
+  if (band != nullptr && j.expected->basis != "model")
+    WeighOtherBands(test, platform, *band, options, j);
   return j;
 }
 

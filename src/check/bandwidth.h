@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "check/bands.h"
 #include "check/evidence.h"
 #include "fabricscope/check.h"
 
@@ -21,12 +22,25 @@ struct BandwidthJudgement {
   std::optional<VerdictConfidence> confidence;
   CheckStatus status = CheckStatus::kNotApplicable;
   std::string fallback;  // why the model stood in for the catalog, when it did
-  // On two nodes, a peak above what the node's NICs carry: NCCL used Tree or NVLS.
+  // On two or more nodes, a peak above what the node's NICs carry: NCCL used Tree or NVLS (two
+  // nodes) or in-network reduction.
   bool above_nic_total = false;
   double nic_total = 0;  // GB/s per node, one direction
   // The nodes share one NVLink domain (2 to 18 trays of an NVL72 rack, MNNVL not turned off):
   // the run crosses NVLink, so the NICs bound nothing and the in-domain bands judge it.
   bool over_nvlink = false;
+  // How NCCL's algorithm was known, and what the judged band's algorithm rests on.
+  AlgorithmFacts facts;
+  std::string algorithm_basis;  // "the run", "the measurement", "NCCL's default", "unknown"
+  // The other bands the run could be judged against (algorithm not excluded, sizes reached),
+  // with the verdict each would give; the judged band first.
+  std::vector<std::pair<Expectation, CheckStatus>> possible;
+  // Judged against NCCL's default algorithm, failed it, and healthy against another band the
+  // log does not exclude: which one (the verdict is then a WARN that says so).
+  std::optional<Expectation> healthy_elsewhere;
+  // The fabric has in-network reduction (SHARP) and a CollNet band covers the test, but the run
+  // was judged against a band without it: the run did not use it.
+  std::optional<Expectation> missing_in_network;
 };
 
 // Whether a test runs inside one NVLink domain of an MNNVL platform: its nodes fit in a

@@ -1,6 +1,7 @@
 // Rules about large-size busbw: against the expected band, and against what the node's NICs
 // can carry at all.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 
@@ -38,6 +39,63 @@ std::string ConfidenceText(const BandwidthJudgement& j) {
   return text;
 }
 
+// What the judged band's algorithm rests on, the other bands the log leaves possible, and what
+// the choice between them decides.
+std::string AlgorithmText(const RuleContext& c, const ExpectedBusbw& e) {
+  const BandwidthJudgement& j = c.bandwidth;
+  if (e.basis == "model") return "";
+  const std::string algo = e.algorithm.empty() ? "NCCL's default" : e.algorithm;
+  std::string text = "; algorithm " + algo + ": ";
+  if (j.algorithm_basis == "the run") {
+    text += j.facts.algorithm_from;
+  } else if (j.algorithm_basis == "the measurement") {
+    text += j.over_nvlink ? "the nodes share one NVLink domain"
+                          : "busbw above the NIC total rules out a ring over the NICs";
+  } else if (j.algorithm_basis == "NCCL's default") {
+    text +=
+        "what NCCL picks here by default (the model's NCCL tuning tables); the log does not "
+        "name the algorithm";
+  } else {
+    text += "the log does not name the algorithm";
+  }
+  if (!j.facts.nvls_off_from.empty()) text += "; NVLS off (" + j.facts.nvls_off_from + ")";
+  if (j.possible.size() > 1) {
+    std::vector<std::string> bands;
+    for (const auto& [band, status] : j.possible) {
+      bands.push_back(BandName(band) + " " + std::string(StatusName(status)));
+    }
+    text += "; bands possible: " + fmt::format("{}", fmt::join(bands, "; "));
+  }
+  if (j.healthy_elsewhere && !j.missing_in_network) {
+    text += fmt::format(
+        "; below the {} band NCCL picks by default here, but healthy for the {} band, and the "
+        "log does not say which ran: rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING, or "
+        "set NCCL_ALGO to judge one band",
+        algo,
+        j.healthy_elsewhere->algorithm.empty() ? "NCCL default" : j.healthy_elsewhere->algorithm);
+  }
+  if (j.missing_in_network) {
+    text += fmt::format(
+        "; missing in-network reduction: the fabric has SHARP ({}), where a healthy run with "
+        "CollNet reaches {}, but this run {}: set NCCL_COLLNET_ENABLE=1 with NCCL's SHARP plugin "
+        "(nccl-rdma-sharp-plugins) and check that the subnet manager runs SHARP's aggregation "
+        "manager, or give --sharp no if the fabric has none",
+        j.facts.sharp_from, BandName(*j.missing_in_network),
+        j.algorithm_basis == "the run" ? "ran without it (" + j.facts.algorithm_from + ")"
+                                       : "measures what a ring over the NICs gives");
+  } else if (!j.facts.sharp && e.algorithm != "CollNet") {
+    for (const Expectation& band : c.choice.platform->expected) {
+      if (band.InNetwork() && band.collective == c.test.collective &&
+          c.test.nodes >= band.nodes_min && (!band.nodes_max || c.test.nodes <= *band.nodes_max)) {
+        text += "; if the fabric has in-network reduction (SHARP), the CollNet band " +
+                BandName(band) + " judges instead: give --sharp yes";
+        break;
+      }
+    }
+  }
+  return text;
+}
+
 }  // namespace
 
 std::optional<CheckFinding> AlgorithmRule(const RuleContext& c) {
@@ -54,6 +112,14 @@ std::optional<CheckFinding> AlgorithmRule(const RuleContext& c) {
   const std::string seen = fmt::format(
       "busbw reaches {} at {}, above the {} the node's NICs carry ({})", Gbs(c.test.peak_busbw),
       FormatBytes(c.test.peak_size), Gbs(nic_total), NicDescription(p));
+  if (c.bandwidth.expected && c.bandwidth.expected->algorithm == "CollNet") {
+    // Judged against an in-network reduction band: the figure is what SHARP gives, not a doubt.
+    f.status = CheckStatus::kPass;
+    f.reason = seen +
+               ": in-network reduction (CollNet/SHARP) reduces in the switches, so the "
+               "NICs carry less than busbw; judged against the CollNet band";
+    return f;
+  }
   if (c.test.nodes > 2) {
     f.reason = seen + fmt::format(
                           " on {} nodes, which only in-network reduction (SHARP) or a wrong node "
@@ -109,9 +175,12 @@ std::optional<CheckFinding> BandwidthRule(const RuleContext& c) {
                       Gbs(e.healthy), Gbs(e.fail_below));
   if (e.basis == "model") {
     text += "; expected from the model, as " + j.fallback + ": " + e.source;
+  } else if (e.source.starts_with(e.basis + ":")) {
+    text += "; " + e.source;
   } else {
     text += "; " + e.basis + ": " + e.source;
   }
+  text += AlgorithmText(c, e);
   if (j.over_nvlink) {
     text += fmt::format(
         "; {} nodes inside one NVLink domain ({} GPUs, multi-node NVLink): this measures "

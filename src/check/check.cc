@@ -2,7 +2,10 @@
 // the worst finding as the test's verdict and the worst test as the check's.
 #include "fabricscope/check.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <optional>
 
 #include "check/bandwidth.h"
 #include "check/evidence.h"
@@ -24,6 +27,44 @@ std::string_view StatusName(CheckStatus status) {
   }
   return "n/a";
 }
+
+namespace {
+
+// The test judged against each other platform the log fits: the same verdict on all of them is
+// said once; where they disagree, each is named and --platform asked for.
+std::optional<CheckFinding> JudgeCandidates(const check::TestEvidence& test,
+                                            const PlatformChoice& choice,
+                                            const CheckOptions& options,
+                                            const check::BandwidthJudgement& judged) {
+  if (choice.candidates.empty() || !choice.platform || !judged.measured) return std::nullopt;
+  std::vector<std::string> verdicts = {std::string(StatusName(judged.status)) + " on " +
+                                       choice.platform->name};
+  bool disagree = false;
+  for (const Platform& other : choice.candidates) {
+    PlatformChoice alternative;
+    alternative.platform = other;
+    alternative.origin = choice.origin;
+    const check::BandwidthJudgement j = check::JudgeBandwidth(test, alternative, options);
+    const std::string status = j.measured ? std::string(StatusName(j.status)) : "not judged";
+    verdicts.push_back(
+        fmt::format("{} on {}{}", status, other.name,
+                    j.expected ? fmt::format(" (expected {:.1f} GB/s)", j.expected->typical) : ""));
+    disagree = disagree || !j.measured || j.status != judged.status;
+  }
+  CheckFinding f;
+  f.rule = "platforms";
+  if (disagree) {
+    f.status = CheckStatus::kWarn;
+    f.reason = "the platforms the log fits disagree: " + Joined(verdicts) +
+               ": give --platform NAME for the verdict of yours";
+  } else {
+    f.status = CheckStatus::kNotApplicable;
+    f.reason = "the same verdict on every platform the log fits: " + Joined(verdicts);
+  }
+  return f;
+}
+
+}  // namespace
 
 std::vector<CheckRuleInfo> CheckRules() {
   std::vector<CheckRuleInfo> out;
@@ -55,6 +96,10 @@ CheckReport Check(const std::vector<RunResult>& runs, const PlatformChoice& plat
       std::optional<CheckFinding> finding = rule.evaluate(context);
       if (!finding) continue;
       finding->rule = std::string(rule.name);
+      verdict.status = std::max(verdict.status, finding->status);
+      verdict.findings.push_back(std::move(*finding));
+    }
+    if (auto finding = JudgeCandidates(test, platform, options, bandwidth)) {
       verdict.status = std::max(verdict.status, finding->status);
       verdict.findings.push_back(std::move(*finding));
     }

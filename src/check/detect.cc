@@ -210,7 +210,9 @@ bool DmiFits(const NodeFacts& f, const Platform& p) {
 }
 
 bool NicsFit(const NodeFacts& f, const Platform& p) {
-  if (p.transport == "IB" || p.transport == "RoCE" || p.transport == "EFA") {
+  // gIB (Google's NCCL plugin) runs over RoCE NICs: their link layer is Ethernet.
+  if (p.transport == "IB" || p.transport == "RoCE" || p.transport == "gIB" ||
+      p.transport == "EFA") {
     const bool layer = p.transport == "EFA" || f.link_layer.empty() ||
                        (p.transport == "IB") == (f.link_layer == "InfiniBand");
     return f.rdma_at_rate == p.nics && std::fabs(f.rdma_rate - p.nic_rate_gbps) < 1 && layer;

@@ -17,6 +17,9 @@ json PlatformJson(const PlatformChoice& choice) {
             {"notes", choice.notes},
             {"name", nullptr}};
   if (!choice.unavailable.empty()) j["unavailable"] = choice.unavailable;
+  std::vector<std::string> candidates;
+  for (const Platform& p : choice.candidates) candidates.push_back(p.name);
+  j["candidates"] = candidates;
   if (!choice.platform) return j;
   const Platform& p = *choice.platform;
   j["name"] = p.name;
@@ -29,6 +32,8 @@ json PlatformJson(const PlatformChoice& choice) {
   j["nic_rate_gbps"] = p.nic_rate_gbps;
   j["transport"] = p.transport;
   j["nic_total_gbs"] = p.NicTotalGBs();
+  j["nvls"] = p.nvls;
+  j["sharp"] = p.sharp;
   j["latency_floor_us"] = p.latency_floor_us ? json(*p.latency_floor_us) : json(nullptr);
   return j;
 }

@@ -79,9 +79,11 @@ struct NetKind {
   std::string_view transport;
 };
 constexpr NetKind kNetKinds[] = {
-    {"FasTrak", "TCPXO"}, {"GPUDirectTCPXO", "TCPXO"}, {"GPUDirectTCPX", "TCPX"},
-    {"NET/OFI", "EFA"},   {"Libfabric", "EFA"},        {"/RoCE", "RoCE"},
-    {"NET/IB", "IB"},     {"NET/Socket", "TCP"},
+    {"FasTrak", "TCPXO"},      {"GPUDirectTCPXO", "TCPXO"},
+    {"GPUDirectTCPX", "TCPX"}, {"NET/OFI", "EFA"},
+    {"Libfabric", "EFA"},      {"NET/gIB", "gIB"},
+    {"/RoCE", "RoCE"},         {"NET/IB", "IB"},
+    {"NET/Socket", "TCP"},
 };
 
 int Strength(const std::string& transport) {
@@ -256,7 +258,9 @@ std::string Misfit(const Platform& p, const LogFacts& f) {
   }
   // A socket transport on a fabric platform is a symptom for the transport rule to name, not
   // a reason to judge against another platform.
-  if (!f.transport.empty() && f.transport != "TCP" && f.transport != p.transport) {
+  // gIB is Google's plugin over RoCE NICs: a plain RoCE log fits a gIB platform too.
+  const bool rides_roce = f.transport == "RoCE" && p.transport == "gIB";
+  if (!f.transport.empty() && f.transport != "TCP" && f.transport != p.transport && !rides_roce) {
     return "transport " + p.transport;
   }
   if (f.nics > 0 && f.nics != p.nics) return fmt::format("{} NICs", p.nics);
@@ -356,6 +360,68 @@ bool DecideDeviceName(const Catalog& catalog, const std::vector<const Platform*>
   return false;
 }
 
+// The highest busbw any row of the runs shows (either placement), GB/s.
+double PeakBusbw(const std::vector<RunResult>& runs) {
+  double peak = 0;
+  for (const RunResult& run : runs) {
+    for (const ResultRow& row : run.rows) {
+      for (const auto* half : {&row.out_of_place, &row.in_place}) {
+        if (half->has_value()) peak = std::max(peak, (*half)->busbw);
+      }
+    }
+  }
+  return peak;
+}
+
+// The most busbw a run on `nodes` nodes of `p` can show, and why; none where no bound is known
+// (one node, inside an NVLink domain, in-network reduction possible beyond two nodes). On two
+// nodes Tree, NVLS and NVLSTree reduce inside each node and can reach about twice the NIC
+// total (nccl-tests #196, shared/reference/platforms.md); beyond, a ring or tree crosses the
+// NICs, with 10% for noise.
+std::optional<std::pair<double, std::string>> Ceiling(const Platform& p, int nodes) {
+  if (nodes < 2 || p.InNvlinkDomain(nodes)) return std::nullopt;
+  const double nic = p.NicTotalGBs();
+  if (nodes == 2) {
+    return std::pair(2 * nic, fmt::format("twice its NIC total of {:.1f} GB/s a node, which Tree "
+                                          "or NVLS on two nodes can reach at most",
+                                          nic));
+  }
+  if (p.sharp != "none" || p.Mnnvl()) return std::nullopt;
+  return std::pair(1.1 * nic, fmt::format("its NIC total of {:.1f} GB/s a node (+10%), which no "
+                                          "algorithm exceeds on {} nodes without in-network "
+                                          "reduction",
+                                          nic, nodes));
+}
+
+// The fitting platforms less those whose NICs cannot carry what the log measured, each of those
+// named in a note with why. None left: no platform, saying so.
+std::vector<const Platform*> DropContradicted(const std::vector<const Platform*>& fits,
+                                              const std::vector<RunResult>& runs, const LogFacts& f,
+                                              PlatformChoice& choice) {
+  const double peak = PeakBusbw(runs);
+  std::vector<const Platform*> kept;
+  std::vector<std::string> dropped;
+  for (const Platform* p : fits) {
+    const auto ceiling = Ceiling(*p, f.nodes);
+    if (ceiling && peak > 1.02 * ceiling->first) {
+      choice.notes.push_back(fmt::format(
+          "ruled out {}: the log's busbw reaches {:.1f} GB/s on {} nodes, above the {:.1f} GB/s "
+          "it allows ({})",
+          p->name, peak, f.nodes, ceiling->first, ceiling->second));
+      dropped.push_back(p->name);
+    } else {
+      kept.push_back(p);
+    }
+  }
+  if (kept.empty()) {
+    choice.unavailable = fmt::format(
+        "the log fits {}, but its busbw ({:.1f} GB/s on {} nodes) is above what each allows: "
+        "check the node count (--nodes) or give --platform NAME",
+        Joined(dropped), peak, f.nodes);
+  }
+  return kept;
+}
+
 }  // namespace
 
 PlatformChoice InferPlatform(const Catalog& catalog, const std::vector<RunResult>& runs) {
@@ -384,8 +450,10 @@ PlatformChoice InferPlatform(const Catalog& catalog, const std::vector<RunResult
     choice.platform = FromFacts(catalog, f, choice);
     return choice;
   }
-  // When the log leaves several platforms open, the one with the least network bandwidth is
-  // the fair yardstick: a FAIL against it is a FAIL against all of them.
+  if (fits.size() > 1) fits = DropContradicted(fits, runs, f, choice);
+  if (fits.empty()) return choice;
+  // Of the platforms the numbers allow, the one with the least network bandwidth is the fair
+  // yardstick; the others are judged too (check says where they disagree).
   const auto weakest = std::min_element(fits.begin(), fits.end(), [](auto* a, auto* b) {
     return std::pair(a->NicTotalGBs(), a->intra_node_ring_busbw) <
            std::pair(b->NicTotalGBs(), b->intra_node_ring_busbw);
@@ -394,10 +462,15 @@ PlatformChoice InferPlatform(const Catalog& catalog, const std::vector<RunResult
   if (fits.size() > 1) {
     std::vector<std::string> names;
     names.reserve(fits.size());
-    for (const Platform* p : fits) names.push_back(p->name);
+    for (const Platform* p : fits) {
+      names.push_back(
+          fmt::format("{} ({} x {:g} Gb/s {})", p->name, p->nics, p->nic_rate_gbps, p->transport));
+      if (p != *weakest) choice.candidates.push_back(*p);
+    }
     choice.notes.push_back(fmt::format(
-        "the log fits {} catalog platforms ({}): judged against {}, the one with the least "
-        "network bandwidth; give --platform NAME to judge against yours",
+        "the log fits {} catalog platforms its numbers allow: {}; judged against {}, the one with "
+        "the least network bandwidth, and against each of the others (the verdict says where "
+        "they disagree); give --platform NAME to judge against yours",
         fits.size(), Joined(names), (*weakest)->name));
   }
   return choice;

@@ -12,7 +12,7 @@ namespace {
 
 const char kDescribeHint[] =
     "describe the node with --gpus-per-node N --intra-node-busbw GB/s --nics N --nic-rate Gb/s "
-    "[--transport IB|RoCE|TCPX|TCPXO|EFA|TCP]";
+    "[--transport IB|RoCE|gIB|TCPX|TCPXO|EFA|TCP]";
 
 }  // namespace
 

@@ -76,8 +76,11 @@ std::optional<CheckFinding> GpuDirectRule(const RuleContext& c) {
     return f;
   }
   const std::string gdr = FirstWith(lines, "GDRDMA");
-  const std::string ib = FirstWith(lines, "via NET/IB");
-  if (gdr.empty() && !ib.empty() && (p.transport == "IB" || p.transport == "RoCE")) {
+  // gIB (Google's plugin over RoCE NICs) names its connections "via NET/gIB".
+  std::string ib = FirstWith(lines, "via NET/IB");
+  if (ib.empty()) ib = FirstWith(lines, "via NET/gIB");
+  const bool rdma = p.transport == "IB" || p.transport == "RoCE" || p.transport == "gIB";
+  if (gdr.empty() && !ib.empty() && rdma) {
     f.status = Below(j) ? CheckStatus::kFail : CheckStatus::kWarn;
     f.reason = "RDMA without GPUDirect: NCCL's log shows '" + ib +
                "' with no GDRDMA, so data is staged through host memory" + HowFar(j) +

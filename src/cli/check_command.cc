@@ -34,6 +34,7 @@ struct CheckFlags {
   int nodes = 0;
   std::string root = "/";
   std::string judge_from;
+  std::string sharp;  // --sharp yes|no: in-network reduction on the fabric
   std::string format = "text";
   std::string output;
   std::string collective;
@@ -69,12 +70,12 @@ PlatformChoice ChoosePlatform(const CheckFlags& flags, const std::vector<RunResu
     return choice;
   }
   if (generic) {
-    static const std::vector<std::string> kTransports = {"IB",    "RoCE", "TCPX",
+    static const std::vector<std::string> kTransports = {"IB",    "RoCE", "gIB", "TCPX",
                                                          "TCPXO", "EFA",  "TCP"};
     if (std::find(kTransports.begin(), kTransports.end(), flags.generic.transport) ==
         kTransports.end()) {
       throw UsageError("--transport '" + flags.generic.transport +
-                       "': choose IB, RoCE, TCPX, TCPXO, EFA or TCP");
+                       "': choose IB, RoCE, gIB, TCPX, TCPXO, EFA or TCP");
     }
     GenericPlatformOptions options = flags.generic;
     if (flags.latency_option->count() > 0) {
@@ -241,6 +242,14 @@ int ExecuteCheck(const CheckFlags& flags, const CommandContext& ctx) {
     options.nodes = flags.nodes;
   }
   if (!flags.judge_from.empty()) options.judge_from = ParseSize(flags.judge_from, "--judge-from");
+  if (flags.sharp == "yes") {
+    options.sharp = true;
+  } else if (flags.sharp == "no") {
+    options.sharp = false;
+  } else if (!flags.sharp.empty()) {
+    throw UsageError("--sharp is '" + flags.sharp +
+                     "': give yes (the fabric has in-network reduction, SHARP) or no");
+  }
   if (flags.root_option->count() > 0 &&
       (!flags.platform.empty() || AnyGiven(flags.generic_options))) {
     throw UsageError(
@@ -304,7 +313,7 @@ CommandAction SetupCheckCommand(CLI::App& app) {
       app.add_option("--nic-rate", f.generic.nic_rate_gbps,
                      "generic platform: line rate of one NIC, Gb/s"),
       app.add_option("--transport", f.generic.transport,
-                     "generic platform: IB, RoCE, TCPX, TCPXO, EFA or TCP")
+                     "generic platform: IB, RoCE, gIB, TCPX, TCPXO, EFA or TCP")
           ->capture_default_str(),
       app.add_option("--ring-efficiency", f.generic.ring_efficiency,
                      "generic platform: fraction of line rate a healthy ring reaches")
@@ -326,6 +335,11 @@ CommandAction SetupCheckCommand(CLI::App& app) {
                  "judge busbw from this size up (K/M/G) instead of where the platform's band "
                  "starts (1 GB for most)")
       ->type_name("SIZE");
+  app.add_option("--sharp", f.sharp,
+                 "yes|no: whether the fabric has in-network reduction (InfiniBand SHARP, NCCL's "
+                 "CollNet), which decides the bands across racks; default: the run's NCCL log "
+                 "says, else both are named")
+      ->type_name("yes|no");
   AddFormatOption(app, f.format, CheckOutputFormats());
   app.add_option("--output", f.output, "write the verdicts to FILE instead of stdout")
       ->type_name("FILE");

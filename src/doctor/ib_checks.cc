@@ -52,11 +52,12 @@ bool BelowModelRate(const NodeContext& node, const IbPort& p, CheckOutput& out) 
   return true;
 }
 
-// Whether the platform's GPU-fabric NICs are ports of this link layer (IB or RoCE); the other
-// transports (TCPX, EFA, TCP) are not RDMA ports of the doctor's scan.
+// Whether the platform's GPU-fabric NICs are ports of this link layer (IB, or RoCE, which gIB,
+// Google's NCCL plugin, also runs over); the other transports (TCPX, EFA, TCP) are not RDMA
+// ports of the doctor's scan.
 bool PlatformPort(const Platform& platform, const IbPort& p) {
   if (platform.transport == "IB") return !p.roce();
-  if (platform.transport == "RoCE") return p.roce();
+  if (platform.transport == "RoCE" || platform.transport == "gIB") return p.roce();
   return false;
 }
 

@@ -53,7 +53,7 @@ std::optional<double> BandEfficiency(const Platform& platform) {
   const Expectation* best = nullptr;
   auto better = [](const Expectation& a, const Expectation* b) {
     if (b == nullptr) return true;
-    if ((a.basis == "published") != (b->basis == "published")) return a.basis == "published";
+    if (BasisRank(a.basis) != BasisRank(b->basis)) return BasisRank(a.basis) < BasisRank(b->basis);
     return a.nodes_min < b->nodes_min;
   };
   for (const auto& e : platform.expected) {

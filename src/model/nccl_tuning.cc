@@ -124,8 +124,9 @@ const PlatformFactors& Factors() {
       .nvls_gain = {0.0, 0.0, 1.3, 1.17},
       .transports =
           {
-              {"IB", 0.96, true, "nccl-tests #119: 48 GB/s busbw per 400 Gb/s NIC"},
+              {"IB", 0.96, true, "nccl-tests #119: 24 GB/s busbw per 200 Gb/s NIC, 96%"},
               {"RoCE", 0.90, true, "docs/catalog.md: derived bands use 0.9 off InfiniBand"},
+              {"gIB", 0.90, true, "Google's gIB NCCL plugin over the same RoCE NICs as RoCE"},
               {"EFA", 0.90, true, "docs/catalog.md: derived bands use 0.9 off InfiniBand"},
               {"TCPX", 0.68, false, "seed 000: 2-node a3-highgpu all_reduce 67.8 of 100 GB/s"},
               {"TCPXO", 0.94, false, "dstack a3mega: 2-node all_gather 188 of 200 GB/s"},

@@ -74,7 +74,7 @@ struct PlatformFactors {
     bool ll128_over_net;  // NCCL enables LL128 across nodes only on GPUDirect paths
     const char* source;
   };
-  Transport transports[6];
+  Transport transports[7];
   double default_net_efficiency;  // an unknown transport
   int max_channels;               // NCCL_MAX_CHANNELS-like ceiling on derived channel counts
   int single_node_channels;       // channels of a single-node NVLink ring

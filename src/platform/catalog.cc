@@ -1,6 +1,10 @@
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "core/joined.h"
 #include "core/strings.h"
@@ -81,6 +85,39 @@ void RequirePositive(const FieldReader& r, const std::string& path, double value
   if (!(value > 0)) r.Fail(path, "must be positive");
 }
 
+// The number `text` prints, read as a C locale double ("1,600" -> 1600); empty when none.
+std::optional<double> NumberOf(const std::string& text) {
+  std::string digits;
+  for (char c : text) {
+    if (c != ',') digits += c;
+  }
+  try {
+    size_t used = 0;
+    const double value = std::stod(digits, &used);
+    if (used == digits.size()) return value;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+// A measured figure carries its source's words: the quote, and the number as printed there,
+// which must be in the quote and equal the figure to the catalog's one decimal.
+void CheckMeasured(const FieldReader& r, const Expectation& e) {
+  if (e.quote.empty()) r.Fail("quote", "is empty: a measured figure quotes its source's words");
+  if (e.quote_value.empty() || e.quote.find(e.quote_value) == std::string::npos) {
+    r.Fail("quote_value", "'" + e.quote_value + "' is not in the quote '" + e.quote + "'");
+  }
+  const std::optional<double> value = NumberOf(e.quote_value);
+  if (!value || std::fabs(*value - e.typical_busbw) > 0.05 + 1e-9) {
+    r.Fail("typical_busbw", fmt::format("is {:g}, but the quote says {}: a measured figure is the "
+                                        "number its source prints (to one decimal)",
+                                        e.typical_busbw, e.quote_value));
+  }
+  if (e.source.find("http") == std::string::npos && e.source.find('#') == std::string::npos) {
+    r.Fail("source", "names no URL or issue number: a measured figure says where it was printed");
+  }
+}
+
 Expectation ReadExpectation(const FieldReader& r) {
   Expectation e;
   e.collective = r.Required<std::string>("collective");
@@ -92,14 +129,57 @@ Expectation ReadExpectation(const FieldReader& r) {
   e.algorithm = r.Optional<std::string>("algorithm", "");
   e.basis = r.Required<std::string>("basis");
   e.source = r.Required<std::string>("source");
+  e.quote = r.Optional<std::string>("quote", "");
+  e.quote_value = r.Optional<std::string>("quote_value", "");
+  e.formula = r.Optional<std::string>("formula", "");
+  e.settle = r.Optional<std::string>("settle", "");
+  e.date = r.Optional<std::string>("date", "");
   RequirePositive(r, "typical_busbw", e.typical_busbw);
   if (e.low_busbw > e.typical_busbw) r.Fail("low_busbw", "is above typical_busbw");
   if (e.nodes_min < 1) r.Fail("nodes_min", "must be at least 1");
-  if (e.basis != "published" && e.basis != "derived") {
-    r.Fail("basis", "must be \"published\" or \"derived\"");
+  const auto& algorithms = BandAlgorithms();
+  if (!e.algorithm.empty() &&
+      std::find(algorithms.begin(), algorithms.end(), e.algorithm) == algorithms.end()) {
+    r.Fail("algorithm", "is '" + e.algorithm + "': use " + Joined(algorithms) +
+                            ", or leave it out when the source does not name it");
   }
   if (e.source.empty()) r.Fail("source", "is empty: every figure needs its source");
+  if (e.basis == "measured") {
+    CheckMeasured(r, e);
+  } else if (e.basis == "derived") {
+    if (e.formula.empty()) r.Fail("formula", "is empty: a derived figure shows its formula");
+  } else if (e.basis == "assumed") {
+    if (e.settle.empty()) r.Fail("settle", "is empty: an assumed figure says what would settle it");
+  } else {
+    r.Fail("basis", "must be \"measured\", \"derived\" or \"assumed\"");
+  }
   return e;
+}
+
+// A NIC total a provider states in one number ("1,600 Gbps"): the quote must print it, and the
+// NICs times their rate must make it, so a NIC count read elsewhere cannot drift from the page.
+void ReadNicTotal(const FieldReader& net, Platform& p) {
+  p.nic_total_gbps = net.Maybe<double>("total_gbps");
+  p.nic_total_quote = net.Optional<std::string>("total_quote", "");
+  p.nic_total_source = net.Optional<std::string>("total_source", "");
+  if (!p.nic_total_gbps) return;
+  if (std::fabs(*p.nic_total_gbps - p.nics * p.nic_rate_gbps) > 0.5) {
+    net.Fail("network.total_gbps", fmt::format("is {:g}, but nics x nic_rate_gbps is {:g}",
+                                               *p.nic_total_gbps, p.nics * p.nic_rate_gbps));
+  }
+  bool printed =
+      p.nic_total_quote.find(fmt::format("{:g}", *p.nic_total_gbps)) != std::string::npos;
+  const long whole = std::lround(*p.nic_total_gbps);
+  const std::string grouped =
+      whole >= 1000 ? fmt::format("{},{:03}", whole / 1000, whole % 1000) : std::to_string(whole);
+  printed = printed || p.nic_total_quote.find(grouped) != std::string::npos;
+  if (!printed) {
+    net.Fail("network.total_quote",
+             fmt::format("does not print the total {:g} Gb/s", *p.nic_total_gbps));
+  }
+  if (p.nic_total_source.find("http") == std::string::npos) {
+    net.Fail("network.total_source", "names no URL: say which page states the total");
+  }
 }
 
 // The GPUs of a node and what joins them; an MNNVL platform also names its NVLink domain
@@ -122,6 +202,7 @@ void ReadGpu(const FieldReader& gpu, Platform& p) {
     gpu.Fail("gpu.device_names_source",
              "is empty: say which published log shows the GPU under these names");
   }
+  p.nvls = gpu.Optional<bool>("nvls", false);
   p.intra_fabric = gpu.Optional<std::string>("fabric", "NVSwitch");
   static const std::vector<std::string> kFabrics = {"NVSwitch", "NVLink", "XGMI", "PCIe", "MNNVL"};
   if (std::find(kFabrics.begin(), kFabrics.end(), p.intra_fabric) == kFabrics.end()) {
@@ -152,6 +233,18 @@ void ReadGpu(const FieldReader& gpu, Platform& p) {
 
 }  // namespace
 
+int BasisRank(const std::string& basis) {
+  if (basis == "measured") return 0;
+  if (basis == "derived") return 1;
+  return 2;
+}
+
+const std::vector<std::string>& BandAlgorithms() {
+  static const std::vector<std::string> kAlgorithms = {"Ring",     "Tree",    "NVLS",
+                                                       "NVLSTree", "CollNet", "PAT"};
+  return kAlgorithms;
+}
+
 bool Expectation::Covers(const std::string& coll, int nodes, size_t size) const {
   return coll == collective && nodes >= nodes_min && (!nodes_max || nodes <= *nodes_max) &&
          size >= min_size;
@@ -164,11 +257,12 @@ bool Platform::KnownAsDevice(const std::string& device) const {
 
 std::optional<Expectation> Platform::ExpectationFor(const std::string& collective, int nodes,
                                                     size_t size) const {
-  // A published figure beats a derived one; among equals the first listed wins.
+  // A measured figure beats a derived one, a derived one an assumed one; among equals the first
+  // listed wins.
   std::optional<Expectation> best;
   for (const Expectation& e : expected) {
     if (!e.Covers(collective, nodes, size)) continue;
-    if (!best || (best->basis != "published" && e.basis == "published")) best = e;
+    if (!best || BasisRank(e.basis) < BasisRank(best->basis)) best = e;
   }
   return best;
 }
@@ -197,10 +291,20 @@ Platform Catalog::ParsePlatform(const std::string& json_text, const std::string&
   p.network_source = net.Optional<std::string>("source", "");
   RequirePositive(net, "network.nics", p.nics);
   RequirePositive(net, "network.nic_rate_gbps", p.nic_rate_gbps);
-  static const std::vector<std::string> kTransports = {"IB", "RoCE", "TCPX", "TCPXO", "EFA", "TCP"};
+  static const std::vector<std::string> kTransports = {"IB",    "RoCE", "gIB", "TCPX",
+                                                       "TCPXO", "EFA",  "TCP"};
   if (std::find(kTransports.begin(), kTransports.end(), p.transport) == kTransports.end()) {
     net.Fail("network.transport",
-             "is '" + p.transport + "': use IB, RoCE, TCPX, TCPXO, EFA or TCP");
+             "is '" + p.transport + "': use IB, RoCE, gIB, TCPX, TCPXO, EFA or TCP");
+  }
+  ReadNicTotal(net, p);
+  p.sharp = net.Optional<std::string>("sharp", "none");
+  if (p.sharp != "none" && p.sharp != "fabric") {
+    net.Fail("network.sharp", "is '" + p.sharp + "': use \"none\" or \"fabric\"");
+  }
+  if (p.sharp == "fabric" && p.transport != "IB") {
+    net.Fail("network.sharp", "is \"fabric\" on " + p.transport +
+                                  ": in-network reduction (SHARP) needs InfiniBand switches");
   }
   r.ForEach("nccl_env", [&](const FieldReader& e) {
     p.nccl_env.push_back({e.Required<std::string>("name"), e.Required<std::string>("value"),
@@ -303,13 +407,30 @@ Platform GenericPlatform(const GenericPlatformOptions& o) {
   p.latency_floor_us = o.latency_floor_us;
   p.latency_source = o.latency_floor_us ? "command line" : "";
   const double ring = std::min(p.intra_node_ring_busbw, p.NicTotalGBs() * o.ring_efficiency);
+  const auto band = [&](const char* coll, int nodes_min, std::optional<int> nodes_max,
+                        double typical, std::string source, std::string formula) {
+    Expectation e;
+    e.collective = coll;
+    e.nodes_min = nodes_min;
+    e.nodes_max = nodes_max;
+    e.min_size = size_t{1} << 30;
+    e.typical_busbw = typical;
+    e.low_busbw = 0.85 * typical;
+    e.algorithm = "Ring";
+    e.basis = "derived";
+    e.source = std::move(source);
+    e.formula = std::move(formula);
+    return e;
+  };
   for (const char* coll : {"all_reduce", "all_gather", "reduce_scatter"}) {
-    p.expected.push_back({coll, 1, 1, size_t{1} << 30, p.intra_node_ring_busbw,
-                          0.85 * p.intra_node_ring_busbw, "Ring", "derived",
-                          "command line: --intra-node-busbw"});
+    p.expected.push_back(band(coll, 1, 1, p.intra_node_ring_busbw,
+                              "command line: --intra-node-busbw",
+                              "--intra-node-busbw; healthy from 85% of it"));
     p.expected.push_back(
-        {coll, 2, std::nullopt, size_t{1} << 30, ring, 0.85 * ring, "Ring", "derived",
-         "command line: min(intra-node busbw, NICs x rate / 8 x ring efficiency)"});
+        band(coll, 2, std::nullopt, ring,
+             "command line: min(intra-node busbw, NICs x rate / 8 x ring efficiency)",
+             fmt::format("min({:g}, {} x {:g} Gb/s / 8 x {:g})", p.intra_node_ring_busbw, p.nics,
+                         p.nic_rate_gbps, o.ring_efficiency)));
   }
   return p;
 }

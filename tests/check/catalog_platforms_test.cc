@@ -126,7 +126,7 @@ TEST(CatalogPlatforms, Gb200TwoTraysInOneRackAreJudgedAgainstNvlink) {
   EXPECT_EQ(t.status, CheckStatus::kPass) << dump;
   ASSERT_TRUE(t.expected) << dump;
   EXPECT_DOUBLE_EQ(t.expected->typical, 834.6);
-  EXPECT_EQ(t.expected->basis, "published");
+  EXPECT_EQ(t.expected->basis, "measured");
   EXPECT_TRUE(Has(t.expected->source, "coreweave/nccl-tests")) << t.expected->source;
   const CheckFinding* bw = FindingOf(t, "bandwidth");
   ASSERT_NE(bw, nullptr) << dump;
@@ -276,15 +276,17 @@ TEST(CatalogPlatforms, H100OverRoceIsMatchedAndJudged) {
       << bw->reason;
 }
 
-// Above the NIC total on two nodes: NVLS/Tree, judged against the published 2-node figure
-// (NVIDIA/nccl #2409), with the algorithm rule's warning that it is not the network.
-TEST(CatalogPlatforms, H100OverRoceAboveTheNicTotalMeetsThePublishedFigure) {
+// Above the NIC total on two nodes: NVLS/Tree, judged against the assumed 2-node figure
+// (NVIDIA/nccl #2409's expectation), with the algorithm rule's warning that it is not the network.
+TEST(CatalogPlatforms, H100OverRoceAboveTheNicTotalMeetsTheAssumedFigure) {
   const Judged j = JudgeFromLog(NcclTestsLog(TwoH100RoceNodes(465)));
   const std::string dump = Dump(j.choice, j.report);
   ASSERT_EQ(j.report.tests.size(), 1u) << dump;
   const TestVerdict& t = j.report.tests[0];
   ASSERT_TRUE(t.expected) << dump;
   EXPECT_DOUBLE_EQ(t.expected->typical, 470.0);
+  // NVIDIA/nccl #2409's 470 is its reporter's expectation, not a run: an assumed figure.
+  EXPECT_EQ(t.expected->basis, "assumed");
   EXPECT_TRUE(Has(t.expected->source, "NVIDIA/nccl #2409")) << t.expected->source;
   const CheckFinding* algo = FindingOf(t, "algorithm");
   ASSERT_NE(algo, nullptr) << dump;

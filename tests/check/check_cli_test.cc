@@ -72,7 +72,7 @@ TEST_F(CheckCli, PublishedRunAsJson) {
   const json& test = report["tests"][0];
   EXPECT_EQ(test["collective"], "all_gather");
   EXPECT_EQ(test["nodes"], 2);
-  EXPECT_EQ(test["expected"]["basis"], "published");
+  EXPECT_EQ(test["expected"]["basis"], "measured");
   EXPECT_EQ(test["expected"]["typical_busbw"], 325.7);
   EXPECT_TRUE(test["confidence"].is_null()) << "one run";
   const json bandwidth = FindingOf(report, "bandwidth");
@@ -239,7 +239,9 @@ TEST_F(CheckCli, BadInputs) {
       {"--gpus-per-node 8 --intra-node-busbw 370 --nics 8 --nic-rate 0 " + log,
        "a generic platform needs --nic-rate"},
       {"--gpus-per-node 8 --intra-node-busbw 370 --nics 8 --nic-rate 400 --transport PIGEON " + log,
-       "--transport 'PIGEON': choose IB, RoCE, TCPX, TCPXO, EFA or TCP"},
+       "--transport 'PIGEON': choose IB, RoCE, gIB, TCPX, TCPXO, EFA or TCP"},
+      {"--platform gb200-nvl72 --sharp maybe " + log,
+       "--sharp is 'maybe': give yes (the fabric has in-network reduction, SHARP) or no"},
       {"--gpus-per-node 8 --intra-node-busbw 370 --nics 8 --nic-rate 400 --latency-floor -3 " + log,
        "--latency-floor must be a positive number"},
       {"--platform dgx-h100 --nics 8 " + log, "--platform and a generic description"},

@@ -123,7 +123,7 @@ TEST(Detect, DegradedNicsStillDetectWithANote) {
   EXPECT_EQ(c.platform->name, "gcp-a3-ultragpu-8g");
   EXPECT_TRUE(Mentions(c.evidence, "1 not ACTIVE")) << Lines(c);
   EXPECT_TRUE(Mentions(c.notes,
-                       "has 8 x 400 Gb/s RoCE NICs, this node shows 8 x NVIDIA H200, "
+                       "has 8 x 400 Gb/s gIB NICs, this node shows 8 x NVIDIA H200, "
                        "8 x 200 Gb/s RDMA"))
       << Lines(c);
 }

@@ -65,13 +65,16 @@ TEST(LogPlatform, H100DeviceLinesAloneChooseTheLeastNetworkOfTheCandidates) {
                   "(job.log:6-21)"))
       << Evidence(choice);
   EXPECT_TRUE(Has(Evidence(choice), "16 ranks on 2 hosts, 8 GPUs per node")) << Evidence(choice);
-  // Several H100 platforms fit: the one with the least network bandwidth is the yardstick.
+  // Several H100 platforms fit: those whose NICs cannot carry 345 GB/s on two nodes (TCPX's
+  // 4 x 200 Gb/s: 100 GB/s, twice that at most with Tree or NVLS) are ruled out and named; of
+  // the rest the one with the least network bandwidth is the yardstick.
   EXPECT_TRUE(Has(Evidence(choice), "judged against " + choice.platform->name +
                                         ", the one with "
                                         "the least network bandwidth"))
       << Evidence(choice);
+  EXPECT_TRUE(Has(Evidence(choice), "ruled out gcp-a3-highgpu-8g")) << Evidence(choice);
   for (const Platform& p : BuiltinCatalog().platforms()) {
-    if (Has(p.gpu_model, "H100") && p.gpus_per_node == 8) {
+    if (Has(p.gpu_model, "H100") && p.gpus_per_node == 8 && 2 * p.NicTotalGBs() >= 345) {
       EXPECT_LE(choice.platform->NicTotalGBs(), p.NicTotalGBs()) << p.name;
     }
   }
