@@ -438,7 +438,8 @@ TEST(CatalogSources, PublishedIsNoLongerABasisAndDerivedNeedsItsFormula) {
 
 // p6e-gb200's NIC total is AWS's own: the EC2 guide's P6e-GB200 EFA section, 1,600 Gbps.
 TEST(CatalogSources, P6eGb200NicTotalQuotesAwsOwnPage) {
-  const Platform& p = Catalog::Builtin().Get("p6e-gb200");
+  const Catalog catalog = Catalog::Builtin();  // Builtin() returns a value: keep it alive
+  const Platform& p = catalog.Get("p6e-gb200");
   ASSERT_TRUE(p.nic_total_gbps);
   EXPECT_DOUBLE_EQ(*p.nic_total_gbps, 1600);
   EXPECT_DOUBLE_EQ(p.NicTotalGBs(), 200);
