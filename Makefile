@@ -1,24 +1,43 @@
 # The two set-up commands of README.md: `make run` and `make test`. Each installs what is
-# missing (Debian packages, as root), configures, builds, then runs or tests.
+# missing (Debian or Ubuntu packages: scripts/install-deps.sh's build set for run, its test set
+# for test), configures, builds, then runs or tests. `make run` builds the binary alone, as a
+# user's build: no tests, no benchmarks, warnings not errors. `make test` (and so CI) builds
+# everything with -DFABRICSCOPE_WERROR=ON.
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build run test bench sanitize format format-check clean image tidy tsan
+.PHONY: all deps deps-build configure configure-run build build-run run test bench sanitize \
+  format format-check clean image tidy tsan
+
+# What CI builds: the tests and benchmarks, warnings as errors.
+TEST_FLAGS = -DFABRICSCOPE_BUILD_TESTS=ON -DFABRICSCOPE_BUILD_BENCH=ON -DFABRICSCOPE_WERROR=ON
+# What a user's `make run` builds: the binary (and the profiler plugin when prometheus-cpp is
+# installed), a user's warnings.
+RUN_FLAGS = -DFABRICSCOPE_BUILD_TESTS=OFF -DFABRICSCOPE_BUILD_BENCH=OFF -DFABRICSCOPE_WERROR=OFF
 
 all: build
 
 deps:
-	bash scripts/install-deps.sh
+	bash scripts/install-deps.sh test
+
+deps-build:
+	bash scripts/install-deps.sh build
 
 configure: deps
-	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -G Ninja $(TEST_FLAGS) $(CMAKE_FLAGS)
 
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
+configure-run: deps-build
+	cmake -S . -B $(BUILD) -G Ninja $(RUN_FLAGS) $(CMAKE_FLAGS)
+
+build-run: configure-run
+	cmake --build $(BUILD) -j $(JOBS) --target fabricscope
+
 # The main job on the local default: a validated all_reduce sweep over 4 thread ranks.
-run: build
+run: build-run
 	./$(BUILD)/fabricscope run
 
 # The suite, after the format check (the tree stays clang-formatted), a -Werror build and
@@ -64,7 +83,7 @@ TSAN_TARGETS = fabricscope core_test backends_test launch_test nccl_backend_test
   profiler_test watch_test cli_test locate_nccl_test
 tsan: deps
 	cmake -S . -B $(TSAN_BUILD) -G Ninja -DFABRICSCOPE_TSAN=ON -DFABRICSCOPE_BUILD_BENCH=OFF \
-	  $(CMAKE_FLAGS)
+	  -DFABRICSCOPE_BUILD_TESTS=ON -DFABRICSCOPE_WERROR=ON $(CMAKE_FLAGS)
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target $(TSAN_TARGETS)
 	TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1" \
 	  ctest --test-dir $(TSAN_BUILD) -L threads -E '$(TSAN_EXCLUDE)' --output-on-failure -j $(JOBS) \
