@@ -10,6 +10,7 @@
 #include "fabricscope/engine.h"
 #include "fabricscope/error.h"
 #include "fabricscope/launch.h"
+#include "fabricscope/node_gpus.h"
 #include "fabricscope/report.h"
 #include "fabricscope/sizes.h"
 
@@ -218,6 +219,9 @@ std::unique_ptr<Backend> ResolveBackend(const RunFlags& flags, const LaunchInfo&
   if (options.backend.empty()) {
     std::string reason;
     options.backend = DefaultBackend(libraries, &reason);
+    // No silent fallback: on a node with GPUs, host memory is measured only when asked for
+    // (--backend gloo); otherwise exit 2 saying why no GPU is visible and how to fix it.
+    if (options.backend == "gloo") RefuseHostFallback(ProbeNodeGpus(NodeRoot(env)), env, reason);
     if (launch.process_rank == 0) {
       err << "# fabricscope: no --backend given: using " << options.backend << " (" << reason
           << ")\n";

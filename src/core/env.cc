@@ -89,6 +89,32 @@ constexpr std::array kVariables = {
                 kGpuJobs},
     EnvVariable{"NCCL_DEBUG_FILE", kUnset,
                 "where NCCL writes that log; unset: a temporary file, echoed to stderr", kGpuJobs},
+    // A GPU node whose GPUs none is visible here: run and check refuse the host-memory fallback
+    // (src/backends/node_gpus.cc, docs/gpu.md).
+    EnvVariable{"CUDA_VISIBLE_DEVICES", kUnset,
+                "empty, -1, none or void: hides the NVIDIA GPUs; named in the refusal of a node "
+                "whose GPUs none is visible (exit 2)",
+                "run, check"},
+    EnvVariable{"NVIDIA_VISIBLE_DEVICES", kUnset,
+                "the NVIDIA container runtime's: empty, none or void starts a container without "
+                "GPUs; named the same way",
+                "run, check"},
+    EnvVariable{"HIP_VISIBLE_DEVICES", kUnset,
+                "empty or -1: hides the AMD GPUs; named the same way", "run, check"},
+    EnvVariable{"ROCR_VISIBLE_DEVICES", kUnset,
+                "empty or -1: hides the AMD GPUs from ROCm; named the same way", "run, check"},
+    EnvVariable{"SLURM_JOB_GPUS", kUnset,
+                "the job's GPUs under Slurm: with SLURM_STEP_GPUS and SLURM_GPUS_ON_NODE unset "
+                "too, a job on a GPU node that requested none is refused (exit 2)",
+                "run, check"},
+    EnvVariable{"SLURM_STEP_GPUS", kUnset, "the step's GPUs under srun (see SLURM_JOB_GPUS)",
+                "run, check"},
+    EnvVariable{"SLURM_GPUS_ON_NODE", kUnset,
+                "the GPUs Slurm gave the job on this node (see SLURM_JOB_GPUS)", "run, check"},
+    EnvVariable{"FABRICSCOPE_NODE_ROOT", kUnset,
+                "where the node's device files are looked for (/dev/nvidia<N>, /dev/kfd, "
+                "/proc/driver/nvidia, /sys/module/nvidia, amdgpu); unset: / (a test's fake node)",
+                "run, check"},
     // Recorded with the results ("env" in the JSON): what changes a library's behaviour.
     EnvVariable{"NCCL_*", kUnset,
                 "recorded with the results; doctor lints them (unknown names, bad values)",
