@@ -8,7 +8,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
 .PHONY: all deps deps-build configure configure-run build build-run run test bench sanitize \
-  format format-check clean image tidy tsan
+  format format-check clean image push tidy tsan
 
 # What CI builds: the tests and benchmarks, warnings as errors.
 TEST_FLAGS = -DFABRICSCOPE_BUILD_TESTS=ON -DFABRICSCOPE_BUILD_BENCH=ON -DFABRICSCOPE_WERROR=ON
@@ -58,15 +58,22 @@ bench: build
 sanitize:
 	$(MAKE) test BUILD=build-asan TSAN=no TIDY=no CMAKE_FLAGS="-DFABRICSCOPE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"
 
-# The container image (Containerfile) with podman: the binary of $(BUILD) on BASE, a Debian 12
-# image (a CUDA or PyTorch one built on Debian 12 for GPUs); docs/deploy.md.
+# The container image (Containerfile) with podman: the binary of $(BUILD) (built as `make run`
+# builds it) on BASE, a Debian 12 image (a CUDA or PyTorch one built on Debian 12 for GPUs);
+# named as a cluster pulls it, REGISTRY/fabricscope:TAG, and pushed there by `make push`
+# (docs/deploy.md). For a platform's own NCCL image, Containerfile.nccl builds FROM it.
 BASE ?= docker.io/library/debian:bookworm-slim
-IMAGE ?= localhost/fabricscope:latest
-image: build
+REGISTRY ?= localhost
+TAG ?= latest
+IMAGE ?= $(REGISTRY)/fabricscope:$(TAG)
+image: build-run
 	rm -rf $(BUILD)/image && mkdir -p $(BUILD)/image
 	cp Containerfile $(BUILD)/fabricscope $(BUILD)/image/
 	podman build --network host --build-arg BASE=$(BASE) --build-arg FABRICSCOPE_BIN=fabricscope \
 	  -t $(IMAGE) -f $(BUILD)/image/Containerfile $(BUILD)/image
+
+push: image
+	podman push $(IMAGE)
 
 # clang-tidy over the library, the CLI and the plugin (src/), with $(BUILD)'s compile database:
 # the checks of .clang-tidy, any finding fails. GCC's -Wconversion leaves out sign conversions,
