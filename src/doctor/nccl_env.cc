@@ -388,6 +388,10 @@ const std::vector<NcclVariable>& NcclVariables() {
         {"NCCL_DEBUG", "log level: VERSION, WARN, INFO, TRACE"},
         {"NCCL_DEBUG_FILE", "log file name (%h host, %p pid)"},
         {"NCCL_DEBUG_SUBSYS", "subsystems logged: INIT, NET, GRAPH, ..."},
+        // Not in NVIDIA's NCCL: the NCCL that GCP's GPUDirect-TCPX plugin image ships reads it
+        // (skypilot@d7fe39d examples/gcp_gpu_direct_tcpx/nccl_tcpx_gcpvm_h100.yaml line 50;
+        // dstack@511c318 mkdocs/docs/examples/clusters/gcp.md line 563).
+        {"NCCL_DYNAMIC_CHUNK_SIZE", "chunk size of GCP's GPUDirect-TCPX NCCL build"},
         {"NCCL_DEBUG_TIMESTAMP_FORMAT", "log timestamp format"},
         {"NCCL_DEBUG_TIMESTAMP_LEVELS", "levels that get a timestamp"},
         {"NCCL_DMABUF_ENABLE", "GPUDirect RDMA registration through Linux dma-buf"},

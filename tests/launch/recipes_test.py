@@ -2,9 +2,13 @@
 """Checks every recipe under deploy/ without the cloud it is written for.
 
   recipes_test.py FABRICSCOPE DEPLOY_DIR
+  recipes_test.py --mutations FABRICSCOPE DEPLOY_DIR
 
-For each recipe (Slurm batch script, SkyPilot and dstack task files, Kubernetes JobSet and
-MPIJob):
+For each recipe (Slurm batch script, SkyPilot and dstack task files, dstack fleets and server
+configurations, Kubernetes JobSet, MPIJob and GKE manifests):
+  0. it has the settings of its row in recipe_table.py, written from the seeds and the
+     upstream files they link, each with its file and line: a setting missing or with another
+     value fails, and so does a recipe without a row;
   1. its YAML parses (python3-yaml);
   2. its script runs with `fabricscope` replaced by a shim that adds --dry-run to run, check
      and locate (the real binary: every flag is parsed, the launch environment detected, the
@@ -13,10 +17,15 @@ MPIJob):
      the launcher's variables (SKYPILOT_*, DSTACK_*, SLURM_*, JOB_COMPLETION_INDEX) are set
      as on the first node of two;
   3. the NCCL variables it sets pass `fabricscope doctor --check nccl_env` on a node tree
-     that has the interfaces they name: no CRITICAL finding, no unknown variable. The one
+     with the interfaces its seed names (recipe_table.py), not the ones the recipe names: no
+     CRITICAL finding, no unknown variable. The platform's own scripts the recipe sources
+     (set_nccl_env.sh, nccl-env-profile*.sh, container_entry.sh) are TEST DOUBLES in the dry
+     run: empty scripts at a temporary path, since this machine has no platform image. The one
      WARN allowed is "forces NCCL's choice" (NCCL_ALGO / NCCL_PROTO), which the GPUDirect-TCPX
      and -TCPXO platforms need (data/platforms/).
 Exit 0 when every recipe passes; prints what failed and why.
+--mutations: the negative test. Copies of recipes with one required setting removed or
+changed must each fail, naming the setting and its source.
 """
 import json
 import os
@@ -28,7 +37,19 @@ import tempfile
 
 import yaml
 
-NCCL_ASSIGNMENT = re.compile(r"\b(NCCL_[A-Z0-9_]+)=([^\s\"'\\]+)")
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from recipe_table import TABLE  # noqa: E402
+
+# NAME=value, NAME="value" or NAME='value', in a script or a dstack env item.
+ASSIGNMENT = re.compile(r"""\b([A-Z][A-Z0-9_]*)=(?:"([^"]*)"|'([^']*)'|([^\s"'\\;]+))""")
+
+# The platform's files the recipes source or run (TEST DOUBLES in the dry run, see above).
+PLATFORM_PATHS = ["/var/lib/tcpxo/lib64", "/usr/local/gib", "/usr/local/nvidia/lib64",
+                  "/scripts/container_entry.sh", "/dev/aperture_devices"]
+PLATFORM_STUBS = ["var/lib/tcpxo/lib64/nccl-env-profile-ll128.sh",
+                  "var/lib/tcpxo/lib64/nccl-env-profile.sh",
+                  "usr/local/nvidia/lib64/nccl-env-profile.sh",
+                  "usr/local/gib/scripts/set_nccl_env.sh", "scripts/container_entry.sh"]
 
 SHIM = """#!/bin/bash
 # fabricscope as the recipe test sees it: run, check and locate with --dry-run.
@@ -116,9 +137,9 @@ def recipe_parts(path):
             env[name] = value
         commands = [c for c in doc["commands"] if "fabricscope" in c and "cmake" not in c]
         return "dstack", env, "\n".join(commands)
-    if "apiVersion" in doc:  # Kubernetes
+    if any("apiVersion" in d for d in docs):  # Kubernetes: every document of the file
         env, scripts = {}, []
-        for c in k8s_containers(doc):
+        for c in (c for d in docs for c in k8s_containers(d)):
             for e in c.get("env") or []:
                 if "value" in e:
                     env[e["name"]] = str(e["value"])
@@ -128,27 +149,125 @@ def recipe_parts(path):
     raise ValueError("neither SkyPilot, dstack nor Kubernetes")
 
 
-def nccl_variables(env, script):
-    out = {k: v for k, v in env.items() if k.startswith("NCCL_")}
-    for name, value in NCCL_ASSIGNMENT.findall(script):
+def assignments(script):
+    """Every NAME=value the script sets, the first one of each name."""
+    out = {}
+    for name, dq, sq, bare in ASSIGNMENT.findall(script):
+        out.setdefault(name, dq or sq or bare)
+    return out
+
+
+def all_variables(env, script):
+    """The variables a recipe sets: its environment list, then its script's assignments."""
+    out = dict(env)
+    for name, value in assignments(script).items():
         out.setdefault(name, value)
     return out
 
 
-def node_tree(root, variables):
-    """A node with every interface the variables name (eth0..), for the lint."""
-    names = {"eth0"}
-    for name, value in variables.items():
-        if name.endswith("IFNAME") or name.endswith("CTRL_DEV"):
-            for item in value.lstrip("^=").split(","):
-                names.add(item.split(":")[0])
-    for n in names:
+# What reaches NCCL from a script: `export NAME=...` and mpirun's `-x NAME=...` (a shell
+# variable such as NCCL_LIB_DIR="..." without export does not).
+EXPORTED = re.compile(r"(?:\bexport\s+|(?<!\S)-x\s+)(?=NCCL_)")
+
+
+def nccl_variables(env, script):
+    exported = "\n".join(script[m.end():].split("\n", 1)[0] for m in EXPORTED.finditer(script))
+    out = {k: v for k, v in env.items() if k.startswith("NCCL_")}
+    for name, value in assignments(exported).items():
+        if name.startswith("NCCL_"):
+            out.setdefault(name, value)
+    return out
+
+
+def node_tree(root, interfaces, hcas=()):
+    """A node with the interfaces (and RDMA devices: an active RoCE v2 port, GID 3) the
+    recipe's seed names (recipe_table.py), for the lint."""
+    for n in interfaces:
         (root / "sys/class/net" / n).mkdir(parents=True, exist_ok=True)
+    for h in hcas:
+        port = root / "sys/class/infiniband" / h / "ports/1"
+        for sub in ("gids", "gid_attrs/types", "gid_attrs/ndevs"):
+            (port / sub).mkdir(parents=True, exist_ok=True)
+        (port / "state").write_text("4: ACTIVE\n")
+        (port / "phys_state").write_text("5: LinkUp\n")
+        (port / "link_layer").write_text("Ethernet\n")
+        (port / "rate").write_text("400 Gb/sec (4X NDR)\n")
+        (port / "gids/3").write_text("0000:0000:0000:0000:0000:ffff:0a00:0001\n")
+        (port / "gid_attrs/types/3").write_text("RoCE v2\n")
 
 
-def lint(binary, variables, work):
+def without_comments(text):
+    """The recipe's text without its comments (#SBATCH lines are settings, not comments)."""
+    lines = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#") and not stripped.startswith("#SBATCH"):
+            continue
+        cut = re.search(r"\s#(\s|$)", line)
+        lines.append(line[:cut.start()] if cut else line)
+    return "\n".join(lines)
+
+
+def yaml_at(doc, path):
+    node = doc
+    for part in path.split("."):
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return None
+    return node
+
+
+def k8s_env(path):
+    env = {}
+    for doc in yaml.safe_load_all(path.read_text()):
+        for c in k8s_containers(doc or {}):
+            for e in c.get("env") or []:
+                if "value" in e:
+                    env[e["name"]] = str(e["value"])
+    return env
+
+
+def table_problems(path, name, row):
+    """The settings of the recipe's row that it lacks or gives another value."""
+    text = path.read_text()
+    plain = without_comments(text)
+    docs = [] if path.suffix == ".sbatch" else [d for d in yaml.safe_load_all(text) if d]
+    doc = docs[0] if docs else {}
+    variables = {}
+    if row.get("runs"):
+        kind, env, script = recipe_parts(path)
+        if kind == "kubernetes":
+            env = {**k8s_env(path), **env}
+        variables = all_variables(env, script)
+    problems = []
+    for setting in row["settings"]:
+        what, source = setting[0], setting[-1]
+        if what == "var":
+            _, key, want, _ = setting
+            got = variables.get(key)
+            if got != want:
+                problems.append(f"{key}={want} required ({source}); the recipe has "
+                                f"{'none' if got is None else key + '=' + got}")
+        elif what == "yaml":
+            _, key, want, _ = setting
+            got = yaml_at(doc, key)
+            if got != want:
+                problems.append(f"{key}: {want!r} required ({source}); the recipe has {got!r}")
+        elif what == "has":
+            if setting[1] not in plain:
+                problems.append(f"'{setting[1]}' required ({source}); not in the recipe")
+        elif what == "lacks":
+            if setting[1] in plain:
+                problems.append(f"'{setting[1]}' must not be in the recipe ({source})")
+    return problems
+
+
+def lint(binary, variables, interfaces, work, hcas=()):
     root = work / "node"
-    node_tree(root, variables)
+    node_tree(root, interfaces, hcas)
     env = {"PATH": "/usr/bin:/bin", **variables}
     done = subprocess.run(
         [binary, "doctor", "--check", "nccl_env", "--root", str(root), "--format", "json"],
@@ -174,7 +293,21 @@ def dry_run(binary, kind, env, script, work):
         shim.chmod(0o755)
     results = work / "results"
     results.mkdir()
-    script = script.replace("/results", str(results))
+    platform = work / "platform"
+    for stub in PLATFORM_STUBS:
+        (platform / stub).parent.mkdir(parents=True, exist_ok=True)
+        (platform / stub).write_text("# TEST DOUBLE of the platform image's script\ntrue\n")
+        (platform / stub).chmod(0o755)
+    (platform / "dev/aperture_devices").mkdir(parents=True, exist_ok=True)
+
+    def on_this_machine(text):
+        text = text.replace("/results", str(results))
+        for prefix in PLATFORM_PATHS:
+            text = text.replace(prefix, str(platform) + prefix)
+        return text
+
+    script = on_this_machine(script)
+    env = {k: on_this_machine(v) for k, v in env.items()}
     run_env = {"PATH": f"{shims}:/usr/bin:/bin", "HOME": str(work), **env, **LAUNCH_ENV[kind]}
     if kind == "slurm":
         run_env["FABRICSCOPE_OUT"] = str(results)
@@ -195,40 +328,125 @@ def dry_run(binary, kind, env, script, work):
     return problems, text
 
 
-def main():
-    binary, deploy = os.path.realpath(sys.argv[1]), pathlib.Path(sys.argv[2])
-    recipes = sorted(deploy.glob("*/*.yaml")) + sorted(deploy.glob("*/*.yml")) + sorted(
-        deploy.glob("slurm/*.sbatch"))
-    if len(recipes) < 13:
+def recipe_files(deploy):
+    return (sorted(deploy.glob("*/*.yaml")) + sorted(deploy.glob("*/*.yml")) +
+            sorted(deploy.glob("*/fleets/*.yml")) + sorted(deploy.glob("slurm/*.sbatch")))
+
+
+def check_recipe(binary, deploy, path):
+    """(problems, log, summary) of one recipe."""
+    name = str(path.relative_to(deploy))
+    row = TABLE.get(name)
+    if row is None:
+        return [f"no row in tests/launch/recipe_table.py for {name}: write its seed's settings "
+                "there"], "", ""
+    try:
+        problems = table_problems(path, name, row)
+    except (yaml.YAMLError, ValueError, KeyError) as e:
+        return [f"does not parse: {e}"], "", ""
+    if not row.get("runs"):
+        return problems, "", f"{len(row['settings'])} settings as its seed"
+    with tempfile.TemporaryDirectory(prefix="fabricscope-recipe-") as tmp:
+        work = pathlib.Path(tmp)
+        kind, env, script = recipe_parts(path)
+        variables = nccl_variables(env, script)
+        interfaces = row["interfaces"][0]
+        hcas = row.get("rdma", ([], ""))[0]
+        problems += lint(binary, variables, interfaces, work, hcas) if variables else []
+        planned, log = dry_run(binary, kind, env, script, work)
+        problems += planned
+    calls = len(re.findall(r"^\+ fabricscope", log, re.M))
+    return problems, log, (f"{len(row['settings'])} settings as its seed, {calls} fabricscope "
+                           f"calls planned, {len(variables)} NCCL variables lint clean on "
+                           f"{','.join(interfaces)}")
+
+
+def run_all(binary, deploy):
+    recipes = recipe_files(deploy)
+    if len(recipes) < 20:
         print(f"FAIL: only {len(recipes)} recipes under {deploy}")
         return 1
     failures = 0
     for path in recipes:
-        with tempfile.TemporaryDirectory(prefix="fabricscope-recipe-") as tmp:
-            work = pathlib.Path(tmp)
-            try:
-                kind, env, script = recipe_parts(path)
-            except (yaml.YAMLError, ValueError, KeyError) as e:
-                print(f"FAIL {path}: does not parse: {e}")
-                failures += 1
-                continue
-            variables = nccl_variables(env, script)
-            problems = lint(binary, variables, work) if variables else []
-            planned, log = dry_run(binary, kind, env, script, work)
-            problems += planned
-            name = path.relative_to(deploy)
-            if problems:
-                failures += 1
-                print(f"FAIL {name} ({kind}):")
-                for p in problems:
-                    print(f"  {p}")
+        name = path.relative_to(deploy)
+        problems, log, summary = check_recipe(binary, deploy, path)
+        if problems:
+            failures += 1
+            print(f"FAIL {name}:")
+            for p in problems:
+                print(f"  {p}")
+            if log:
                 print("  fabricscope calls:\n    " + log.replace("\n", "\n    "))
-            else:
-                calls = len(re.findall(r"^\+ fabricscope", log, re.M))
-                print(f"ok   {name} ({kind}): parses, {calls} fabricscope calls planned, "
-                      f"{len(variables)} NCCL variables lint clean")
+        else:
+            print(f"ok   {name}: {summary}")
+    missing = sorted(set(TABLE) - {str(p.relative_to(deploy)) for p in recipes})
+    for name in missing:
+        failures += 1
+        print(f"FAIL {name}: in recipe_table.py but not under {deploy}")
     print(f"{len(recipes)} recipes, {failures} failed")
     return 1 if failures else 0
+
+
+# The negative test: (recipe, text to replace, replacement, what the failure must name).
+MUTATIONS = [
+    ("skypilot/a3-highgpu-8g.yaml", "  NCCL_GPUDIRECTTCPX_TX_BINDINGS:", "  X_TX_BINDINGS:",
+     "NCCL_GPUDIRECTTCPX_TX_BINDINGS"),
+    ("skypilot/a3-highgpu-8g.yaml", "enable_gpu_direct: true", "enable_gpu_direct: false",
+     "config.gcp.enable_gpu_direct"),
+    ("dstack/a3-megagpu-8g.dstack.yml", "NCCL_SOCKET_IFNAME=enp0s12", "NCCL_SOCKET_IFNAME=eth0",
+     "NCCL_SOCKET_IFNAME=enp0s12"),
+    # The lint on the seed's interfaces: eth0 does not exist on the A3 Mega VM, so NCCL's
+    # bootstrap would fail (the recipe's old eth0).
+    ("dstack/a3-megagpu-8g.dstack.yml", "NCCL_SOCKET_IFNAME=enp0s12", "NCCL_SOCKET_IFNAME=eth0",
+     "CRITICAL"),
+    ("dstack/a3-megagpu-8g.dstack.yml", "    source ${NCCL_LIB_DIR}/nccl-env-profile-ll128.sh",
+     "    true", "nccl-env-profile-ll128.sh"),
+    ("dstack/a4-highgpu-8g.dstack.yml", "  - bash scripts/install-deps.sh build",
+     "  - sudo bash scripts/install-deps.sh build", "'sudo' must not be"),
+    ("dstack/fleets/a4-highgpu-8g.fleet.dstack.yml", "spot_policy: spot", "spot_policy: auto",
+     "spot_policy"),
+    ("dstack/fleets/gcp-a4.server.yml", "roce_vpcs: [dstack-mrdma]", "roce_vpcs: []",
+     "roce_vpcs"),
+    ("skypilot/a4-highgpu-8g.yaml", "  NCCL_NET: gIB", "  NCCL_NET: Socket", "NCCL_NET=gIB"),
+    ("kubernetes/mpijob.yaml", '"-p", "2222"', '"-p", "22"', "2222"),
+    ("kubernetes/gke-gib.yaml", "nvidia.com/gpu: 8",
+     "nvidia.com/gpu: 8\n              rdma/rdma_shared_device_a: 1", "rdma_shared_device_a"),
+    ("slurm/fabricscope.sbatch", "#SBATCH --gpus-per-node=8\n", "", "--gpus-per-node"),
+]
+
+
+def run_mutations(binary, deploy):
+    failures = 0
+    for name, old, new, named in MUTATIONS:
+        with tempfile.TemporaryDirectory(prefix="fabricscope-mutant-") as tmp:
+            copy = pathlib.Path(tmp) / "deploy"
+            path = copy / name
+            path.parent.mkdir(parents=True)
+            text = (deploy / name).read_text()
+            if old not in text:
+                print(f"FAIL {name}: the mutation's text '{old}' is not in the recipe")
+                failures += 1
+                continue
+            path.write_text(text.replace(old, new, 1))
+            problems, _, _ = check_recipe(binary, copy, path)
+            if any(named in p for p in problems):
+                print(f"ok   {name} with '{old.strip()}' -> '{new.strip()}' fails: "
+                      f"{next(p for p in problems if named in p)}")
+            else:
+                print(f"FAIL {name} with '{old.strip()}' -> '{new.strip()}': not caught "
+                      f"({problems or 'no problem found'})")
+                failures += 1
+    print(f"{len(MUTATIONS)} mutations, {failures} not caught")
+    return 1 if failures else 0
+
+
+def main():
+    args = sys.argv[1:]
+    mutations = args[:1] == ["--mutations"]
+    if mutations:
+        args = args[1:]
+    binary, deploy = os.path.realpath(args[0]), pathlib.Path(args[1])
+    return run_mutations(binary, deploy) if mutations else run_all(binary, deploy)
 
 
 if __name__ == "__main__":

@@ -138,7 +138,8 @@ test_pmix() {
 test_sbatch() {
   local job state
   # The shipped script, small: two nodes of two tasks, a short sweep, a generic platform.
-  job=$(on_ctl sbatch --parsable --nodes=2 --ntasks-per-node=2 --exclusive=user \
+  # No GPU on the test bed: the script's --gpus-per-node=8 overridden with 0.
+  job=$(on_ctl sbatch --parsable --nodes=2 --ntasks-per-node=2 --gpus-per-node=0 --exclusive=user \
     --output="$tmp/sbatch.out" \
     --export=ALL,FABRICSCOPE="$bin",FABRICSCOPE_OUT="$tmp/out",FABRICSCOPE_SWEEP="-b 1K -e 256K -f 4",FABRICSCOPE_CHECK="--gpus-per-node 2 --intra-node-busbw 0.001 --nics 1 --nic-rate 0.001 --transport TCP" \
     --chdir="$tmp" "$root/deploy/slurm/fabricscope.sbatch")
