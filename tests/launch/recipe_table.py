@@ -15,6 +15,7 @@ devices ("rdma"), the node tree doctor's NCCL lint runs on, and whether the file
 SEED_SKY = "seeds/000_6daea02de48545cc.txt"
 SEED_K8S = "seeds/002_82a42aa159fa275d.txt"
 SKY_VM = "skypilot@d7fe39d examples/gcp_gpu_direct_tcpx/nccl_tcpx_gcpvm_h100.yaml"
+SKY_GKE = "skypilot@4629c49 examples/gcp_gpu_direct_tcpx/nccl_tcpx_gke_h100.yaml"
 SKY_RDMA = "skypilot@6dbbde2 examples/gcp_gpu_direct_tcpx/nccl_rdma_gke_h200.yaml"
 GCP_A4 = "container-engine-accelerators@992db81 gpudirect-rdma/nccl-test-a4.yaml"
 GCP_TCPXO = "container-engine-accelerators@992db81 gpudirect-tcpxo/nccl-test-latest.yaml"
@@ -121,6 +122,20 @@ TABLE = {
         "runs": True, "interfaces": TCPX_INTERFACES,
         "settings": TCPX_SKYPILOT + [
             ("yaml", "resources.instance_type", "a3-edgegpu-8g", f"{SEED_SKY}:5,14")],
+    },
+    "skypilot/a3-highgpu-8g-gke.yaml": {
+        "runs": True, "interfaces": (["eth0", "eth1", "eth2", "eth3", "eth4"], f"{SKY_GKE}:74"),
+        "settings": [
+            ("yaml", "resources.infra", "k8s", f"{SKY_GKE}:9; {SEED_SKY}:15"),
+            ("yaml", "resources.accelerators", "H100:8", f"{SKY_GKE}:10"),
+            ("yaml", "resources.image_id",
+             "docker:us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx",
+             f"{SKY_GKE}:11"),
+            ("yaml", "resources.network_tier", "best", f"{SKY_GKE}:12; {SEED_SKY}:26"),
+            ("has", "export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/tcpx/lib64",
+             f"{SKY_GKE}:35"),
+            BUILD_ALONE,
+        ],
     },
     "skypilot/a3-megagpu-8g.yaml": {
         "runs": True,
