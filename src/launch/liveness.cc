@@ -14,6 +14,7 @@ constexpr const char* kAbortKey = "live/abort";
 constexpr std::string_view kDone = "done";
 
 std::string Key(int process) { return "live/" + std::to_string(process); }
+std::string AckKey(int process) { return "live/ack/" + std::to_string(process); }
 
 std::vector<char> Bytes(const std::string& s) { return {s.begin(), s.end()}; }
 
@@ -63,7 +64,22 @@ void Liveness::Loop() {
   }
 }
 
-std::string Liveness::FindSilent() {
+void Liveness::AwaitAcks(int silent) {
+  const auto deadline = Clock::now() + 3 * options_.interval;
+  for (int p = 1; p < options_.processes; ++p) {
+    if (p == silent) continue;
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    try {
+      if (store_->Get(Key(p), std::chrono::milliseconds(0)) == Bytes(std::string(kDone))) continue;
+      store_->Get(AckKey(p), std::max(left, std::chrono::milliseconds(1)));
+    } catch (const TimeoutError&) {
+      // Silent too, or slow: the job ends regardless; it will find the store gone.
+    }
+  }
+}
+
+std::string Liveness::FindSilent(int* silent) {
   const auto now = Clock::now();
   for (int p = 1; p < options_.processes; ++p) {
     std::string value;
@@ -83,6 +99,7 @@ std::string Liveness::FindSilent() {
     }
     if (now - it->second.since < options_.silence) continue;
     const BeatText beat = ParseBeat(value);
+    *silent = p;
     return fmt::format(
         "process {} ({} on {}) went silent during {}: no heartbeat for {:.0f} s; its host is "
         "down, cut off or black-holed (no FIN or RST came)",
@@ -102,21 +119,28 @@ bool Liveness::Beat() {
     try {
       const std::vector<char> abort = store_->Get(kAbortKey, std::chrono::milliseconds(0));
       message.assign(abort.begin(), abort.end());
+      // Process 0 serves the store until every live process has read why the job ends.
+      store_->Set(AckKey(options_.process), {'K'});
     } catch (const StoreTimeoutError&) {
       throw;
     } catch (const TimeoutError&) {
       // No abort: the job goes on.
     }
     if (message.empty() && options_.process == 0) {
-      message = FindSilent();
-      if (!message.empty()) store_->Set(kAbortKey, Bytes(message));
+      int silent = 0;
+      message = FindSilent(&silent);
+      if (!message.empty()) {
+        store_->Set(kAbortKey, Bytes(message));
+        AwaitAcks(silent);
+      }
     }
   } catch (const Error& e) {
-    // The store is process 0's: losing it means process 0's host went silent or died.
-    message = fmt::format(
-        "process 0 ({}, the store at {}) went silent while process {} on {} was in {}: {}",
-        options_.ranks ? options_.ranks(0) : "", options_.store_address, options_.process,
-        options_.host, phase, e.what());
+    // The store is process 0's: losing it means process 0's host went silent or it died.
+    const bool silent = dynamic_cast<const StoreTimeoutError*>(&e) != nullptr;
+    message = fmt::format("process 0 ({}, the store at {}) {} while process {} on {} was in {}: {}",
+                          options_.ranks ? options_.ranks(0) : "", options_.store_address,
+                          silent ? "went silent" : "ended or closed the store", options_.process,
+                          options_.host, phase, e.what());
   }
   if (message.empty()) return false;
   fired_ = true;

@@ -57,8 +57,12 @@ class Liveness {
     std::chrono::steady_clock::time_point since;
   };
 
-  // Process 0: the first process whose beat stopped changing `silence` ago, described.
-  std::string FindSilent();
+  // Process 0: the first process whose beat stopped changing `silence` ago, described;
+  // `silent` gets its number.
+  std::string FindSilent(int* silent);
+  // Process 0, after the abort: waits (a few beats at most) until every other process still
+  // beating has read it, so none finds the store gone instead of the reason.
+  void AwaitAcks(int silent);
   void Loop();
 
   const LivenessOptions options_;
