@@ -73,7 +73,7 @@ Round Run(int clients) {
   // without disturbing them (stats takes the store's lock briefly).
   const auto answered = [&] {
     const auto s = server.stats();
-    return connected == clients && s.requests >= static_cast<uint64_t>(3 * clients + 1) &&
+    return connected == clients && s.requests >= 3 * static_cast<uint64_t>(clients) + 1 &&
            s.waiters == 0;
   };
   while (!answered()) std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -90,7 +90,7 @@ Round Run(int clients) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   CLI::App app{"rendezvous of N store clients (threads) through one TcpStoreServer"};
   std::vector<int> sizes{64, 256, 1024};
   int rounds = 3;
@@ -114,4 +114,7 @@ int main(int argc, char** argv) {
                last.fds, last.peak.wakeups, last.peak.requests, fabricscope::bench::Median(reaps));
   }
   return 0;
+} catch (const std::exception& e) {
+  fmt::print(stderr, "store_rendezvous: {}\n", e.what());
+  return 1;
 }
