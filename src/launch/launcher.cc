@@ -384,8 +384,16 @@ class JobRunner {
         .phase = [this] { return Phase(); },
         .ranks = [this](int process) { return RankRange(process); },
     };
-    liveness_.emplace(live, rendezvous_->Connect(kSilence),
-                      [this](const std::string& message) { Expire(message); });
+    liveness_.emplace(live, rendezvous_->Connect(kSilence), [this](const std::string& message) {
+      // A rank's own error came first (a peer's connection reset, then its process went
+      // quiet): both, in order, so the cause is not lost behind the silence.
+      std::string full = message;
+      {
+        const std::lock_guard lock(error_mutex_);
+        if (first_error_) full = first_message_ + "; then " + message;
+      }
+      Expire(full);
+    });
   }
 
   // "rendezvous" or "sweep", with the call in flight or last made and its size.

@@ -4,13 +4,15 @@
 # as in nccl-tests), so only the heartbeat (src/launch/liveness.h) can end a job whose host
 # went silent.
 #
-#   faults_testbed.sh FABRICSCOPE [CASE...]   cases: blackhole rendezvous flap loss (all)
+#   faults_testbed.sh FABRICSCOPE [CASE...]   cases: blackhole rendezvous kill flap loss (all)
 #
 #   blackhole   host 4's bridge port set down mid-sweep (no FIN, no RST): the other three
 #               processes exit 3 within 30 s, naming fsf274, rank 3 and "sweep"; the
 #               JSON file parses and holds the rows measured before the fault
 #   rendezvous  the same while the job meets: host 4's process started and beating, its
 #               port set down before hosts 2 and 3 start: exit 3 within 30 s naming it
+#   kill        host 4's process killed -9 mid-sweep (its sockets close): processes 0-2 exit 3
+#               within 30 s, rank 0 naming the lost peer and then rank 3's silence
 #   flap        host 4's port down for 2 s mid-sweep, then up: every process exits 0, every
 #               size validated
 #   loss        5% of the packets into host 4 dropped (iptables statistic): every process
@@ -21,13 +23,13 @@
 set -euo pipefail
 
 [ $# -ge 1 ] || {
-  echo "usage: $0 FABRICSCOPE [blackhole|rendezvous|flap|loss]..." >&2
+  echo "usage: $0 FABRICSCOPE [blackhole|rendezvous|kill|flap|loss]..." >&2
   exit 2
 }
 bin=$1
 shift
 cases=("$@")
-[ ${#cases[@]} -gt 0 ] || cases=(blackhole rendezvous flap loss)
+[ ${#cases[@]} -gt 0 ] || cases=(blackhole rendezvous kill flap loss)
 prefix=fsf27
 
 # shellcheck source=SCRIPTDIR/testbed_lib.sh
@@ -125,6 +127,24 @@ test_rendezvous() {
   check_named_ending rendezvous "$elapsed" "rendezvous"
   await rendezvous 20000 3 >/dev/null
   cut_off up
+}
+
+test_kill() {
+  local json="$tmp/kill.json" r before elapsed
+  for r in 0 1 2 3; do start kill "$r" -b 1K -e 512M -f 2 -n 20 -J "$json"; done
+  before=$(await_rows "$json" 4)
+  check "kill: the process on ${hosts[3]} is fabricscope" equal \
+    "$(cat "/proc/$(cat "$tmp/kill.pid.3")/comm" 2>/dev/null || true)" fabricscope
+  kill -9 "$(cat "$tmp/kill.pid.3")"
+  elapsed=$(await kill 40000 0 1 2)
+  log "kill: survivors ended $elapsed ms after the kill"
+  check "kill: processes 0-2 end within 30 s of the kill (-T 0)" at_most "$elapsed" 30000
+  for r in 0 1 2; do check "kill: process $r exits 3" equal "$(rc_of kill "$r")" 3; done
+  check "kill: rank 0 names rank 3 on ${hosts[3]}" contains "$tmp/kill.err.0" \
+    "process 3 (rank 3 on ${hosts[3]}) went silent during sweep"
+  check "kill: the JSON file holds the $before rows measured before the kill" at_least \
+    "$(rows_in "$json")" "$before"
+  log "kill: rank 0's error: $(grep "error:" "$tmp/kill.err.0" | head -c 400)"
 }
 
 # Every size of the sweep validated in rank 0's table, every process exiting 0.
