@@ -60,7 +60,7 @@ class Liveness {
   // Process 0: the first process whose beat stopped changing `silence` ago, described;
   // `silent` gets its number.
   std::string FindSilent(int* silent);
-  // Process 0, after the abort: waits (a few beats at most) until every other process still
+  // Process 0, after the abort: waits (one silence at most) until every other process still
   // beating has read it, so none finds the store gone instead of the reason.
   void AwaitAcks(int silent);
   void Loop();
