@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "fabricscope/error.h"
+
 namespace fabricscope {
 
 // Set once, read by everyone; Get blocks until the key exists or the timeout passes.
@@ -33,8 +35,39 @@ class InMemoryStore : public Store {
   std::map<std::string, std::vector<char>> values_;
 };
 
+// Where a store request stopped: what the deadline of a TcpStoreClient or server was on.
+enum class StorePhase { kConnect, kSend, kReceive };
+
+// A store peer went silent: the connection could not be made, or a request or its reply did
+// not pass, within its deadline. Names the peer (host:port) and the phase.
+class StoreTimeoutError : public TimeoutError {
+ public:
+  StoreTimeoutError(const std::string& message, std::string where, StorePhase phase)
+      : TimeoutError(message), where_(std::move(where)), phase_(phase) {}
+  const std::string& where() const { return where_; }
+  StorePhase phase() const { return phase_; }
+
+ private:
+  std::string where_;
+  StorePhase phase_;
+};
+
+// "connect", "send" or "receive", for messages.
+const char* NameOf(StorePhase phase);
+
+// What a TcpStoreServer holds right now, for the rendezvous bench and the reaping tests.
+struct StoreServerStats {
+  size_t connections = 0;  // open client connections (each one fd and one thread)
+  size_t threads = 0;      // serving threads not yet joined
+  uint64_t wakeups = 0;    // waiters a Set woke: only those waiting on its key
+  uint64_t requests = 0;
+  size_t waiters = 0;  // Gets waiting for their key now
+};
+
 // Serves an InMemoryStore over TCP to the processes of a job (hosted by rank 0), like
-// torchrun's TCPStore. Listens on every address; port 0 picks a free one.
+// torchrun's TCPStore. Listens on every address; port 0 picks a free one. One thread per
+// client connection; a client that leaves (or goes silent past TCP keepalive) has its
+// thread joined and its fd closed then, not at the server's end.
 class TcpStoreServer {
  public:
   explicit TcpStoreServer(uint16_t port);
@@ -42,6 +75,7 @@ class TcpStoreServer {
   TcpStoreServer(const TcpStoreServer&) = delete;
   TcpStoreServer& operator=(const TcpStoreServer&) = delete;
   uint16_t port() const;
+  StoreServerStats stats() const;
 
  private:
   struct Impl;
@@ -49,10 +83,15 @@ class TcpStoreServer {
 };
 
 // A process's connection to a TcpStoreServer. Connecting retries until `connect_timeout`,
-// so ranks may start before rank 0. Thread-safe: one request at a time per client.
+// so ranks may start before rank 0; a host that drops SYNs costs that timeout, not the
+// kernel's two minutes of retries. Every request then has a deadline: `io_timeout` to send
+// it, and its own wait (a Get's timeout) plus `io_timeout` for the reply. Thread-safe: one
+// request at a time per client. Deadlines throw StoreTimeoutError.
 class TcpStoreClient : public Store {
  public:
-  TcpStoreClient(const std::string& host, uint16_t port, std::chrono::milliseconds connect_timeout);
+  static constexpr std::chrono::milliseconds kDefaultIoTimeout{30000};
+  TcpStoreClient(const std::string& host, uint16_t port, std::chrono::milliseconds connect_timeout,
+                 std::chrono::milliseconds io_timeout = kDefaultIoTimeout);
   ~TcpStoreClient() override;
   void Set(const std::string& key, const std::vector<char>& value) override;
   std::vector<char> Get(const std::string& key, std::chrono::milliseconds timeout) override;
@@ -60,9 +99,16 @@ class TcpStoreClient : public Store {
   std::string LocalAddress() const;
 
  private:
+  // Sends `request` and reads the reply's first byte, all before `deadline`.
+  // Throws StoreTimeoutError past the deadline, BackendError when the connection is lost.
+  char Exchange(const std::vector<char>& request, const std::string& key,
+                std::chrono::steady_clock::time_point deadline);
+
   std::mutex mutex_;
   int fd_ = -1;
-  std::string where_;  // "host:port" for messages
+  bool broken_ = false;  // a deadline passed mid-request: the stream is out of step
+  std::string where_;    // "host:port" for messages
+  std::chrono::milliseconds io_timeout_;
 };
 
 // How a job started by the env launcher (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) finds

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #include "fabricscope/launch.h"
 #include "fabricscope/version.h"
 #include "launch/guarded_reporter.h"
+#include "launch/liveness.h"
 #include "launch/mpi_session.h"
 #include "launch/watchdog.h"
 
@@ -28,6 +30,12 @@ namespace fabricscope {
 namespace {
 
 constexpr const char* kIsoTime = "%Y-%m-%dT%H:%M:%S%z";  // the JSON start and end times
+
+// The heartbeat (launch/liveness.h): a beat a second; a process silent for 10 s is gone. The
+// silence is above a link flap of a few seconds and TCP's retransmissions across it, and
+// far below the time a user waits before giving up on a hung job.
+constexpr std::chrono::milliseconds kBeatInterval{1000};
+constexpr std::chrono::milliseconds kSilence{10000};
 
 std::string Hostname() {
   char name[256] = {};
@@ -216,6 +224,13 @@ class Rendezvous {
   }
 
   const std::string& master_addr() const { return master_addr_; }
+  bool shared() const { return shared_ != nullptr; }
+  std::string address() const { return master_addr_ + ":" + std::to_string(port_); }
+
+  // A connection of its own whose every request has `io_timeout`: the heartbeat's.
+  std::unique_ptr<TcpStoreClient> Connect(std::chrono::milliseconds io_timeout) const {
+    return std::make_unique<TcpStoreClient>(master_addr_, port_, timeout_, io_timeout);
+  }
 
  private:
   std::chrono::milliseconds timeout_;
@@ -245,6 +260,7 @@ class JobRunner {
     StartProcess();
     PlanJob();
     StartWatchdog();
+    StartLiveness();
     ListDevices();
     RunRankThreads();
     AwaitProcesses();
@@ -337,8 +353,10 @@ class JobRunner {
 
   // With -T, a call stuck where the backend cannot time out (MPI) ends the process after
   // the timeout plus a grace that lets backends with their own timeouts report first.
+  // Without -T, a job of several processes still tracks its calls: the heartbeat says which
+  // one a process was in when it went silent.
   void StartWatchdog() {
-    if (options_.timeout_s <= 0) return;
+    if (options_.timeout_s <= 0 && processes_ <= 1) return;
     // Before the process ends, the first process records the error in the report (the
     // JSON file keeps the rows so far and says why they stop). The others wait one grace
     // longer: their peers are stuck in the same call, and one of them ending first makes
@@ -347,8 +365,49 @@ class JobRunner {
     // The watchdog's thread ends the report while rank 0's thread may still write it: from
     // here on, the report goes through the guard.
     if (process_ == 0 && sink_ != nullptr) sink_ = &guarded_.emplace(*sink_);
-    watchdog_.emplace(timeout_ + (process_ == 0 ? grace : 2 * grace), host_,
-                      [this](const std::string& message) { Expire(message); });
+    const auto limit = options_.timeout_s <= 0 ? std::chrono::milliseconds(0)
+                                               : timeout_ + (process_ == 0 ? grace : 2 * grace);
+    watchdog_.emplace(limit, host_, [this](const std::string& message) { Expire(message); });
+  }
+
+  // Every process of a multi-process job beats in the store; a process (or the store's)
+  // host that goes silent ends the job within the silence plus a beat, -T or not.
+  void StartLiveness() {
+    if (processes_ <= 1 || rendezvous_->shared()) return;
+    const LivenessOptions live{
+        .process = process_,
+        .processes = processes_,
+        .host = host_,
+        .store_address = rendezvous_->address(),
+        .interval = kBeatInterval,
+        .silence = kSilence,
+        .phase = [this] { return Phase(); },
+        .ranks = [this](int process) { return RankRange(process); },
+    };
+    liveness_.emplace(live, rendezvous_->Connect(kSilence), [this](const std::string& message) {
+      // A rank's own error came first (a peer's connection reset, then its process went
+      // quiet): both, in order, so the cause is not lost behind the silence.
+      std::string full = message;
+      {
+        const std::lock_guard lock(error_mutex_);
+        if (first_error_) full = first_message_ + "; then " + message;
+      }
+      Expire(full);
+    });
+  }
+
+  // "rendezvous" or "sweep", with the call in flight or last made and its size.
+  std::string Phase() const {
+    const std::string call = watchdog_ ? watchdog_->LastCall() : std::string();
+    return std::string(joined_ ? "sweep" : "rendezvous") + (call.empty() ? "" : " (" + call + ")");
+  }
+
+  // "ranks 4-5" (or "rank 4") of a process.
+  std::string RankRange(int process) const {
+    const int first = process * ranks_per_process_;
+    const int last = first + ranks_per_process_ - 1;
+    return first == last ? "rank " + std::to_string(first)
+                         : "ranks " + std::to_string(first) + "-" + std::to_string(last);
   }
 
   // The -T policy: the stuck call is inside the communication library, which cannot be
@@ -478,6 +537,7 @@ class JobRunner {
     const bool reporter = rank == 0;
     if (reporter) GatherHeader(store);
     auto comm = Join(rank, connect);
+    joined_ = true;
     if (body_) {
       RankContext context{self, nranks_, comm.get(), connect,
                           [this, rank](const ConnectOptions& group) { return Join(rank, group); }};
@@ -532,11 +592,15 @@ class JobRunner {
     try {
       std::unique_ptr<TcpStoreClient> client;
       Store& store = rendezvous_->ForThread(client);
+      // Done before saying so: process 0 then never takes this one's end for silence.
+      if (process_ != 0) liveness_.reset();
       store.Set("done/" + std::to_string(process_), {first_error_ ? 'E' : 'K'});
+      // Process 0 keeps watching while it waits: a process that goes silent now is named.
       if (process_ == 0) missing = MissingProcesses(store);
     } catch (const std::exception&) {
       // The store itself is gone (process 0 died): the error already says what failed.
     }
+    liveness_.reset();
     if (first_error_ && !missing.empty()) {
       first_message_ += "; never finished: " + missing + ", which died or hangs";
     }
@@ -595,6 +659,8 @@ class JobRunner {
   std::vector<std::vector<DeviceDescription>> thread_devices_;
   std::optional<GuardedReporter> guarded_;  // before watchdog_: outlives its thread
   std::optional<Watchdog> watchdog_;
+  std::atomic<bool> joined_{false};   // a rank of this process joined its communicator
+  std::optional<Liveness> liveness_;  // after watchdog_ and guarded_: its thread uses both
 
   RunResult result_;
   std::mutex error_mutex_;

@@ -30,40 +30,101 @@ namespace fabricscope {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+constexpr Deadline kNoDeadline = Deadline::max();
 constexpr uint32_t kMaxField = 64u << 20;  // a rendezvous value is small; this catches garbage
+
+// Once a request's first byte came, the rest of it, and the server's reply, must pass within
+// this: a client that stops mid-request is silent, not slow.
+constexpr std::chrono::milliseconds kServerIoTimeout{30000};
+
+// TCP keepalive and user timeout on every store socket, so a peer whose host vanished without
+// FIN or RST (powered off, black-holed) is noticed by the kernel even while this side only
+// waits: after 5 s idle, 5 probes 1 s apart; unacknowledged data is given up after 15 s. A
+// link down for a few seconds (a flap) stays within both. tcp(7): TCP_KEEPIDLE, TCP_KEEPINTVL,
+// TCP_KEEPCNT, TCP_USER_TIMEOUT.
+struct KeepaliveOptions {
+  int idle_s = 5;
+  int interval_s = 1;
+  int count = 5;
+  unsigned user_timeout_ms = 15000;
+};
+
+void EnableKeepalive(int fd, const KeepaliveOptions& k = {}) {
+  const int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &k.idle_s, sizeof k.idle_s);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &k.interval_s, sizeof k.interval_s);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &k.count, sizeof k.count);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &k.user_timeout_ms, sizeof k.user_timeout_ms);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
-// Reads exactly n bytes; false on EOF or error.
-bool ReadAll(int fd, void* data, size_t n) {
+// How an I/O on a store socket ended.
+enum class Io { kOk, kClosed, kTimedOut };
+
+// Waits until `fd` is ready for `events` or `deadline` passes (false then).
+bool AwaitReady(int fd, short events, Deadline deadline) {
+  for (;;) {
+    int wait_ms = -1;
+    if (deadline != kNoDeadline) {
+      const auto left =
+          std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) return false;
+      wait_ms = static_cast<int>(std::min<int64_t>(left, INT32_MAX));
+    }
+    pollfd p{fd, events, 0};
+    const int rc = ::poll(&p, 1, wait_ms);
+    if (rc > 0) return true;  // ready, or an error the next call reports
+    if (rc < 0 && errno != EINTR) return true;
+  }
+}
+
+// What a failed recv or send means: the kernel giving up on a silent peer (keepalive, user
+// timeout) is a timeout like ours; anything else is the connection gone.
+Io Failure() { return errno == ETIMEDOUT ? Io::kTimedOut : Io::kClosed; }
+
+// Reads exactly n bytes by `deadline`. Works on blocking and non-blocking sockets alike.
+Io ReadAll(int fd, void* data, size_t n, Deadline deadline) {
   auto* p = static_cast<char*>(data);
   while (n > 0) {
-    const ssize_t got = ::recv(fd, p, n, 0);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
+    const ssize_t got = ::recv(fd, p, n, MSG_DONTWAIT);
+    if (got == 0) return Io::kClosed;
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) return Failure();
+      if (!AwaitReady(fd, POLLIN, deadline)) return Io::kTimedOut;
+      continue;
+    }
     p += got;
     n -= static_cast<size_t>(got);
   }
-  return true;
+  return Io::kOk;
 }
 
-bool WriteAll(int fd, const void* data, size_t n) {
+Io WriteAll(int fd, const void* data, size_t n, Deadline deadline) {
   const auto* p = static_cast<const char*>(data);
   while (n > 0) {
-    const ssize_t put = ::send(fd, p, n, MSG_NOSIGNAL);
-    if (put < 0 && errno == EINTR) continue;
-    if (put <= 0) return false;
+    const ssize_t put = ::send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (put < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) return Failure();
+      if (!AwaitReady(fd, POLLOUT, deadline)) return Io::kTimedOut;
+      continue;
+    }
     p += put;
     n -= static_cast<size_t>(put);
   }
-  return true;
+  return Io::kOk;
 }
 
-bool ReadU32(int fd, uint32_t* v) {
+Io ReadU32(int fd, uint32_t* v, Deadline deadline) {
   uint32_t le = 0;
-  if (!ReadAll(fd, &le, sizeof le)) return false;
+  const Io io = ReadAll(fd, &le, sizeof le, deadline);
   *v = le;  // x86 and arm64 are little-endian; the format is defined as such
-  return true;
+  return io;
 }
 
 void AppendU32(std::vector<char>& out, uint32_t v) {
@@ -71,65 +132,131 @@ void AppendU32(std::vector<char>& out, uint32_t v) {
   out.insert(out.end(), p, p + sizeof v);
 }
 
-bool ReadField(int fd, std::vector<char>* out) {
+Io ReadField(int fd, std::vector<char>* out, Deadline deadline) {
   uint32_t len = 0;
-  if (!ReadU32(fd, &len) || len > kMaxField) return false;
+  if (const Io io = ReadU32(fd, &len, deadline); io != Io::kOk) return io;
+  if (len > kMaxField) return Io::kClosed;
   out->resize(len);
-  return ReadAll(fd, out->data(), len);
+  return ReadAll(fd, out->data(), len, deadline);
 }
 
 }  // namespace
 
+const char* NameOf(StorePhase phase) {
+  switch (phase) {
+    case StorePhase::kConnect:
+      return "connect";
+    case StorePhase::kSend:
+      return "send";
+    case StorePhase::kReceive:
+      return "receive";
+  }
+  return "?";
+}
+
 struct TcpStoreServer::Impl {
+  // The waiters on one key: a Set wakes these only, so a rendezvous of N ranks costs N
+  // wakeups, not the N^2 of one condition variable for the whole store.
+  struct KeyWait {
+    std::condition_variable changed;
+    size_t waiters = 0;
+  };
+  struct Connection {
+    int fd = -1;  // -1 once its thread closed it
+    std::thread thread;
+  };
+
   int listen_fd = -1;
-  int wake[2] = {-1, -1};  // written at shutdown to stop the accept loop
+  int wake[2] = {-1, -1};  // written at shutdown and when a connection ends
   uint16_t port = 0;
   std::atomic<bool> stopping{false};
-  std::mutex mutex;
-  std::condition_variable changed;
+  mutable std::mutex mutex;
   std::map<std::string, std::vector<char>> values;
-  std::vector<int> connections;
-  std::vector<std::thread> threads;
+  std::map<std::string, KeyWait> waiting;
+  std::map<uint64_t, Connection> connections;
+  std::vector<uint64_t> finished;  // connections whose thread is over, to be joined
+  uint64_t next_id = 0;
+  uint64_t wakeups = 0;
+  uint64_t requests = 0;
+
   std::thread acceptor;
 
-  void Serve(int fd) {
-    for (;;) {
-      char op = 0;
-      std::vector<char> key;
-      if (!ReadAll(fd, &op, 1) || !ReadField(fd, &key)) return;
-      const std::string k(key.begin(), key.end());
-      if (op == 'S') {
-        std::vector<char> value;
-        if (!ReadField(fd, &value)) return;
-        {
-          const std::lock_guard lock(mutex);
-          values[k] = std::move(value);
-        }
-        changed.notify_all();
-        if (!WriteAll(fd, "K", 1)) return;
-      } else if (op == 'G') {
-        uint32_t timeout_ms = 0;
-        if (!ReadU32(fd, &timeout_ms)) return;
-        std::vector<char> reply;
-        {
-          std::unique_lock lock(mutex);
-          const bool found = changed.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] {
-            return stopping.load() || values.count(k) > 0;
-          });
-          if (found && values.count(k) > 0) {
-            const auto& v = values[k];
-            reply.push_back('F');
-            AppendU32(reply, static_cast<uint32_t>(v.size()));
-            reply.insert(reply.end(), v.begin(), v.end());
-          } else {
-            reply.push_back('T');
-          }
-        }
-        if (!WriteAll(fd, reply.data(), reply.size())) return;
-      } else {
-        return;  // not our protocol: drop the connection
-      }
+  void HandleSet(const std::string& key, std::vector<char> value) {
+    const std::lock_guard lock(mutex);
+    ++requests;
+    values[key] = std::move(value);
+    const auto waiters = waiting.find(key);
+    if (waiters == waiting.end()) return;
+    wakeups += waiters->second.waiters;
+    waiters->second.changed.notify_all();
+  }
+
+  std::vector<char> HandleGet(const std::string& key, std::chrono::milliseconds timeout) {
+    std::vector<char> reply;
+    std::unique_lock lock(mutex);
+    ++requests;
+    auto found = values.find(key);
+    if (found == values.end() && timeout.count() > 0 && !stopping) {
+      KeyWait& wait = waiting[key];
+      ++wait.waiters;
+      wait.changed.wait_for(lock, timeout, [&] { return stopping.load() || values.count(key); });
+      if (--wait.waiters == 0) waiting.erase(key);
+      found = values.find(key);
     }
+    if (found == values.end()) return {'T'};
+    reply.push_back('F');
+    AppendU32(reply, static_cast<uint32_t>(found->second.size()));
+    reply.insert(reply.end(), found->second.begin(), found->second.end());
+    return reply;
+  }
+
+  // One request; false when the connection is over (closed, silent, or not our protocol).
+  bool ServeOne(int fd) {
+    char op = 0;
+    if (ReadAll(fd, &op, 1, kNoDeadline) != Io::kOk) return false;  // idle clients may wait
+    const Deadline deadline = Clock::now() + kServerIoTimeout;
+    std::vector<char> key;
+    if (ReadField(fd, &key, deadline) != Io::kOk) return false;
+    const std::string k(key.begin(), key.end());
+    std::vector<char> reply;
+    if (op == 'S') {
+      std::vector<char> value;
+      if (ReadField(fd, &value, deadline) != Io::kOk) return false;
+      HandleSet(k, std::move(value));
+      reply.push_back('K');
+    } else if (op == 'G') {
+      uint32_t timeout_ms = 0;
+      if (ReadU32(fd, &timeout_ms, deadline) != Io::kOk) return false;
+      reply = HandleGet(k, std::chrono::milliseconds(timeout_ms));
+    } else {
+      return false;
+    }
+    return WriteAll(fd, reply.data(), reply.size(), Clock::now() + kServerIoTimeout) == Io::kOk;
+  }
+
+  // A connection's thread: serves until the client leaves, then closes the fd and hands the
+  // thread to the acceptor to join, so neither outlives the client.
+  void Serve(uint64_t id, int fd) {
+    while (ServeOne(fd)) {
+    }
+    const std::lock_guard lock(mutex);
+    ::close(fd);
+    connections[id].fd = -1;
+    finished.push_back(id);
+    (void)!::write(wake[1], "r", 1);
+  }
+
+  void Reap() {
+    std::vector<std::thread> done;
+    {
+      const std::lock_guard lock(mutex);
+      for (uint64_t id : finished) {
+        done.push_back(std::move(connections[id].thread));
+        connections.erase(id);
+      }
+      finished.clear();
+    }
+    for (auto& t : done) t.join();
   }
 
   void Accept() {
@@ -139,18 +266,25 @@ struct TcpStoreServer::Impl {
         if (errno == EINTR) continue;
         return;
       }
-      if (fds[1].revents != 0 || stopping) return;
+      if (stopping) return;
+      if (fds[1].revents != 0) {
+        char drain[256];
+        while (::read(wake[0], drain, sizeof drain) > 0) {
+        }
+        Reap();
+      }
+      if ((fds[0].revents & POLLIN) == 0) continue;
       const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd < 0) continue;
-      const int one = 1;
-      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      EnableKeepalive(fd);
       const std::lock_guard lock(mutex);
-      connections.push_back(fd);
-      threads.emplace_back([this, fd] { Serve(fd); });
+      const uint64_t id = next_id++;
+      Connection& c = connections[id];
+      c.fd = fd;
+      c.thread = std::thread([this, id, fd] { Serve(id, fd); });
     }
   }
 };
-
 TcpStoreServer::TcpStoreServer(uint16_t port) : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
   s.listen_fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -187,7 +321,7 @@ TcpStoreServer::TcpStoreServer(uint16_t port) : impl_(std::make_unique<Impl>()) 
   ::getsockname(s.listen_fd, reinterpret_cast<sockaddr*>(&bound), &len);
   s.port = ntohs(v6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
                     : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  if (::pipe2(s.wake, O_CLOEXEC) != 0) {
+  if (::pipe2(s.wake, O_CLOEXEC | O_NONBLOCK) != 0) {
     ::close(s.listen_fd);
     throw SystemError(Errno("rendezvous store: pipe"));
   }
@@ -199,13 +333,16 @@ TcpStoreServer::~TcpStoreServer() {
   s.stopping = true;
   (void)!::write(s.wake[1], "x", 1);
   s.acceptor.join();
+  std::vector<std::thread> threads;
   {
     const std::lock_guard lock(s.mutex);
-    for (int fd : s.connections) ::shutdown(fd, SHUT_RDWR);
+    for (auto& [id, c] : s.connections) {
+      if (c.fd >= 0) ::shutdown(c.fd, SHUT_RDWR);
+      threads.push_back(std::move(c.thread));
+    }
+    for (auto& [key, wait] : s.waiting) wait.changed.notify_all();
   }
-  s.changed.notify_all();
-  for (auto& t : s.threads) t.join();
-  for (int fd : s.connections) ::close(fd);
+  for (auto& t : threads) t.join();
   ::close(s.listen_fd);
   ::close(s.wake[0]);
   ::close(s.wake[1]);
@@ -213,9 +350,55 @@ TcpStoreServer::~TcpStoreServer() {
 
 uint16_t TcpStoreServer::port() const { return impl_->port; }
 
+StoreServerStats TcpStoreServer::stats() const {
+  const std::lock_guard lock(impl_->mutex);
+  StoreServerStats out;
+  for (const auto& [id, c] : impl_->connections) {
+    if (c.fd >= 0) ++out.connections;
+  }
+  out.threads = impl_->connections.size();
+  out.wakeups = impl_->wakeups;
+  out.requests = impl_->requests;
+  for (const auto& [key, wait] : impl_->waiting) out.waiters += wait.waiters;
+  return out;
+}
+
+namespace {
+
+// One non-blocking connect to `a` by `deadline`: the fd, or -1 with `error` saying why.
+int ConnectBy(const addrinfo& a, Deadline deadline, std::string* error) {
+  const int fd = ::socket(a.ai_family, a.ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a.ai_protocol);
+  if (fd < 0) {
+    *error = std::strerror(errno);
+    return -1;
+  }
+  int rc = ::connect(fd, a.ai_addr, a.ai_addrlen);
+  if (rc != 0 && errno == EINPROGRESS) {
+    if (!AwaitReady(fd, POLLOUT, deadline)) {
+      *error = "no answer: the host drops the connection or is down";
+      ::close(fd);
+      return -1;
+    }
+    int so_error = 0;
+    socklen_t len = sizeof so_error;
+    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &len);
+    errno = so_error;
+    rc = so_error == 0 ? 0 : -1;
+  }
+  if (rc != 0) {
+    *error = std::strerror(errno);
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
 TcpStoreClient::TcpStoreClient(const std::string& host, uint16_t port,
-                               std::chrono::milliseconds connect_timeout)
-    : where_(host + ":" + std::to_string(port)) {
+                               std::chrono::milliseconds connect_timeout,
+                               std::chrono::milliseconds io_timeout)
+    : where_(host + ":" + std::to_string(port)), io_timeout_(io_timeout) {
   const auto deadline = Clock::now() + connect_timeout;
   std::string last_error = "no address";
   for (;;) {
@@ -228,27 +411,22 @@ TcpStoreClient::TcpStoreClient(const std::string& host, uint16_t port,
       last_error = std::string("cannot resolve host: ") + ::gai_strerror(gai);
     } else {
       for (addrinfo* a = found; a != nullptr && fd_ < 0; a = a->ai_next) {
-        const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-        if (fd < 0) continue;
-        if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
-          fd_ = fd;
-        } else {
-          last_error = std::strerror(errno);
-          ::close(fd);
-        }
+        fd_ = ConnectBy(*a, deadline, &last_error);
       }
       ::freeaddrinfo(found);
     }
     if (fd_ >= 0) break;
     if (Clock::now() >= deadline) {
-      throw TimeoutError("rendezvous: cannot reach the store of rank 0 at " + where_ + " within " +
-                         std::to_string(connect_timeout.count()) + " ms (" + last_error +
-                         "); check MASTER_ADDR/MASTER_PORT and that rank 0 is running");
+      throw StoreTimeoutError("rendezvous: cannot reach the store of rank 0 at " + where_ +
+                                  " within " + std::to_string(connect_timeout.count()) +
+                                  " ms (connect: " + last_error +
+                                  "); check MASTER_ADDR/MASTER_PORT and that rank 0 is running",
+                              where_, StorePhase::kConnect);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::this_thread::sleep_for(
+        std::min<Clock::duration>(std::chrono::milliseconds(100), deadline - Clock::now()));
   }
-  const int one = 1;
-  ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  EnableKeepalive(fd_);
 }
 
 std::string TcpStoreClient::LocalAddress() const {
@@ -269,6 +447,37 @@ TcpStoreClient::~TcpStoreClient() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+char TcpStoreClient::Exchange(const std::vector<char>& request, const std::string& key,
+                              Deadline deadline) {
+  if (broken_) {
+    throw BackendError("rendezvous: the connection to the store of rank 0 at " + where_ +
+                       " was given up after a deadline; cannot ask for '" + key + "'");
+  }
+  auto fail = [&](Io io, StorePhase phase) {
+    if (io == Io::kTimedOut) {
+      // A reply may still come: the connection is out of step, so it is not used again.
+      broken_ = true;
+      ::shutdown(fd_, SHUT_RDWR);
+      throw StoreTimeoutError("rendezvous: the store of rank 0 at " + where_ + " went silent (" +
+                                  NameOf(phase) + " of '" + key +
+                                  "' passed its deadline): its host is down, cut off or stuck",
+                              where_, phase);
+    }
+    throw BackendError("rendezvous: lost the store of rank 0 at " + where_ + " (" + NameOf(phase) +
+                       " of '" + key + "'); rank 0 died or the network failed");
+  };
+  if (const Io io = WriteAll(fd_, request.data(), request.size(),
+                             std::min(deadline, Clock::now() + io_timeout_));
+      io != Io::kOk) {
+    fail(io, StorePhase::kSend);
+  }
+  char status = 0;
+  if (const Io io = ReadAll(fd_, &status, 1, deadline); io != Io::kOk) {
+    fail(io, StorePhase::kReceive);
+  }
+  return status;
+}
+
 void TcpStoreClient::Set(const std::string& key, const std::vector<char>& value) {
   std::vector<char> msg{'S'};
   AppendU32(msg, static_cast<uint32_t>(key.size()));
@@ -276,10 +485,9 @@ void TcpStoreClient::Set(const std::string& key, const std::vector<char>& value)
   AppendU32(msg, static_cast<uint32_t>(value.size()));
   msg.insert(msg.end(), value.begin(), value.end());
   const std::lock_guard lock(mutex_);
-  char ack = 0;
-  if (!WriteAll(fd_, msg.data(), msg.size()) || !ReadAll(fd_, &ack, 1) || ack != 'K') {
-    throw BackendError("rendezvous: lost the store of rank 0 at " + where_ + " while setting '" +
-                       key + "'; rank 0 died or the network failed");
+  if (Exchange(msg, key, Clock::now() + io_timeout_) != 'K') {
+    throw BackendError("rendezvous: the store of rank 0 at " + where_ + " answered setting '" +
+                       key + "' with garbage; is MASTER_PORT another service's port?");
   }
 }
 
@@ -290,18 +498,24 @@ std::vector<char> TcpStoreClient::Get(const std::string& key, std::chrono::milli
   const auto ms = std::clamp<int64_t>(timeout.count(), 0, INT32_MAX);
   AppendU32(msg, static_cast<uint32_t>(ms));
   const std::lock_guard lock(mutex_);
-  char status = 0;
+  // The server waits up to the timeout before it answers; the reply then has io_timeout.
+  const Deadline deadline = Clock::now() + std::chrono::milliseconds(ms) + io_timeout_;
+  const char status = Exchange(msg, key, deadline);
   std::vector<char> value;
-  if (!WriteAll(fd_, msg.data(), msg.size()) || !ReadAll(fd_, &status, 1) ||
-      (status == 'F' && !ReadField(fd_, &value))) {
-    throw BackendError("rendezvous: lost the store of rank 0 at " + where_ +
-                       " while waiting for '" + key + "'; rank 0 died or the network failed");
+  if (status == 'F') {
+    if (const Io io = ReadField(fd_, &value, deadline); io != Io::kOk) {
+      broken_ = true;
+      throw BackendError("rendezvous: lost the store of rank 0 at " + where_ + " while reading '" +
+                         key + "'; rank 0 died or the network failed");
+    }
+    return value;
   }
-  if (status != 'F') {
-    throw TimeoutError("rendezvous: key '" + key + "' did not appear within " + std::to_string(ms) +
-                       " ms; a rank did not start or died");
+  if (status != 'T') {
+    throw BackendError("rendezvous: the store of rank 0 at " + where_ + " answered '" + key +
+                       "' with garbage; is MASTER_PORT another service's port?");
   }
-  return value;
+  throw TimeoutError("rendezvous: key '" + key + "' did not appear within " + std::to_string(ms) +
+                     " ms; a rank did not start or died");
 }
 
 namespace {

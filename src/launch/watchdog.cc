@@ -25,12 +25,14 @@ class Watchdog::WatchedCommunicator : public Communicator {
   void Run(const CollectiveCall& call) override {
     last_call_ = std::string(SpecOf(call.collective).name) + " of " + std::to_string(call.count) +
                  " " + std::string(NameOf(call.type)) + " elements";
+    slot_.bytes = call.count * SizeOf(call.type);
     watchdog_.Watch(slot_, last_call_, [&] { inner_->Run(call); });
   }
   void Exchange(const PeerExchange& exchange) override {
     last_call_ = "exchange of " + std::to_string(exchange.count) + " " +
                  std::string(NameOf(exchange.type)) + " elements with rank " +
                  std::to_string(exchange.peer);
+    slot_.bytes = exchange.count * SizeOf(exchange.type);
     watchdog_.Watch(slot_, last_call_, [&] { inner_->Exchange(exchange); });
   }
   void Barrier() override {
@@ -70,8 +72,9 @@ Watchdog::Watchdog(std::chrono::milliseconds limit, std::string where, OnExpire 
     : limit_(limit),
       where_(std::move(where)),
       on_expire_(std::move(on_expire)),
-      now_(now ? std::move(now) : NowNs(SteadyNowNs)),
-      thread_([this] { Loop(); }) {}
+      now_(now ? std::move(now) : NowNs(SteadyNowNs)) {
+  if (limit_.count() > 0) thread_ = std::thread([this] { Loop(); });
+}
 
 Watchdog::~Watchdog() {
   {
@@ -79,7 +82,24 @@ Watchdog::~Watchdog() {
     stopping_ = true;
   }
   stop_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string Watchdog::LastCall() const {
+  const std::lock_guard lock(mutex_);
+  const Slot* lowest = nullptr;
+  for (const auto& slot : slots_) {
+    if (lowest == nullptr || slot->rank < lowest->rank) lowest = slot.get();
+  }
+  if (lowest == nullptr) return "";
+  std::string what;
+  {
+    const std::lock_guard what_lock(lowest->what_mutex);
+    what = lowest->what;
+  }
+  const size_t bytes = lowest->bytes;
+  if (bytes > 0) what += ", " + std::to_string(bytes) + " bytes";
+  return what;
 }
 
 void Watchdog::Enter(Slot& slot, std::string what) const {
@@ -147,6 +167,7 @@ std::string Watchdog::Describe(Slot& slot) const {
 
 bool Watchdog::Scan() {
   if (expired_) return true;
+  if (limit_.count() <= 0) return false;  // tracking only
   std::string message;
   {
     const std::lock_guard lock(mutex_);

@@ -27,7 +27,8 @@ class Watchdog {
   // Monotonic nanoseconds, always above 0; steady_clock unless a test injects virtual time.
   using NowNs = std::function<int64_t()>;
 
-  // `limit`: how long one call may take; `where`: "host", for the message.
+  // `limit`: how long one call may take, 0 for no limit (the calls are only tracked, for
+  // LastCall); `where`: "host", for the message.
   Watchdog(std::chrono::milliseconds limit, std::string where, OnExpire on_expire, NowNs now = {});
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
@@ -43,11 +44,16 @@ class Watchdog {
   // on_expire for the first one older than the limit. True once it has expired.
   bool Scan();
 
+  // The call the lowest rank is in or last made, with its size ("all_reduce of 256 float
+  // elements, 1024 bytes"), or empty before any: where a process was when it went silent.
+  std::string LastCall() const;
+
  private:
   struct Slot {
     std::atomic<int64_t> started_ns{0};  // 0 = no call in flight
-    std::mutex what_mutex;
-    std::string what;  // the call in flight
+    mutable std::mutex what_mutex;
+    std::string what;              // the call in flight
+    std::atomic<size_t> bytes{0};  // of the last collective or exchange, 0 for none
     int rank = 0;
   };
   class WatchedCommunicator;
@@ -67,7 +73,7 @@ class Watchdog {
   const OnExpire on_expire_;
   const NowNs now_;
   std::atomic<bool> expired_{false};
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable stop_;
   bool stopping_ = false;
   std::vector<std::unique_ptr<Slot>> slots_;

@@ -29,6 +29,7 @@ TEST(TcpStoreTest, ClientsMeetThroughTheServer) {
   TcpStoreServer server(0);
   ASSERT_GT(server.port(), 0);
   std::vector<std::thread> ranks;
+  ranks.reserve(4);
   std::vector<std::string> seen(4);
   for (int r = 0; r < 4; ++r) {
     ranks.emplace_back([&, r] {
@@ -126,6 +127,168 @@ TEST(TcpStoreTest, BusyPortIsAClearError) {
   } catch (const SystemError& e) {
     EXPECT_NE(std::string(e.what()).find("MASTER_PORT"), std::string::npos) << e.what();
   }
+}
+
+// ---- Deadlines: peers that go silent without closing ----
+
+// A loopback listener with a backlog of `backlog` that this test accepts from only when
+// told: the kernel completes handshakes up to the backlog, then drops further SYNs, as a
+// black-holed host does.
+class RawListener {
+ public:
+  explicit RawListener(int backlog) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+        ::listen(fd_, backlog) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      ADD_FAILURE() << "cannot listen on loopback: " << std::strerror(errno);
+    }
+    port_ = ntohs(addr.sin_port);
+  }
+  ~RawListener() {
+    for (int fd : held_) ::close(fd);
+    ::close(fd_);
+  }
+  RawListener(const RawListener&) = delete;
+  RawListener& operator=(const RawListener&) = delete;
+  uint16_t port() const { return port_; }
+  // Accepts one connection and keeps it open, never answering on it.
+  void AcceptAndIgnore() {
+    const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    ASSERT_GE(fd, 0) << std::strerror(errno);
+    held_.push_back(fd);
+  }
+  // Opens a connection to itself that nobody accepts: it fills the backlog.
+  void FillOne() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(port_);
+    (void)::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    held_.push_back(fd);
+  }
+
+ private:
+  int fd_;
+  uint16_t port_ = 0;
+  std::vector<int> held_;
+};
+
+// The error of a request to a silent store: receive phase, the peer and the key named.
+void ExpectSilentReceive(const StoreTimeoutError& e, uint16_t port, const std::string& key) {
+  EXPECT_EQ(e.phase(), StorePhase::kReceive);
+  EXPECT_EQ(e.where(), "127.0.0.1:" + std::to_string(port));
+  EXPECT_NE(std::string(e.what()).find(e.where()), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("receive of '" + key + "'"), std::string::npos) << e.what();
+}
+
+TEST(TcpStoreDeadlineTest, APeerThatAcceptsThenGoesSilentTimesOutOnReceive) {
+  RawListener silent(16);
+  std::optional<TcpStoreClient> client;
+  client.emplace("127.0.0.1", silent.port(), milliseconds(5000), milliseconds(300));
+  silent.AcceptAndIgnore();
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    client->Set("rank/3", Bytes("x"));
+    FAIL() << "expected StoreTimeoutError";
+  } catch (const StoreTimeoutError& e) {
+    ExpectSilentReceive(e, silent.port(), "rank/3");
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));  // hang bound
+  // The stream is out of step now: later requests fail at once, and say why.
+  EXPECT_THROW(client->Get("rank/3", milliseconds(0)), BackendError);
+}
+
+TEST(TcpStoreDeadlineTest, AGetWaitsItsTimeoutPlusTheIoDeadlineNotForever) {
+  RawListener silent(16);
+  TcpStoreClient client("127.0.0.1", silent.port(), milliseconds(5000), milliseconds(200));
+  silent.AcceptAndIgnore();
+  try {
+    client.Get("go", milliseconds(100));
+    FAIL() << "expected StoreTimeoutError";
+  } catch (const StoreTimeoutError& e) {
+    ExpectSilentReceive(e, silent.port(), "go");
+  }
+}
+
+TEST(TcpStoreDeadlineTest, AListenerThatNeverAcceptsTimesOutOnConnect) {
+  RawListener full(0);
+  // Fill the accept queue (backlog 0 holds one, the kernel's +1 another): later SYNs go
+  // unanswered, as from a host that vanished.
+  for (int i = 0; i < 4; ++i) full.FillOne();
+  std::this_thread::sleep_for(milliseconds(100));
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    TcpStoreClient client("127.0.0.1", full.port(), milliseconds(600));
+    FAIL() << "expected StoreTimeoutError";
+  } catch (const StoreTimeoutError& e) {
+    EXPECT_EQ(e.phase(), StorePhase::kConnect);
+    EXPECT_NE(std::string(e.what()).find("127.0.0.1:" + std::to_string(full.port())),
+              std::string::npos)
+        << e.what();
+  }
+  // The kernel would retry SYNs for about two minutes; the connect timeout bounds it.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+// Polls `done` for up to 10 s (a hang bound, not a timing assertion).
+template <typename Done>
+bool Eventually(Done done) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return true;
+}
+
+TEST(TcpStoreServerTest, ClientsThatLeaveHaveTheirThreadsAndFdsReaped) {
+  TcpStoreServer server(0);
+  {
+    std::vector<std::unique_ptr<TcpStoreClient>> clients;
+    for (int i = 0; i < 8; ++i) {
+      clients.push_back(
+          std::make_unique<TcpStoreClient>("127.0.0.1", server.port(), milliseconds(5000)));
+      clients.back()->Set("k" + std::to_string(i), Bytes("v"));
+    }
+    EXPECT_EQ(server.stats().connections, 8u);
+    EXPECT_EQ(server.stats().threads, 8u);
+  }
+  EXPECT_TRUE(Eventually([&] {
+    const StoreServerStats s = server.stats();
+    return s.connections == 0 && s.threads == 0;
+  })) << "connections "
+      << server.stats().connections << ", threads " << server.stats().threads;
+  // The values outlive the clients that set them.
+  TcpStoreClient late("127.0.0.1", server.port(), milliseconds(5000));
+  EXPECT_EQ(late.Get("k7", milliseconds(100)), Bytes("v"));
+}
+
+TEST(TcpStoreServerTest, ASetWakesOnlyTheWaitersOnItsKey) {
+  TcpStoreServer server(0);
+  constexpr size_t kWaiters = 6;
+  std::vector<std::thread> waiters;
+  std::vector<std::string> got(kWaiters);
+  for (size_t i = 0; i < kWaiters; ++i) {
+    waiters.emplace_back([&, i] {
+      TcpStoreClient c("127.0.0.1", server.port(), milliseconds(5000));
+      const auto v = c.Get("go", milliseconds(20000));
+      got[i] = std::string(v.begin(), v.end());
+    });
+  }
+  ASSERT_TRUE(Eventually([&] { return server.stats().waiters == kWaiters; }));
+  TcpStoreClient setter("127.0.0.1", server.port(), milliseconds(5000));
+  for (int i = 0; i < 50; ++i) setter.Set("rank/" + std::to_string(i), Bytes("x"));
+  EXPECT_EQ(server.stats().wakeups, 0u);  // other keys woke nobody
+  setter.Set("go", Bytes("now"));
+  for (auto& t : waiters) t.join();
+  EXPECT_EQ(server.stats().wakeups, kWaiters);
+  EXPECT_EQ(server.stats().waiters, 0u);
+  for (const auto& g : got) EXPECT_EQ(g, "now");
 }
 
 // ---- JobStore: MASTER_PORT=0, the port published in FABRICSCOPE_PORT_FILE ----
