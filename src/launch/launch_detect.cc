@@ -16,14 +16,12 @@ namespace fabricscope {
 namespace {
 
 int ParseInt(const std::string& name, const std::string& value, int lo) {
-  char* end = nullptr;
-  errno = 0;
-  const long v = std::strtol(value.c_str(), &end, 10);
-  if (errno != 0 || end == value.c_str() || *end != '\0' || v < lo || v > INT32_MAX) {
+  const std::optional<int> v = ToNumber<int>(value);
+  if (!v || *v < lo) {
     throw UsageError("environment variable " + name + "='" + value + "' is not a valid number" +
                      (lo > 0 ? " (at least " + std::to_string(lo) + ")" : " (0 or more)"));
   }
-  return static_cast<int>(v);
+  return *v;
 }
 
 // The first of `names` that is set, parsed; nullopt when none is.
@@ -90,14 +88,12 @@ std::optional<LaunchInfo> FromMpi(const Env& env) {
 }
 
 uint64_t ParseId(const std::string& name, const std::string& value) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(value.c_str(), &end, 10);
-  if (errno != 0 || end == value.c_str() || *end != '\0') {
+  const std::optional<uint64_t> v = ToNumber<uint64_t>(value);
+  if (!v) {
     throw UsageError("environment variable " + name + "='" + value +
                      "' is not a Slurm id (a number)");
   }
-  return v;
+  return *v;
 }
 
 uint16_t ParsePort(const std::string& name, const std::string& value) {
