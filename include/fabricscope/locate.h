@@ -16,6 +16,7 @@
 
 #include "fabricscope/backend.h"
 #include "fabricscope/fabric_sim.h"
+#include "fabricscope/host_list.h"  // ExpandHostList, for topology.conf
 #include "fabricscope/launch.h"
 #include "fabricscope/options.h"
 #include "fabricscope/result.h"
@@ -146,8 +147,6 @@ Topology ReadFabricTopology(const std::string& dir);
 // A directory is read as the fabric's outputs; a file as either of the above, by its content
 // (SwitchName= means Slurm's); throws SystemError when unreadable.
 Topology ReadTopology(const std::string& path);
-// "node[01-03,7],gpu1" -> node01 node02 node03 node7 gpu1 (Slurm's host lists).
-std::vector<std::string> ExpandHostList(std::string_view list);
 
 // Full: the round-robin schedule (every pair); quick: `coverage` random peers per node.
 enum class LocateMode { kFull, kQuick };

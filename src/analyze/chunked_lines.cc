@@ -5,13 +5,22 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <string>
 
 #include "analyze/text_fields.h"
+#include "fabricscope/error.h"
 
 namespace fabricscope::analyze {
 
 ChunkedLineReader::ChunkedLineReader(int fd, ChunkedReadOptions options)
     : fd_(fd), options_(options) {
+  if (options_.chunk_bytes > kMaxChunkedReadBytes ||
+      options_.max_line_bytes > kMaxChunkedReadBytes) {
+    throw UsageError("chunked read: chunk of " + std::to_string(options_.chunk_bytes) +
+                     " bytes, line limit of " + std::to_string(options_.max_line_bytes) +
+                     " bytes: each must be at most " + std::to_string(kMaxChunkedReadBytes) +
+                     " (1 TiB)");
+  }
   options_.chunk_bytes = std::max<size_t>(options_.chunk_bytes, 2);
   options_.max_line_bytes = std::max<size_t>(options_.max_line_bytes, 1);
   capacity_ = options_.chunk_bytes;

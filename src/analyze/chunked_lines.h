@@ -2,6 +2,7 @@
 // any size is read with one chunk (plus the line that spans its edge) in memory.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <memory>
@@ -16,10 +17,13 @@ struct ChunkedReadOptions {
   // this length and the rest of it skipped, so that memory stays bounded whatever the input.
   size_t max_line_bytes = size_t{64} << 20;
 };
+// The most either option may be (1 TiB): their sum, the buffer's bound, cannot overflow.
+inline constexpr size_t kMaxChunkedReadBytes = size_t{1} << 40;
 
 class ChunkedLineReader {
  public:
-  // Reads `fd` (not owned: the caller closes it).
+  // Reads `fd` (not owned: the caller closes it). Throws UsageError when an option exceeds
+  // kMaxChunkedReadBytes; a chunk below 2 bytes or a limit below 1 is raised to that.
   explicit ChunkedLineReader(int fd, ChunkedReadOptions options = {});
 
   // The first bytes of the input, at least `bytes` of them unless the input is shorter or a
@@ -86,14 +90,21 @@ void ChunkedLineReader::ForEachLine(Fn&& fn) {
       const void* found = std::memchr(data + from, '\n', end_ - from);
       if (found == nullptr) break;
       const size_t end = static_cast<size_t>(static_cast<const char*>(found) - data);
-      if (!skipping) fn(std::string_view(data + begin_, end - begin_), ++line_no, false);
+      if (!skipping) {
+        // A whole line in the buffer is cut by the same rule as one still arriving.
+        const size_t length = end - begin_;
+        fn(std::string_view(data + begin_, std::min(length, options_.max_line_bytes)), ++line_no,
+           false);
+        if (length > options_.max_line_bytes && cut_lines_++ == 0) first_cut_line_ = line_no;
+      }
       skipping = false;
       begin_ = from = end + 1;
     }
     if (skipping) begin_ = end_;  // still inside the cut line: drop what was read of it
     scanned = end_ - begin_;
-    if (scanned >= options_.max_line_bytes) {
-      // As long as the limit and no end in sight: hand out what fits, skip the rest.
+    if (scanned > options_.max_line_bytes) {
+      // Longer than the limit, known before its end is read: hand out what fits, skip the
+      // rest. A line of exactly max_line_bytes is whole, wherever the chunk's edge falls.
       fn(std::string_view(data + begin_, options_.max_line_bytes), ++line_no, false);
       if (cut_lines_++ == 0) first_cut_line_ = line_no;
       begin_ = end_;

@@ -14,6 +14,7 @@
 
 #include "check/rules.h"
 #include "core/joined.h"
+#include "core/strings.h"
 #include "fabricscope/check.h"
 #include "fabricscope/collective.h"
 #include "fabricscope/error.h"
@@ -58,14 +59,10 @@ int CountDevices(std::string_view text) {
 long NumberAfter(std::string_view text, std::string_view key) {
   const size_t at = text.find(key);
   if (at == std::string_view::npos) return -1;
-  size_t i = at + key.size();
-  long value = 0;
-  bool any = false;
-  while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
-    value = value * 10 + (text[i++] - '0');
-    any = true;
-  }
-  return any ? value : -1;
+  const std::string_view rest = text.substr(at + key.size());
+  const std::string_view digits = rest.substr(0, rest.find_first_not_of("0123456789"));
+  // A digit string too long for a long is no figure a log states: read as none.
+  return ToNumber<long>(digits).value_or(-1);
 }
 
 bool Has(std::string_view text, std::string_view part) {

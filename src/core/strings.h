@@ -4,9 +4,13 @@
 #pragma once
 
 #include <array>
+#include <charconv>
 #include <cstddef>
+#include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "core/joined.h"
@@ -36,6 +40,34 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 // `text` split at `separator`, each part trimmed, empty parts dropped: "a, b,,c " gives
 // {"a", "b", "c"}; "" gives {}.
 std::vector<std::string> Split(std::string_view text, char separator);
+
+// `text`, all of it, as a number of type T (an integer in `base`, or a double), or nullopt
+// when it is not one: empty, other characters, or out of T's range (a long digit string).
+// std::from_chars: no locale, no errno, no exception, no overflow.
+template <typename T>
+std::optional<T> ToNumber(std::string_view text, int base = 10) {
+  T value{};
+  const char* end = text.data() + text.size();
+  std::from_chars_result r{};
+  if constexpr (std::is_floating_point_v<T>) {
+    (void)base;
+    r = std::from_chars(text.data(), end, value);
+  } else {
+    r = std::from_chars(text.data(), end, value, base);
+  }
+  if (r.ec != std::errc() || r.ptr != end || text.empty()) return std::nullopt;
+  return value;
+}
+
+// ToNumber, or a UsageError naming `what`, the text and the range T holds.
+template <typename T>
+T ParseNumber(std::string_view text, std::string_view what, int base = 10) {
+  if (const std::optional<T> value = ToNumber<T>(text, base)) return *value;
+  throw UsageError(std::string(what) + ": '" + std::string(text.substr(0, 40)) +
+                   (text.size() > 40 ? "...'" : "'") + " is not a number from " +
+                   std::to_string(std::numeric_limits<T>::lowest()) + " to " +
+                   std::to_string(std::numeric_limits<T>::max()));
+}
 
 // An enum's names, indexed by its value (0, 1, ...), and the one rule to look them up: names
 // match regardless of ASCII case ("ring" is Ring), and an unknown name is a UsageError that

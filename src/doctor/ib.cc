@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <regex>
 
+#include "core/strings.h"
+
 namespace fabricscope::doctor {
 namespace {
 
@@ -29,8 +31,8 @@ PortRate ParsePortRate(const std::string& text) {
   static const std::regex kRate(R"(^\s*([0-9.]+)\s*Gb/sec(?:\s*\((\d+)X\s*([A-Za-z]*)\))?)");
   std::smatch m;
   if (std::regex_search(text, m, kRate)) {
-    r.gbps = std::atof(m[1].str().c_str());
-    if (m[2].matched) r.lanes = std::atoi(m[2].str().c_str());
+    r.gbps = ToNumber<double>(m[1].str()).value_or(0);
+    if (m[2].matched) r.lanes = ToNumber<int>(m[2].str()).value_or(0);
     if (m[3].matched) r.generation = m[3].str();
   }
   return r;

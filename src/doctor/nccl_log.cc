@@ -8,6 +8,7 @@
 #include <regex>
 #include <string_view>
 
+#include "core/strings.h"
 #include "doctor/root.h"
 #include "fabricscope/error.h"
 
@@ -21,7 +22,8 @@ struct LinePattern {
   std::function<void(const std::string& message, int line, NcclLog& log)> handle;
 };
 
-int ToInt(const std::string& s) { return std::atoi(s.c_str()); }
+// A number of a log line; one too long for an int (no figure NCCL prints) reads as -1.
+int ToInt(const std::string& s) { return ToNumber<int>(s).value_or(-1); }
 
 // "[0]mlx5_0:1/IB" tokens of a "Using" line.
 std::vector<std::string> Bracketed(const std::string& message) {

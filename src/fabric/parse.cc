@@ -45,8 +45,8 @@ bool ParseLinkState(const std::string& inner, Port& port) {
   static const std::regex re(R"(^\s*(?:(\d+)X\s+)?(?:([\d.]+) Gbps\s+)?(\w+)/\s*(\w+)\s*$)");
   std::smatch m;
   if (!std::regex_match(inner, m, re)) return false;
-  port.lanes = m[1].matched ? std::stoi(m[1]) : 0;
-  port.lane_gbps = m[2].matched ? std::stod(m[2]) : 0;
+  port.lanes = m[1].matched ? Int(m[1]) : 0;
+  port.lane_gbps = m[2].matched ? Real(m[2]) : 0;
   port.state = m[3];
   port.physical = m[4];
   return true;
@@ -57,8 +57,8 @@ bool ParsePeer(const std::string& right, Port& port) {
   static const std::regex none(R"re(^\[[^\]]*\]\s+""\s*(\(.*\))?\s*$)re");
   std::smatch m;
   if (std::regex_match(right, m, peer)) {
-    port.peer_lid = std::stoi(m[1]);
-    port.peer_port = std::stoi(m[2]);
+    port.peer_lid = Int(m[1]);
+    port.peer_port = Int(m[2]);
     port.peer_name = m[3];
     return true;
   }
@@ -99,7 +99,7 @@ LinkRate ParseLinkRate(const std::string& text) {
   if (std::regex_match(text, m, re)) {
     const std::string speed = Upper(m[2].str());
     for (const auto& s : kSpeeds) {
-      if (speed == s.name) return LinkRate{std::stoi(m[1]), s.lane_gbps};
+      if (speed == s.name) return LinkRate{Int(m[1]), s.lane_gbps};
     }
   }
   throw UsageError("--expect '" + text +
@@ -136,8 +136,8 @@ void ParseIblinkinfo(const std::string& text, const std::string& origin, Fabric&
     } else if (std::regex_match(line, m, ca)) {
       node = &NodeNamed(fabric, NodeKind::kHca, m[1]);
     } else if (std::regex_match(line, m, port_line) && node != nullptr) {
-      Port& port = PortNumbered(*node, std::stoi(m[3]));
-      node->lid = std::stoi(m[2]);
+      Port& port = PortNumbered(*node, Int(m[3]));
+      node->lid = Int(m[2]);
       if (node->kind == NodeKind::kHca && m[1].matched && node->guid.empty()) {
         node->guid = Trim(m[1].str());
       }
@@ -165,14 +165,14 @@ void ParseIbnetdiscover(const std::string& text, const std::string& origin, Fabr
       node = &NodeNamed(fabric, kind, m[3]);
       node->kind = kind;
       if (node->guid.empty()) node->guid = "0x" + std::string(m[2]);
-      if (m[4].matched && node->lid == 0) node->lid = std::stoi(m[4]);
+      if (m[4].matched && node->lid == 0) node->lid = Int(m[4]);
     } else if (std::regex_match(line, m, port_line) && node != nullptr) {
-      Port& port = PortNumbered(*node, std::stoi(m[1]));
+      Port& port = PortNumbered(*node, Int(m[1]));
       if (!port.evidence.empty()) return;  // iblinkinfo's line is richer: keep it
-      port.peer_port = std::stoi(m[2]);
+      port.peer_port = Int(m[2]);
       port.peer_name = m[3];
-      port.peer_lid = std::stoi(m[4]);
-      port.lanes = std::stoi(m[5]);
+      port.peer_lid = Int(m[4]);
+      port.lanes = Int(m[5]);
       try {
         port.lane_gbps = ParseLinkRate("1x" + std::string(m[6])).lane_gbps;
       } catch (const UsageError&) {
@@ -184,7 +184,7 @@ void ParseIbnetdiscover(const std::string& text, const std::string& origin, Fabr
       if (node->kind == NodeKind::kHca) {
         static const std::regex lid(R"(# lid (\d+))");
         std::smatch l;
-        if (std::regex_search(line, l, lid)) node->lid = std::stoi(l[1]);
+        if (std::regex_search(line, l, lid)) node->lid = Int(l[1]);
       }
     } else if (line.starts_with("[")) {
       fabric.problems.push_back(Evidence(origin, number, line) +
@@ -209,22 +209,22 @@ void ParseIbqueryerrors(const std::string& text, const std::string& origin, Fabr
     } else if (std::regex_match(line, m, port_re)) {
       perf = nullptr;
       if (m[2] == "ALL") return;  // the sum of the ports listed next
-      PortCounters c{node_name, m[1], std::stoi(m[2]), {}, Evidence(origin, number, line)};
+      PortCounters c{node_name, m[1], Int(m[2]), {}, Evidence(origin, number, line)};
       const std::string rest = m[3];
       for (std::sregex_iterator it(rest.begin(), rest.end(), counter_re), end; it != end; ++it) {
-        c.counters[(*it)[1]] = std::stoull((*it)[2]);
+        c.counters[(*it)[1]] = U64((*it)[2]);
       }
       fabric.counters.push_back(std::move(c));
     } else if (std::regex_search(line, m, perf_header)) {
-      const Node* n = fabric.FindByLid(std::stoi(m[1]));
+      const Node* n = fabric.FindByLid(Int(m[1]));
       fabric.counters.push_back(PortCounters{n != nullptr ? n->name : "lid " + std::string(m[1]),
                                              n != nullptr ? n->guid : "",
-                                             std::stoi(m[2]),
+                                             Int(m[2]),
                                              {},
                                              Evidence(origin, number, line)});
       perf = &fabric.counters.back();
     } else if (perf != nullptr && std::regex_match(line, m, perf_value)) {
-      perf->counters[m[1]] = std::stoull(m[2]);
+      perf->counters[m[1]] = U64(m[2]);
     }
   });
 }
@@ -244,8 +244,8 @@ void ParseDumpFts(const std::string& text, const std::string& origin, Fabric& fa
         fabric.problems.push_back(Evidence(origin, number, line) + " (an entry before any switch)");
         return;
       }
-      const int lid = std::stoi(m[1], nullptr, 16);
-      table->out_port[lid] = std::stoi(m[2]);
+      const int lid = Int(m[1].str().substr(2), 16);  // after "0x"
+      table->out_port[lid] = Int(m[2]);
       const std::string info = m[3];
       std::smatch d;
       if (std::regex_match(info, d, dest)) {
@@ -270,9 +270,9 @@ void ParseSminfo(const std::string& text, const std::string& origin, Fabric& fab
     std::smatch m;
     if (std::regex_search(line, m, re)) {
       fabric.sm.present = true;
-      fabric.sm.lid = std::stoi(m[1]);
+      fabric.sm.lid = Int(m[1]);
       fabric.sm.guid = m[2];
-      fabric.sm.priority = std::stoi(m[3]);
+      fabric.sm.priority = Int(m[3]);
       fabric.sm.state = m[4];
       fabric.sm.evidence = Evidence(origin, number, line);
     }

@@ -404,8 +404,7 @@ PairPath TracePair(const Fabric& fabric, const std::string& src, const std::stri
       at = m[2];
       path.evidence.push_back(Evidence(origin, number, line));
     } else if (std::regex_match(line, m, hop_re) && !at.empty()) {
-      path.traced_hops.push_back(PortName(at, std::stoi(m[1])) + " -> " +
-                                 PortName(m[3], std::stoi(m[2])));
+      path.traced_hops.push_back(PortName(at, Int(m[1])) + " -> " + PortName(m[3], Int(m[2])));
       at = m[3];
       path.evidence.push_back(Evidence(origin, number, line));
     }

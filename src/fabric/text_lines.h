@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -31,7 +33,19 @@ inline std::string Evidence(const std::string& origin, size_t number, const std:
   return origin + ":" + std::to_string(number) + ": " + std::string(Trim(line));
 }
 
-// As ForEachLine, but a number that does not fit (std::stoi's out_of_range, invalid_argument)
+// A number of a tool's output line, read with std::from_chars (ToNumber): one that does not
+// fit its type, or is not a number, throws std::out_of_range, which ForEachLineSafe turns
+// into a problem of that line.
+template <typename T>
+T NumberIn(const std::string& text, int base = 10) {
+  if (const std::optional<T> value = ToNumber<T>(text, base)) return *value;
+  throw std::out_of_range("'" + text.substr(0, 40) + "' is not a number that fits");
+}
+inline int Int(const std::string& text, int base = 10) { return NumberIn<int>(text, base); }
+inline uint64_t U64(const std::string& text) { return NumberIn<uint64_t>(text); }
+inline double Real(const std::string& text) { return NumberIn<double>(text); }
+
+// As ForEachLine, but a number that does not fit (Int's out_of_range)
 // makes the line a problem instead of an exception: bad input never ends the parse.
 template <typename Fn>
 void ForEachLineSafe(const std::string& text, const std::string& origin,

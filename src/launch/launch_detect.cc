@@ -9,20 +9,19 @@
 
 #include "core/strings.h"
 #include "fabricscope/error.h"
+#include "fabricscope/host_list.h"
 #include "fabricscope/launch.h"
 
 namespace fabricscope {
 namespace {
 
 int ParseInt(const std::string& name, const std::string& value, int lo) {
-  char* end = nullptr;
-  errno = 0;
-  const long v = std::strtol(value.c_str(), &end, 10);
-  if (errno != 0 || end == value.c_str() || *end != '\0' || v < lo || v > INT32_MAX) {
+  const std::optional<int> v = ToNumber<int>(value);
+  if (!v || *v < lo) {
     throw UsageError("environment variable " + name + "='" + value + "' is not a valid number" +
                      (lo > 0 ? " (at least " + std::to_string(lo) + ")" : " (0 or more)"));
   }
-  return static_cast<int>(v);
+  return *v;
 }
 
 // The first of `names` that is set, parsed; nullopt when none is.
@@ -89,14 +88,12 @@ std::optional<LaunchInfo> FromMpi(const Env& env) {
 }
 
 uint64_t ParseId(const std::string& name, const std::string& value) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(value.c_str(), &end, 10);
-  if (errno != 0 || end == value.c_str() || *end != '\0') {
+  const std::optional<uint64_t> v = ToNumber<uint64_t>(value);
+  if (!v) {
     throw UsageError("environment variable " + name + "='" + value +
                      "' is not a Slurm id (a number)");
   }
-  return v;
+  return *v;
 }
 
 uint16_t ParsePort(const std::string& name, const std::string& value) {
@@ -270,35 +267,12 @@ void AnnounceLaunch(const LaunchInfo& launch, std::ostream& out) {
 }
 
 std::string FirstSlurmHost(std::string_view nodelist) {
-  auto malformed = [&](const std::string& why) {
-    return UsageError("Slurm host list '" + std::string(nodelist) + "': " + why +
-                      "; expected e.g. 'node1', 'gpu[07-09,12]' or 'a1,b[2-3]'");
-  };
-  // The first entry: up to a comma outside brackets.
-  const size_t open = nodelist.find('[');
-  const size_t comma = nodelist.find(',');
-  if (open == std::string_view::npos || (comma != std::string_view::npos && comma < open)) {
-    const std::string_view first = nodelist.substr(0, comma);
-    if (first.empty()) throw malformed("empty first host");
-    return std::string(first);
+  const std::vector<std::string> hosts = ExpandHostList(nodelist);
+  if (hosts.empty()) {
+    throw UsageError("Slurm host list '" + std::string(nodelist) +
+                     "' names no host; expected e.g. 'node1', 'gpu[07-09,12]' or 'a1,b[2-3]'");
   }
-  const size_t close = nodelist.find(']', open);
-  if (close == std::string_view::npos) throw malformed("'[' without ']'");
-  const std::string_view range = nodelist.substr(open + 1, close - open - 1);
-  const size_t stop = range.find_first_of(",-");
-  const std::string_view first_number = range.substr(0, stop);
-  if (first_number.empty() ||
-      first_number.find_first_not_of("0123456789") != std::string_view::npos) {
-    throw malformed("the range does not start with a number");
-  }
-  // The suffix after ']' up to the next comma belongs to every host of the range.
-  const size_t end = nodelist.find(',', close);
-  const std::string_view suffix = nodelist.substr(
-      close + 1, end == std::string_view::npos ? std::string_view::npos : end - close - 1);
-  if (suffix.find('[') != std::string_view::npos) {
-    throw malformed("several ranges in one host name are not supported");
-  }
-  return std::string(nodelist.substr(0, open)) + std::string(first_number) + std::string(suffix);
+  return hosts.front();
 }
 
 uint16_t SlurmStorePort(uint64_t job_id, uint64_t step_id) {

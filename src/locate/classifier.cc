@@ -811,26 +811,53 @@ TwoNodeVerdict JudgeTwoNodes(const ClusterLayout& layout, const std::vector<Rail
 namespace {
 
 // Each node's per-node measurements as one level, in log bandwidth over the first
-// round's median node; a "pair" of a node with itself, so the pairs' tools apply.
-RailLevels NodeLevels(const std::vector<std::vector<NodeSample>>& rounds) {
+// round's median node; a "pair" of a node with itself, so the pairs' tools apply. A sample
+// with no finite bandwidth (the node could not be measured) is left out, as BuildLevels
+// leaves out a pair's; a node with none is unmeasured: listed, with no level, so that no NaN
+// reaches the median, the noise or the comparisons.
+struct NodeLevelsResult {
   RailLevels levels;
-  std::vector<double> first;
-  for (const NodeSample& s : rounds.front()) {
-    if (s.wrong == 0 && Finite(s.all_reduce_busbw)) first.push_back(s.all_reduce_busbw);
+  std::vector<int> unmeasured;  // nodes without one finite sample, in node order
+  int rounds = 0;
+};
+
+double TypicalNodeBandwidth(const std::vector<std::vector<NodeSample>>& rounds) {
+  // The first round's median node; the later rounds' when the first has no finite sample.
+  for (const auto& round : rounds) {
+    std::vector<double> values;
+    for (const NodeSample& s : round) {
+      if (s.wrong == 0 && Finite(s.all_reduce_busbw) && s.all_reduce_busbw > 0) {
+        values.push_back(s.all_reduce_busbw);
+      }
+    }
+    if (!values.empty()) return Median(std::move(values));
   }
-  const double median = Median(first);
+  return 0.0;
+}
+
+NodeLevelsResult NodeLevels(const std::vector<std::vector<NodeSample>>& rounds) {
+  NodeLevelsResult out;
+  out.rounds = static_cast<int>(rounds.size());
+  RailLevels& levels = out.levels;
+  const double median = TypicalNodeBandwidth(rounds);
   std::map<int, PairLevel> by_node;
   for (const auto& round : rounds) {
     for (const NodeSample& s : round) {
       PairLevel& level = by_node[s.node];
       level.pair = {s.node, s.node};
       level.wrong += s.wrong;
-      level.logs.push_back(
-          s.wrong > 0 ? kWrongLog : std::log(std::max(s.all_reduce_busbw, 0.0) / median + 1e-9));
-      level.all_reduce = s.all_reduce_busbw;  // the latest
+      if (s.wrong > 0) {
+        level.logs.push_back(kWrongLog);
+      } else if (Finite(s.all_reduce_busbw) && median > 0) {
+        level.logs.push_back(std::log(std::max(s.all_reduce_busbw, 0.0) / median + 1e-9));
+      }
     }
   }
   for (auto& [node, level] : by_node) {
+    if (level.logs.empty()) {
+      out.unmeasured.push_back(node);
+      continue;
+    }
     level.level = Median(level.logs);
     level.spread = level.logs.size() >= 3 ? RobustSigma(level.logs) : 0.0;
     level.upper = UpperSpread(level.level, level.logs, {});  // one collective: no parts
@@ -840,7 +867,20 @@ RailLevels NodeLevels(const std::vector<std::vector<NodeSample>>& rounds) {
     levels.pairs.push_back(level);
   }
   levels.all_reduce_typical = median;
-  return levels;
+  return out;
+}
+
+// An unmeasured node: undecided, and said to be unmeasured.
+Suspect UnmeasuredNode(const ClusterLayout& layout, int node, int rounds) {
+  Suspect s;
+  s.kind = SuspectKind::kIntraNode;
+  s.nodes = {node};
+  s.ratio = std::numeric_limits<double>::quiet_NaN();
+  s.evidence = fmt::format(
+      "unmeasured: its {} ranks' all_reduce among themselves gave no finite bandwidth in {} "
+      "round(s), so it is not judged and not part of the other nodes' statistics",
+      layout.ranks[static_cast<size_t>(node)].size(), rounds);
+  return s;
 }
 
 }  // namespace
@@ -850,7 +890,13 @@ IntraVerdict JudgeIntraNode(const ClusterLayout& layout,
                             const LocateOptions& options) {
   IntraVerdict v;
   if (rounds.empty() || rounds.front().size() < 3) return v;  // no majority to call normal
-  const RailLevels levels = NodeLevels(rounds);
+  const NodeLevelsResult measured = NodeLevels(rounds);
+  for (const int node : measured.unmeasured) {
+    v.decision.undecided.push_back(UnmeasuredNode(layout, node, measured.rounds));
+    v.decided = false;
+  }
+  const RailLevels& levels = measured.levels;
+  if (levels.pairs.size() < 3) return v;  // no majority to call normal
   std::vector<NodePair> every;
   for (const PairLevel& p : levels.pairs) every.push_back(p.pair);
   const Noise noise = EstimateNoise(levels, every);

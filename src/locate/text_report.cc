@@ -47,9 +47,12 @@ void WriteMatrix(const LocateReport& report, const matrix::PairGrid& grid,
 void WriteSuspects(const LocateReport& report, const std::vector<Suspect>& list,
                    std::ostream& out) {
   for (const Suspect& s : list) {
-    out << fmt::format("#  {:<28} {:.2f}x  confidence {:.2f} ({} of {})\n#      {}\n",
-                       matrix::Describe(report, s), s.ratio, s.confidence, s.agreeing,
-                       s.measurements, s.evidence);
+    // No ratio (NaN) is a node that could not be measured (classifier.cc's UnmeasuredNode).
+    const std::string ratio =
+        std::isfinite(s.ratio) ? fmt::format("{:.2f}x", s.ratio) : std::string("unmeasured");
+    out << fmt::format("#  {:<28} {}  confidence {:.2f} ({} of {})\n#      {}\n",
+                       matrix::Describe(report, s), ratio, s.confidence, s.agreeing, s.measurements,
+                       s.evidence);
   }
 }
 

@@ -24,6 +24,7 @@
 #include "fabric/routes.h"
 #include "fabricscope/error.h"
 #include "fabricscope/fabric.h"
+#include "fabricscope/host_list.h"
 #include "fabricscope/locate.h"
 #include "locate/classifier.h"
 
@@ -53,65 +54,7 @@ std::vector<std::pair<int, std::string>> Lines(std::string_view text) {
   throw UsageError(fmt::format("{}:{}: {}", source, line, why));
 }
 
-int ParseNumber(std::string_view text, std::string_view list) {
-  int value = -1;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < 0) {
-    throw UsageError("bad host list '" + std::string(list) + "': '" + std::string(text) +
-                     "' is not a number");
-  }
-  return value;
-}
-
-// "01-03,7" inside the brackets of `prefix`: the hosts, zero-padded as the range's start.
-void ExpandRanges(const std::string& prefix, std::string_view ranges, std::string_view list,
-                  std::vector<std::string>& out) {
-  size_t start = 0;
-  while (start <= ranges.size()) {
-    const size_t comma = std::min(ranges.find(',', start), ranges.size());
-    const std::string_view part = ranges.substr(start, comma - start);
-    const size_t dash = part.find('-');
-    const std::string_view first = part.substr(0, dash);
-    const int lo = ParseNumber(first, list);
-    const int hi = dash == std::string_view::npos ? lo : ParseNumber(part.substr(dash + 1), list);
-    if (hi < lo) throw UsageError("bad host list '" + std::string(list) + "': range runs down");
-    for (int i = lo; i <= hi; ++i) {
-      std::string digits = std::to_string(i);
-      if (digits.size() < first.size()) digits.insert(0, first.size() - digits.size(), '0');
-      out.push_back(prefix + digits);
-    }
-    start = comma + 1;
-  }
-}
-
 }  // namespace
-
-std::vector<std::string> ExpandHostList(std::string_view list) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i < list.size()) {
-    // One item: up to the next comma outside brackets.
-    size_t end = i;
-    int depth = 0;
-    for (; end < list.size() && (depth > 0 || list[end] != ','); ++end) {
-      depth += list[end] == '[' ? 1 : (list[end] == ']' ? -1 : 0);
-    }
-    const std::string_view item = Trim(list.substr(i, end - i));
-    const size_t open = item.find('[');
-    if (open == std::string_view::npos) {
-      if (!item.empty()) out.emplace_back(item);
-    } else {
-      const size_t close = item.find(']', open);
-      if (close == std::string_view::npos || close + 1 != item.size()) {
-        throw UsageError("bad host list '" + std::string(list) + "': write host[1-4,7]");
-      }
-      ExpandRanges(std::string(item.substr(0, open)), item.substr(open + 1, close - open - 1), list,
-                   out);
-    }
-    i = end + 1;
-  }
-  return out;
-}
 
 Topology ParseHostSwitchMap(std::string_view text, const std::string& source) {
   Topology t;

@@ -27,15 +27,11 @@ std::pair<std::string, double> NameAndFactor(const std::string& text, const char
     throw UsageError(std::string(flag) + " '" + text + "' must be NAME=FACTOR, e.g. " +
                      (std::string(flag) == "--slow-node" ? "17=0.5" : "leaf0-spine1=0.5"));
   }
-  try {
-    size_t used = 0;
-    const double factor = std::stod(text.substr(eq + 1), &used);
-    if (used != text.size() - eq - 1) throw std::invalid_argument("trailing");
-    return {text.substr(0, eq), factor};
-  } catch (const std::exception&) {
-    throw UsageError(std::string(flag) + " '" + text + "': '" + text.substr(eq + 1) +
-                     "' is not a number (the fraction of capacity left, 0 to 1)");
+  if (const std::optional<double> factor = ToNumber<double>(text.substr(eq + 1))) {
+    return {text.substr(0, eq), *factor};
   }
+  throw UsageError(std::string(flag) + " '" + text + "': '" + text.substr(eq + 1) +
+                   "' is not a number (the fraction of capacity left, 0 to 1)");
 }
 
 bool GenericGiven(const ModelRequest& r) {
@@ -119,13 +115,11 @@ void ApplyFaults(const ModelRequest& r, sim::Fabric& fabric) {
   }
   for (const auto& text : r.slow_nodes) {
     const auto [node, factor] = NameAndFactor(text, "--slow-node");
-    int index = -1;
-    try {
-      index = std::stoi(node);
-    } catch (const std::exception&) {
+    const std::optional<int> index = ToNumber<int>(node);
+    if (!index) {
       throw UsageError(fmt::format("--slow-node '{}': '{}' is not a node number", text, node));
     }
-    fabric.SlowNode(index, factor);
+    fabric.SlowNode(*index, factor);
   }
 }
 

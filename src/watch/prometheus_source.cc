@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/strings.h"
 #include "fabricscope/error.h"
 #include "fabricscope/statistics.h"
 #include "fabricscope/watch.h"
@@ -55,8 +56,9 @@ std::vector<std::pair<nlohmann::json, double>> Query(const std::string& url,
   }
   std::vector<std::pair<nlohmann::json, double>> out;
   for (const auto& series : doc["data"]["result"]) {
-    const double v = std::stod(series["value"][1].get<std::string>());
-    if (std::isfinite(v)) out.emplace_back(series["metric"], v);
+    // Prometheus writes a sample's value as a string ("NaN", "+Inf" included).
+    const std::optional<double> v = ToNumber<double>(series["value"][1].get<std::string>());
+    if (v && std::isfinite(*v)) out.emplace_back(series["metric"], *v);
   }
   return out;
 }
@@ -75,7 +77,9 @@ uint64_t BytesOfBucket(const std::string& bucket) {
   }
   const auto unit = kUnits.find(bucket.substr(digits));
   if (bucket.size() < 3 || digits == 2 || unit == kUnits.end()) return 0;
-  return std::stoull(bucket.substr(2, digits - 2)) * unit->second;
+  const std::optional<uint64_t> count = ToNumber<uint64_t>(bucket.substr(2, digits - 2));
+  if (!count || *count > UINT64_MAX / unit->second) return 0;
+  return *count * unit->second;
 }
 
 using BucketKey = std::pair<std::string, std::string>;
@@ -121,7 +125,7 @@ std::vector<WatchRank> Ranks(const std::string& url, const std::string& sel,
       kDuration, sel, range);
   for (const auto& [metric, v] : Query(url, expr)) {
     WatchRank r;
-    r.rank = std::stoi(metric.value("rank", "0"));
+    r.rank = ParseNumber<int>(metric.value("rank", "0"), "watch: Prometheus's rank label");
     r.node = metric.value("node", "");
     r.mean_time_us = v * 1e6;
     ranks.push_back(r);

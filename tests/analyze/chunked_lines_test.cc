@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -18,6 +19,7 @@
 #include "analyze/lines.h"
 #include "analyze/readers.h"
 #include "fabricscope/analyze.h"
+#include "fabricscope/error.h"
 #include "fabricscope/parse.h"
 #include "fabricscope/report.h"
 
@@ -127,6 +129,54 @@ TEST(ChunkedLines, CutALineBeyondTheLimit) {
   EXPECT_EQ(reader.cut_lines(), 3u);
   EXPECT_EQ(reader.first_cut_line(), 2u);
   EXPECT_LE(reader.peak_buffer_bytes(), 32u + 8u);
+  close(fd);
+}
+
+// A line of exactly max_line_bytes is whole, and one byte more is cut, at every chunk size:
+// where the chunk's edge falls (before or after the '\n') does not decide it.
+TEST(ChunkedLines, ALineOfExactlyTheLimitIsWholeAtEveryChunkSize) {
+  constexpr size_t kLimit = 32;
+  for (const bool final_newline : {true, false}) {
+    const std::string text = "a\n" + std::string(kLimit, 'x') + "\n" +
+                             std::string(kLimit + 1, 'y') + "\nb\n" + std::string(kLimit, 'z') +
+                             (final_newline ? "\n" : "");
+    const Lines want = {{"a", 1, false},
+                        {std::string(kLimit, 'x'), 2, false},
+                        {std::string(kLimit, 'y'), 3, false},
+                        {"b", 4, false},
+                        {std::string(kLimit, 'z'), 5, !final_newline}};
+    for (const size_t chunk : {2, 3, 5, 8, 16, 31, 32, 33, 34, 35, 64, 4096}) {
+      const int fd = MemoryFile(text);
+      ChunkedLineReader reader(fd, {chunk, kLimit});
+      EXPECT_EQ(Chunked(reader), want) << "chunk " << chunk;
+      EXPECT_EQ(reader.cut_lines(), 1u) << "chunk " << chunk;
+      EXPECT_EQ(reader.first_cut_line(), 3u) << "chunk " << chunk;
+      EXPECT_LE(reader.peak_buffer_bytes(), kLimit + chunk) << "chunk " << chunk;
+      close(fd);
+    }
+  }
+}
+
+// Options whose sum would overflow (the buffer's bound wrapped to a small size, and the
+// reader asked for more forever) are refused with the reason.
+TEST(ChunkedLines, OptionsThatWouldOverflowAreRefused) {
+  const int fd = MemoryFile("a\n");
+  for (const ChunkedReadOptions options :
+       {ChunkedReadOptions{16, SIZE_MAX}, ChunkedReadOptions{SIZE_MAX, 16},
+        ChunkedReadOptions{SIZE_MAX / 2 + 1, SIZE_MAX / 2 + 1},
+        ChunkedReadOptions{16, kMaxChunkedReadBytes + 1}}) {
+    try {
+      ChunkedLineReader reader(fd, options);
+      ADD_FAILURE() << options.chunk_bytes << " " << options.max_line_bytes;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("must be at most 1099511627776 (1 TiB)"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  // The largest limit allowed: no overflow, the lines as usual.
+  ChunkedLineReader reader(fd, {16, kMaxChunkedReadBytes});
+  EXPECT_EQ(Chunked(reader), (Lines{{"a", 1, false}}));
   close(fd);
 }
 

@@ -676,6 +676,13 @@ TEST(NcclDebugLog, ParsesTheConnectionLinesOfEveryNcclGeneration) {
   ASSERT_TRUE(c);
   EXPECT_EQ(c->transport, "SHM/direct/direct");
   EXPECT_FALSE(gpu::ParseConnectionLine("n1:5:5 [0] NCCL INFO Using network IB"));
+  // A rank too long for an int (it threw std::out_of_range from std::stoi before).
+  EXPECT_FALSE(gpu::ParseConnectionLine(
+      "h:1:1 [0] NCCL INFO Channel 00/0 : 99999999999999999999[0] -> 1[1] via P2P/IPC"));
+  c = gpu::ParseConnectionLine(
+      "h:1:1 [99999999999999999999] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->device, -1);
   EXPECT_FALSE(gpu::ParseConnectionLine("n1:5:5 [0] NCCL INFO Channel 00/02 :    0   1"));
 
   std::vector<gpu::ConnectionLine> lines;

@@ -211,5 +211,23 @@ TEST_F(LogPlatformCli, AnalyzeShowsTheFailureInItsStatusColumn) {
   EXPECT_TRUE(Has(o.out, "the run was cut off before its first row")) << o.out;
 }
 
+// A digit string too long for a number (a corrupt or hostile log) is no figure: read past,
+// not wrapped into a negative or arbitrary rate (it overflowed a signed long before).
+TEST(LogPlatform, LongDigitStringsAreNoFigure) {
+  LogSpec spec = TwoH100Nodes();
+  spec.nccl_info = {
+      "NET/IB : [0] mlx5_0:uverbs0:1/IB provider=Mlx5 speed=99999999999999999999999999999999 "
+      "context=0x55d0",
+      "NET/OFI Selected Provider is efa, fabric is efa (found 184467440737095516170 nics)",
+      "MNNVL 1 cliqueSize 99999999999999999999999999", "Using network IB"};
+  const PlatformChoice choice = Infer(spec);
+  EXPECT_FALSE(Has(Evidence(choice), "NIC rate")) << Evidence(choice);
+  EXPECT_FALSE(Has(Evidence(choice), " NICs: ")) << Evidence(choice);
+  if (choice.platform) {
+    EXPECT_GE(choice.platform->nic_rate_gbps, 0);
+    EXPECT_GE(choice.platform->nics, 0);
+  }
+}
+
 }  // namespace
 }  // namespace fabricscope

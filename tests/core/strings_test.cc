@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,6 +69,38 @@ TEST(Strings, AnUnknownEnumNameListsTheChoices) {
   }
   EXPECT_THROW(ParseName<Color>("", kColorNames, "--color"), UsageError);
   EXPECT_THROW(ParseName<Color>("red ", kColorNames, "--color"), UsageError);
+}
+
+TEST(Strings, ToNumberTakesTheWholeTextInRange) {
+  EXPECT_EQ(ToNumber<int>("42"), 42);
+  EXPECT_EQ(ToNumber<int>("-7"), -7);
+  EXPECT_EQ(ToNumber<int>("2147483647"), 2147483647);
+  EXPECT_EQ(ToNumber<int>("ff", 16), 255);
+  EXPECT_EQ(ToNumber<double>("2.5"), 2.5);
+  EXPECT_EQ(ToNumber<uint64_t>("18446744073709551615"), UINT64_MAX);
+  for (const char* bad : {"", " 1", "1 ", "+1", "1x", "x", "0x10", "1e"}) {
+    EXPECT_FALSE(ToNumber<int>(bad)) << bad;
+  }
+  EXPECT_FALSE(ToNumber<unsigned>("-1"));
+}
+
+// Long digit strings: out of range is no number, never a wrapped or saturated one.
+TEST(Strings, ToNumberRefusesLongDigitStrings) {
+  EXPECT_FALSE(ToNumber<int>("2147483648"));
+  EXPECT_FALSE(ToNumber<int>("-2147483649"));
+  EXPECT_FALSE(ToNumber<long>("99999999999999999999"));
+  EXPECT_FALSE(ToNumber<uint64_t>("18446744073709551616"));
+  EXPECT_FALSE(ToNumber<int>(std::string(10000, '9')));
+  EXPECT_FALSE(ToNumber<double>("1" + std::string(400, '0')));
+  try {
+    ParseNumber<int>(std::string(100, '9'), "--widgets");
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("--widgets: '9999"), std::string::npos) << what;
+    EXPECT_NE(what.find("...' is not a number from -2147483648 to 2147483647"), std::string::npos)
+        << what;
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <vector>
 
 #include "fabricscope/error.h"
@@ -472,6 +473,50 @@ TEST(JudgeIntraNode, ASlowInteriorIsNamedOnlyWhenSignificant) {
   EXPECT_TRUE(once.decision.named.empty());
   ASSERT_EQ(once.decision.undecided.size(), 1u);
   EXPECT_FALSE(once.decided);
+}
+
+// A node that could not be measured (NaN or infinite bandwidth in every round) is named as
+// unmeasured; the others are judged on their own samples, and no NaN reaches the noise, the
+// median or the calls: node 3's slow interior is still named. A node with one NaN round
+// among finite ones is judged on the finite ones.
+TEST(JudgeIntraNode, AnUnmeasuredNodeIsNamedUnmeasuredAndKeptOutOfTheStatistics) {
+  const ClusterLayout layout = Layout(6, 2);
+  std::vector<std::vector<NodeSample>> rounds = NodeRounds(3, 30.0);
+  for (size_t r = 0; r < rounds.size(); ++r) {
+    rounds[r].push_back({5,
+                         r == 1 ? std::numeric_limits<double>::infinity()
+                                : std::numeric_limits<double>::quiet_NaN(),
+                         0});
+  }
+  rounds[1][0].all_reduce_busbw = std::numeric_limits<double>::quiet_NaN();  // node 0, once
+  const IntraVerdict v = JudgeIntraNode(layout, rounds, {});
+  ASSERT_EQ(v.decision.named.size(), 1u);
+  EXPECT_EQ(v.decision.named[0].nodes, std::vector<int>{3});
+  EXPECT_TRUE(std::isfinite(v.decision.named[0].ratio));
+  EXPECT_NEAR(v.decision.named[0].ratio, 0.3, 0.03);
+  EXPECT_EQ(v.decision.named[0].evidence.find("nan"), std::string::npos)
+      << v.decision.named[0].evidence;
+  ASSERT_EQ(v.decision.undecided.size(), 1u);
+  const Suspect& unmeasured = v.decision.undecided[0];
+  EXPECT_EQ(unmeasured.nodes, std::vector<int>{5});
+  EXPECT_EQ(unmeasured.measurements, 0);
+  EXPECT_EQ(unmeasured.evidence.rfind("unmeasured: its 2 ranks", 0), 0u) << unmeasured.evidence;
+  EXPECT_NE(unmeasured.evidence.find("in 3 round(s)"), std::string::npos) << unmeasured.evidence;
+  EXPECT_FALSE(v.decided);  // a node not measured: not a clear result
+  // The same rounds without node 5: the same call on node 3 (it took no part).
+  std::vector<std::vector<NodeSample>> without = rounds;
+  for (auto& round : without) round.pop_back();
+  const IntraVerdict w = JudgeIntraNode(layout, without, {});
+  ASSERT_EQ(w.decision.named.size(), 1u);
+  EXPECT_DOUBLE_EQ(w.decision.named[0].ratio, v.decision.named[0].ratio);
+  // Every node unmeasured: all named so, none judged.
+  for (auto& round : rounds) {
+    for (NodeSample& s : round) s.all_reduce_busbw = std::numeric_limits<double>::quiet_NaN();
+  }
+  const IntraVerdict none = JudgeIntraNode(layout, rounds, {});
+  EXPECT_TRUE(none.decision.named.empty());
+  EXPECT_EQ(none.decision.undecided.size(), 6u);
+  EXPECT_FALSE(none.decided);
 }
 
 TEST(Stragglers, TheLateRankHasTheShortestTime) {

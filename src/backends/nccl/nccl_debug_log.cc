@@ -56,9 +56,12 @@ std::optional<ConnectionLine> ParseConnectionLine(std::string_view line) {
   std::match_results<std::string_view::const_iterator> m;
   if (!std::regex_search(line.begin(), line.end(), m, kConnection)) return std::nullopt;
   ConnectionLine c;
-  c.device = m[1].matched ? std::stoi(m[1].str()) : -1;
-  c.rank = std::stoi(m[2].str());
-  c.peer = std::stoi(m[3].str());
+  c.device = m[1].matched ? ToNumber<int>(m[1].str()).value_or(-1) : -1;
+  const std::optional<int> rank = ToNumber<int>(m[2].str());
+  const std::optional<int> peer = ToNumber<int>(m[3].str());
+  if (!rank || !peer) return std::nullopt;  // a rank too long for an int: no line of NCCL's
+  c.rank = *rank;
+  c.peer = *peer;
   c.transport = m[4].str();
   return c;
 }
