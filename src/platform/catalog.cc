@@ -271,7 +271,9 @@ Platform Catalog::ParsePlatform(const std::string& json_text, const std::string&
   json doc;
   try {
     doc = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for a number too large for a double ("1E9999"): found
+    // by tests/fuzz/platform_json_fuzz.
     throw UsageError("platform catalog " + origin + ": not valid JSON (" + e.what() + ")");
   }
   const FieldReader r(doc, origin, "");

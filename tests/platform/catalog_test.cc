@@ -191,6 +191,10 @@ TEST(CatalogTest, BadDocumentsNameTheFileAndField) {
     return std::string("no error");
   };
   EXPECT_NE(error_of("{").find("x.json: not valid JSON"), std::string::npos);
+  // A number too large for a double: nlohmann's out_of_range, a UsageError too (it escaped
+  // as a std::exception before; found by platform_json_fuzz).
+  EXPECT_NE(error_of("99999E9999999999999999").find("x.json: not valid JSON"), std::string::npos);
+  EXPECT_NE(error_of(R"({"name":"n","x":1E400})").find("not valid JSON"), std::string::npos);
   EXPECT_NE(error_of("{}").find("field 'name' is missing"), std::string::npos);
   const std::string base =
       R"({"name":"n","gpu":{"model":"g","per_node":8,"intra_node_ring_busbw":100,)"
