@@ -89,7 +89,11 @@ Topology ParseSlurmTopology(std::string_view text, const std::string& source) {
     }
     if (!keys.count("SwitchName")) BadLine(source, number, "no SwitchName= on the line");
     if (!keys.count("Nodes")) continue;  // a switch of switches: a spine
-    for (const std::string& host : ExpandHostList(keys["Nodes"])) {
+    // A leaf's Nodes= within Slurm's own bound on a range (MAX_RANGE, 65536, in
+    // src/common/hostlist.c): a larger one is a typo, and under the general bound of 1M
+    // names one line cost seconds (found by tests/fuzz/topology_conf_fuzz).
+    constexpr size_t kMaxLeafNodes = size_t{1} << 16;
+    for (const std::string& host : ExpandHostList(keys["Nodes"], kMaxLeafNodes)) {
       t.leaf_of[host] = keys["SwitchName"];
     }
   }

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <type_traits>
 
 #include "core/joined.h"
 #include "core/strings.h"
@@ -69,8 +71,24 @@ class FieldReader {
 
   template <typename T>
   T Convert(const std::string& key) const {
+    const json& value = object_.at(key);
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      // nlohmann converts a float to an integer with a cast, undefined beyond the type's
+      // range (1e300 as a count; found by tests/fuzz/platform_json_fuzz): a whole number in
+      // range, or refused.
+      if (value.is_number_float()) {
+        const double d = value.get<double>();
+        if (!(d >= static_cast<double>(std::numeric_limits<T>::lowest()) &&
+              d <= static_cast<double>(std::numeric_limits<T>::max())) ||
+            d != std::floor(d)) {
+          Fail(Path(key), "must be a whole number from " +
+                              std::to_string(std::numeric_limits<T>::lowest()) + " to " +
+                              std::to_string(std::numeric_limits<T>::max()));
+        }
+      }
+    }
     try {
-      return object_.at(key).get<T>();
+      return value.get<T>();
     } catch (const json::exception&) {
       Fail(Path(key), std::string("has the wrong type (") + object_.at(key).type_name() + ")");
     }
@@ -271,7 +289,9 @@ Platform Catalog::ParsePlatform(const std::string& json_text, const std::string&
   json doc;
   try {
     doc = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for a number too large for a double ("1E9999"): found
+    // by tests/fuzz/platform_json_fuzz.
     throw UsageError("platform catalog " + origin + ": not valid JSON (" + e.what() + ")");
   }
   const FieldReader r(doc, origin, "");

@@ -96,6 +96,16 @@ TEST(JsonReader, SyntaxErrorNamesItsLine) {
   EXPECT_NE(parsed.diagnostics[0].message.find("not valid JSON"), std::string::npos);
 }
 
+// A number beyond a double: an error diagnostic, not an exception out of the reader.
+TEST(JsonReader, ANumberBeyondADoubleIsAnError) {
+  std::string text = kNcclTestsJson;
+  text.replace(text.find("\"count\":4,"), 10, "\"count\":4e999,");
+  const ParsedResults parsed = ParseResults(text, "huge.json");
+  ASSERT_TRUE(parsed.HasErrors());
+  EXPECT_NE(parsed.diagnostics[0].message.find("not valid JSON"), std::string::npos);
+  EXPECT_NE(parsed.diagnostics[0].message.find("number overflow"), std::string::npos);
+}
+
 TEST(JsonReader, BadResultNamesItsLineAndTheOthersAreRead) {
   std::string text = kNcclTestsJson;
   text.replace(text.find("{\"size\":16,"), 11, "{\"size\":\"big\",");

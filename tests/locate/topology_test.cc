@@ -28,6 +28,16 @@ TEST(ExpandHostList, RangesListsAndPadding) {
   EXPECT_THROW(ExpandHostList("node[3-1]"), UsageError);
   EXPECT_THROW(ExpandHostList("node[1-x]"), UsageError);
   EXPECT_THROW(ExpandHostList("node[1-2"), UsageError);
+  // topology.conf's Nodes= is held to Slurm's own range bound, 65536 hosts a line.
+  EXPECT_EQ(ParseSlurmTopology("SwitchName=s0 Nodes=n[1-65536]\n", "t.conf").leaf_of.size(),
+            65536u);
+  try {
+    ParseSlurmTopology("SwitchName=s0 Nodes=n[0-65536]\n", "t.conf");
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("expands to more than 65536 names"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Topology, HostSwitchMap) {

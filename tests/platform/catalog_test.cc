@@ -191,6 +191,21 @@ TEST(CatalogTest, BadDocumentsNameTheFileAndField) {
     return std::string("no error");
   };
   EXPECT_NE(error_of("{").find("x.json: not valid JSON"), std::string::npos);
+  // A number too large for a double: nlohmann's out_of_range, a UsageError too (it escaped
+  // as a std::exception before; found by platform_json_fuzz).
+  EXPECT_NE(error_of("99999E9999999999999999").find("x.json: not valid JSON"), std::string::npos);
+  EXPECT_NE(error_of(R"({"name":"n","x":1E400})").find("not valid JSON"), std::string::npos);
+  // A float where a count goes: in range and whole, or refused (the cast was undefined
+  // behaviour beyond the type's range; found by platform_json_fuzz under UBSan).
+  const std::string gpu = R"({"name":"n","gpu":{"model":"g","per_node":)";
+  const std::string rest =
+      R"(,"intra_node_ring_busbw":100,"intra_node_source":"s"},"network":{"nics":2,)"
+      R"("nic_rate_gbps":100,"transport":"IB"}})";
+  EXPECT_EQ(error_of(gpu + "8.0" + rest), "no error");
+  EXPECT_NE(error_of(gpu + "7.7e137" + rest).find("field 'gpu.per_node' must be a whole number"),
+            std::string::npos)
+      << error_of(gpu + "7.7e137" + rest);
+  EXPECT_NE(error_of(gpu + "8.5" + rest).find("must be a whole number"), std::string::npos);
   EXPECT_NE(error_of("{}").find("field 'name' is missing"), std::string::npos);
   const std::string base =
       R"({"name":"n","gpu":{"model":"g","per_node":8,"intra_node_ring_busbw":100,)"
