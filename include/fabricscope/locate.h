@@ -64,6 +64,7 @@ struct PairSample {
   double sendrecv_busbw = 0;
   double all_reduce_busbw = 0;
   int64_t wrong = 0;
+  int round = -1;  // the round it was measured in, counted from 0 over the run (Locate sets it)
 };
 
 // One node alone: all_reduce bus bandwidth among its own ranks (the per-node test).
@@ -71,6 +72,7 @@ struct NodeSample {
   int node = 0;
   double all_reduce_busbw = 0;
   int64_t wrong = 0;
+  int round = -1;  // as PairSample's
 };
 
 // Where measurements come from: a real job (through a backend and the launch layer), or a
@@ -496,6 +498,9 @@ LocateReport RunLocateJob(const LocateJobOptions& options, Backend& backend,
 void WriteLocateText(const LocateReport& report, std::ostream& out);
 // The whole report as one JSON document.
 std::string LocateJson(const LocateReport& report);
+// Every measurement as JSON lines (`--save-samples`, docs/locate.md "Saved samples"): a
+// header line, then one line per collective measured of each pair or node, in round order.
+void WriteLocateSamples(const LocateReport& report, std::ostream& out);
 // The node x node heatmap of pair bandwidth over the typical pair (rail 0 unless `rail`),
 // suspects outlined; above 256 nodes, a cell is a block of nodes and shows its slowest pair.
 std::string LocateHeatmapSvg(const LocateReport& report, int rail = 0);

@@ -36,6 +36,7 @@ struct LocateFlags {
   std::string output;
   std::string json_file;
   std::string svg_file;
+  std::string samples_file;  // --save-samples: every measurement as JSON lines
   int nthreads = 1;
   int iters = 5;
   int warmup_iters = 1;
@@ -159,6 +160,9 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
   AddFormatOption(app, f.format, LocateFormats(), "report format on stdout or --output");
   app.add_option("--output", f.output, "write the report to FILE instead of stdout");
   app.add_option("--json", f.json_file, "also write the JSON report to FILE");
+  app.add_option("--save-samples", f.samples_file,
+                 "also write every measurement (round, pair or node, collective, size, "
+                 "iterations, time, bandwidth) to FILE as JSON lines (docs/locate.md)");
   app.add_option("--svg", f.svg_file,
                  "write the node x node heatmap to FILE (rail r > 0 to FILE with .railR before "
                  ".svg)");
@@ -303,6 +307,7 @@ class Outputs {
       : flags_(f), format_(FindFormat(LocateFormats(), f.format)), report_(out, f.output) {
     if (!f.json_file.empty()) json_.emplace(out, f.json_file, "the JSON report");
     if (!f.svg_file.empty()) svg_.emplace(out, f.svg_file, "the heatmap");
+    if (!f.samples_file.empty()) samples_.emplace(out, f.samples_file, "the samples");
   }
 
   void Write(const LocateReport& report) {
@@ -311,6 +316,10 @@ class Outputs {
     if (json_) {
       json_->stream() << LocateJson(report);
       json_->Close();
+    }
+    if (samples_) {
+      WriteLocateSamples(report, samples_->stream());
+      samples_->Close();
     }
     if (svg_) {
       svg_->stream() << LocateHeatmapSvg(report, 0);
@@ -335,6 +344,7 @@ class Outputs {
   Output report_;
   std::optional<Output> json_;
   std::optional<Output> svg_;
+  std::optional<Output> samples_;
 };
 
 // "\r# locate: pairs round 12 of 63" on a terminal.
