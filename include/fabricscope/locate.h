@@ -384,6 +384,14 @@ SimulatedFatTree ParseFatTree(std::string_view spec);
 // (stall_rate) one collective's measurement keeps only 1 - stall_depth of it, as when
 // another process takes the CPU for the whole measurement (30-50x slower on a loaded
 // machine: thread ranks, shared cores).
+// Noise recorded on a real job (`--save-samples` files), replayed by a simulated cluster
+// (`--noise-from`): built by LoadRecordedNoise.
+class RecordedNoise;
+// Reads samples files (docs/locate.md, "Saved samples") of runs without a fault. Throws
+// UsageError naming the file and line for anything that is not one, or a file with fewer
+// than two pair rounds.
+std::shared_ptr<const RecordedNoise> LoadRecordedNoise(const std::vector<std::string>& paths);
+
 struct SimulatedClusterOptions {
   int nodes = 8;
   int rails = 1;
@@ -399,6 +407,12 @@ struct SimulatedClusterOptions {
   std::vector<SimulatedFault> faults;
   std::vector<int> late_ranks;  // ranks that arrive late at the collective over every rank
   SimulatedFatTree fat_tree;    // the fabric under the nodes; disabled: none
+  // When set, each pair measurement's deviation is drawn from these recordings instead of
+  // noise/transients/stalls: a whole recorded round per simulated round (its slowdown
+  // shared by every pair of the round), each pair a recorded pair's persistent offset,
+  // each measurement a residual of that round (both collectives of one recorded
+  // measurement together).
+  std::shared_ptr<const RecordedNoise> recorded_noise;
 };
 
 // Parses "node:N[:F]", "nic:N/R[:F]", "link:A-B[:F]", "intra:N[:F]", "uplink:A-B[:F]" (the

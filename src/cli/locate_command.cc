@@ -63,6 +63,7 @@ struct LocateFlags {
   double transients = 0;
   double stalls = 0;
   std::vector<std::string> inject;
+  std::vector<std::string> noise_from;  // recorded samples files whose noise is replayed
   std::string fat_tree;
   std::vector<int> late_ranks;
   bool dry_run = false;  // print the plan, measure nothing
@@ -187,6 +188,10 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
                  "(a spine down to a leaf), switch:NAME (every link of a switch) or fabric:LINK "
                  "(any link, as `fabricscope model "
                  "--simulate` names it); each optionally :FACTOR (bandwidth left, default 0.25)");
+  app.add_option("--noise-from", f.noise_from,
+                 "simulated: replay the noise of these --save-samples files of healthy runs "
+                 "(repeatable) instead of --noise/--transients/--stalls: whole recorded rounds, "
+                 "so slow periods shared by a round and bursts are kept");
   app.add_option("--fat-tree", f.fat_tree,
                  "simulated: a fat-tree of the fabric simulator under the nodes, each pair's "
                  "bandwidth its ECMP route's narrowest link; KEY=VALUE,... of tiers, design, "
@@ -291,6 +296,7 @@ void CheckSimulationFlags(const LocateFlags& f) {
                      : f.transients != 0     ? "--transients"
                      : f.stalls != 0         ? "--stalls"
                      : !f.fat_tree.empty()   ? "--fat-tree"
+                     : !f.noise_from.empty() ? "--noise-from"
                                              : nullptr;
   if (flag != nullptr) {
     throw UsageError(std::string(flag) +
@@ -412,6 +418,7 @@ int Execute(const LocateFlags& f, const CommandContext& ctx) {
     for (const std::string& text : f.inject) sim.faults.push_back(ParseSimulatedFault(text));
     sim.late_ranks = f.late_ranks;
     if (!f.fat_tree.empty()) sim.fat_tree = ParseFatTree(f.fat_tree);
+    if (!f.noise_from.empty()) sim.recorded_noise = LoadRecordedNoise(f.noise_from);
     SimulatedCluster cluster(sim);
     if (options.topology.empty()) options.topology = cluster.FabricTopology();
     Outputs outputs(f, ctx.out);

@@ -4,11 +4,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
+#include <tuple>
 
 #include "fabricscope/error.h"
 #include "fabricscope/locate.h"
@@ -167,4 +171,107 @@ std::vector<Record> ReadFile(const std::string& path) {
 }
 
 }  // namespace samples
+
+namespace {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  double m = v[mid];
+  if (v.size() % 2 == 0) {
+    m = (m + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid))) / 2;
+  }
+  return m;
+}
+
+using PairKey = std::tuple<std::string, std::string, int>;
+
+// One pair measurement of a file: its round, pair and both collectives' log bandwidth.
+struct Measured {
+  int round = 0;
+  PairKey pair;
+  RecordedNoise::Deviation log;
+};
+
+std::vector<Measured> PairMeasurements(const std::vector<samples::Record>& records) {
+  std::map<std::tuple<int, std::string, std::string, int>, Measured> by;
+  for (const samples::Record& r : records) {
+    if (r.b.empty() || !(r.busbw_gbs > 0) || r.wrong != 0) continue;
+    Measured& m = by[{r.round, r.a, r.b, r.rail}];
+    m.round = r.round;
+    m.pair = {r.a, r.b, r.rail};
+    const double log = std::log(r.busbw_gbs);
+    if (r.collective == "sendrecv") {
+      m.log.sendrecv = log;
+    } else {
+      m.log.all_reduce = log;
+    }
+  }
+  std::vector<Measured> out;
+  for (auto& [key, m] : by) {
+    // A pair that ran sendrecv only (device memory): its all_reduce moves with it.
+    if (m.log.all_reduce == 0) m.log.all_reduce = m.log.sendrecv;
+    if (m.log.sendrecv == 0) m.log.sendrecv = m.log.all_reduce;
+    out.push_back(m);
+  }
+  return out;
+}
+
+RecordedNoise::Deviation MedianOf(const std::vector<RecordedNoise::Deviation>& v) {
+  std::vector<double> sr;
+  std::vector<double> ar;
+  for (const auto& d : v) {
+    sr.push_back(d.sendrecv);
+    ar.push_back(d.all_reduce);
+  }
+  return {Median(sr), Median(ar)};
+}
+
+RecordedNoise::Deviation Minus(RecordedNoise::Deviation x, RecordedNoise::Deviation y) {
+  return {x.sendrecv - y.sendrecv, x.all_reduce - y.all_reduce};
+}
+
+}  // namespace
+
+void RecordedNoise::Add(const std::vector<samples::Record>& records, const std::string& where) {
+  const std::vector<Measured> measured = PairMeasurements(records);
+  std::vector<Deviation> all;
+  std::map<PairKey, std::vector<Deviation>> of_pair;
+  std::map<int, std::vector<size_t>> of_round;
+  for (size_t i = 0; i < measured.size(); ++i) {
+    all.push_back(measured[i].log);
+    of_pair[measured[i].pair].push_back(measured[i].log);
+    of_round[measured[i].round].push_back(i);
+  }
+  if (of_round.size() < 2) {
+    throw UsageError(fmt::format(
+        "{}: {} round(s) of pair measurements; replaying noise needs a run's rounds (record "
+        "one with `fabricscope locate --save-samples FILE` on a healthy cluster)",
+        where, of_round.size()));
+  }
+  const Deviation level = MedianOf(all);
+  std::map<PairKey, Deviation> offset;
+  for (const auto& [pair, logs] : of_pair) {
+    offset[pair] = Minus(MedianOf(logs), level);
+    pair_offsets.push_back(offset[pair]);
+  }
+  for (const auto& [round, indices] : of_round) {
+    RecordedRound rr;
+    std::vector<Deviation> left;
+    for (size_t i : indices) {
+      left.push_back(Minus(Minus(measured[i].log, level), offset[measured[i].pair]));
+    }
+    rr.effect = MedianOf(left);
+    for (const Deviation& d : left) rr.residuals.push_back(Minus(d, rr.effect));
+    rounds.push_back(std::move(rr));
+  }
+}
+
+std::shared_ptr<const RecordedNoise> LoadRecordedNoise(const std::vector<std::string>& paths) {
+  auto noise = std::make_shared<RecordedNoise>();
+  for (const std::string& path : paths) noise->Add(samples::ReadFile(path), path);
+  return noise;
+}
+
 }  // namespace fabricscope

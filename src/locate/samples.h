@@ -27,3 +27,28 @@ std::vector<Record> Read(std::istream& in, const std::string& where);
 std::vector<Record> ReadFile(const std::string& path);
 
 }  // namespace fabricscope::samples
+
+namespace fabricscope {
+
+// Healthy runs' noise, taken apart (on log bandwidth, per collective, per file): each
+// recorded pair's persistent offset from the file's median, each round's shared effect
+// (the median of its measurements after their pairs' offsets), and what is left of each
+// measurement, kept with its round. A simulated round replays one recorded round whole.
+class RecordedNoise {
+ public:
+  struct Deviation {
+    double sendrecv = 0;
+    double all_reduce = 0;
+  };
+  struct RecordedRound {
+    Deviation effect;                  // shared by every pair measured in the round
+    std::vector<Deviation> residuals;  // one per measurement of the round
+  };
+  std::vector<RecordedRound> rounds;
+  std::vector<Deviation> pair_offsets;  // one per recorded pair and rail
+
+  // Adds one file's records; `where` names it in errors.
+  void Add(const std::vector<samples::Record>& records, const std::string& where);
+};
+
+}  // namespace fabricscope
