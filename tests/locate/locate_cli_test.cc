@@ -291,6 +291,13 @@ TEST_F(LocateCliTest, ASamplesFileThatIsNotOneIsRefusedWithTheLine) {
     EXPECT_NE(std::string(e.what()).find("bad.jsonl line 2"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("--save-samples"), std::string::npos) << e.what();
   }
+  // The flag refuses what the reader refuses, and needs a simulated cluster.
+  ExpectRefused("locate --simulate 4 --noise-from " + bad.string(), 2, "bad.jsonl line 2");
+  ExpectRefused("locate --noise-from " + bad.string(), 2, "add --simulate N");
+  // A header and no pair round: nothing to replay.
+  std::ofstream(bad) << R"({"format":"fabricscope-locate-samples","version":1})"
+                     << "\n";
+  ExpectRefused("locate --simulate 4 --noise-from " + bad.string(), 2, "replaying noise needs");
   std::ofstream(bad) << "{\"round\":0}\n";
   EXPECT_THROW(fabricscope::samples::ReadFile(bad.string()), fabricscope::UsageError);
   EXPECT_THROW(fabricscope::samples::ReadFile((dir_ / "missing").string()),
