@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "fabricscope/error.h"
 #include "fabricscope/locate.h"
 
 namespace {
@@ -111,7 +112,12 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   std::shared_ptr<const fabricscope::RecordedNoise> recorded;
   if (!noise_from.empty()) {
-    recorded = fabricscope::LoadRecordedNoise(noise_from);
+    try {
+      recorded = fabricscope::LoadRecordedNoise(noise_from);
+    } catch (const fabricscope::Error& e) {
+      fmt::print(stderr, "locate_accuracy: {}\n", e.what());
+      return 2;
+    }
     noises = {0};
   }
 
