@@ -7,14 +7,18 @@
 // docs/locate.md has the table.
 //
 //   locate_accuracy [--min-nodes 2] [--max-nodes 16] [--seeds 100] [--noise 0.1,0.3,0.5]
-//                   [--transients 0.05] [--factor 0.25]
+//                   [--transients 0.05] [--factor 0.25] [--noise-from FILE ...]
+// --noise-from replays the noise of recorded healthy runs (`locate --save-samples`, e.g.
+// tests/locate/data/bed-*-none.jsonl) instead of --noise and --transients.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "fabricscope/error.h"
 #include "fabricscope/locate.h"
 
 namespace {
@@ -38,6 +42,7 @@ struct Config {
   double transients = 0.05;
   double factor = 0.25;
   int seeds = 100;
+  std::shared_ptr<const fabricscope::RecordedNoise> recorded;  // replayed instead of noise
 };
 
 // One run: `slow` is the slow node, or -1 for none.
@@ -47,6 +52,7 @@ void RunOne(const Config& c, uint64_t seed, int slow, Counts& counts) {
   sim.noise = c.noise;
   sim.transient_rate = c.transients;
   sim.seed = seed;
+  sim.recorded_noise = c.recorded;
   if (slow >= 0) {
     fabricscope::SimulatedFault f;
     f.kind = SuspectKind::kNode;
@@ -67,8 +73,10 @@ void RunOne(const Config& c, uint64_t seed, int slow, Counts& counts) {
     wrong = wrong || s.kind != SuspectKind::kNode || s.nodes != std::vector<int>{slow};
   }
   if (wrong) {
-    fmt::print(stderr, "wrong: --simulate {} --noise {} --transients {} --seed {}{}: {}\n", c.nodes,
-               c.noise, c.transients, seed,
+    fmt::print(stderr, "wrong: --simulate {} {} --seed {}{}: {}\n", c.nodes,
+               c.recorded ? std::string("--noise-from (the bench's files)")
+                          : fmt::format("--noise {} --transients {}", c.noise, c.transients),
+               seed,
                slow >= 0 ? fmt::format(" --inject node:{}:{}", slow, c.factor) : std::string(),
                r.suspects.front().evidence);
   }
@@ -99,7 +107,19 @@ int main(int argc, char** argv) {
   app.add_option("--noise", noises)->delimiter(',');
   app.add_option("--transients", transients)->capture_default_str();
   app.add_option("--factor", factor)->capture_default_str();
+  std::vector<std::string> noise_from;
+  app.add_option("--noise-from", noise_from, "replay these recorded healthy runs' noise");
   CLI11_PARSE(app, argc, argv);
+  std::shared_ptr<const fabricscope::RecordedNoise> recorded;
+  if (!noise_from.empty()) {
+    try {
+      recorded = fabricscope::LoadRecordedNoise(noise_from);
+    } catch (const fabricscope::Error& e) {
+      fmt::print(stderr, "locate_accuracy: {}\n", e.what());
+      return 2;
+    }
+    noises = {0};
+  }
 
   fmt::print(
       "| nodes | noise | slow node named | wrong names | ambiguous (fault) | inconclusive "
@@ -108,7 +128,7 @@ int main(int argc, char** argv) {
   int total_wrong = 0;
   for (int n = min_nodes; n <= max_nodes; ++n) {
     for (double noise : noises) {
-      const Config c{n, noise, transients, factor, seeds};
+      const Config c{n, noise, transients, factor, seeds, recorded};
       Counts fault;
       Counts none;
       for (int s = 0; s < seeds; ++s) {
@@ -117,7 +137,8 @@ int main(int argc, char** argv) {
         RunOne(c, seed + 7, -1, none);
       }
       total_wrong += fault.wrong + none.wrong;
-      fmt::print("| {} | {} | {} | {} | {} | {} | {} | {} | {:.1f} |\n", n, noise,
+      fmt::print("| {} | {} | {} | {} | {} | {} | {} | {} | {:.1f} |\n", n,
+                 recorded ? std::string("replayed") : fmt::format("{}", noise),
                  Percent(fault.named_right, fault.runs), fault.wrong + none.wrong,
                  Percent(fault.ambiguous, fault.runs), Percent(fault.inconclusive, fault.runs),
                  Percent(none.clear, none.runs),

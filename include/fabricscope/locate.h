@@ -65,6 +65,7 @@ struct PairSample {
   double sendrecv_busbw = 0;
   double all_reduce_busbw = 0;
   int64_t wrong = 0;
+  int round = -1;  // the round it was measured in, counted from 0 over the run (Locate sets it)
 };
 
 // One node alone: all_reduce bus bandwidth among its own ranks (the per-node test).
@@ -72,6 +73,7 @@ struct NodeSample {
   int node = 0;
   double all_reduce_busbw = 0;
   int64_t wrong = 0;
+  int round = -1;  // as PairSample's
 };
 
 // Where measurements come from: a real job (through a backend and the launch layer), or a
@@ -381,6 +383,14 @@ SimulatedFatTree ParseFatTree(std::string_view spec);
 // (stall_rate) one collective's measurement keeps only 1 - stall_depth of it, as when
 // another process takes the CPU for the whole measurement (30-50x slower on a loaded
 // machine: thread ranks, shared cores).
+// Noise recorded on a real job (`--save-samples` files), replayed by a simulated cluster
+// (`--noise-from`): built by LoadRecordedNoise.
+class RecordedNoise;
+// Reads samples files (docs/locate.md, "Saved samples") of runs without a fault. Throws
+// UsageError naming the file and line for anything that is not one, or a file with fewer
+// than two pair rounds.
+std::shared_ptr<const RecordedNoise> LoadRecordedNoise(const std::vector<std::string>& paths);
+
 struct SimulatedClusterOptions {
   int nodes = 8;
   int rails = 1;
@@ -396,6 +406,12 @@ struct SimulatedClusterOptions {
   std::vector<SimulatedFault> faults;
   std::vector<int> late_ranks;  // ranks that arrive late at the collective over every rank
   SimulatedFatTree fat_tree;    // the fabric under the nodes; disabled: none
+  // When set, each pair measurement's deviation is drawn from these recordings instead of
+  // noise/transients/stalls: a whole recorded round per simulated round (its slowdown
+  // shared by every pair of the round), each pair a recorded pair's persistent offset,
+  // each measurement a residual of that round (both collectives of one recorded
+  // measurement together).
+  std::shared_ptr<const RecordedNoise> recorded_noise;
 };
 
 // Parses "node:N[:F]", "nic:N/R[:F]", "link:A-B[:F]", "intra:N[:F]", "uplink:A-B[:F]" (the
@@ -495,6 +511,9 @@ LocateReport RunLocateJob(const LocateJobOptions& options, Backend& backend,
 void WriteLocateText(const LocateReport& report, std::ostream& out);
 // The whole report as one JSON document.
 std::string LocateJson(const LocateReport& report);
+// Every measurement as JSON lines (`--save-samples`, docs/locate.md "Saved samples"): a
+// header line, then one line per collective measured of each pair or node, in round order.
+void WriteLocateSamples(const LocateReport& report, std::ostream& out);
 // The node x node heatmap of pair bandwidth over the typical pair (rail 0 unless `rail`),
 // suspects outlined; above 256 nodes, a cell is a block of nodes and shows its slowest pair.
 std::string LocateHeatmapSvg(const LocateReport& report, int rail = 0);

@@ -36,6 +36,7 @@ struct LocateFlags {
   std::string output;
   std::string json_file;
   std::string svg_file;
+  std::string samples_file;  // --save-samples: every measurement as JSON lines
   int nthreads = 1;
   int iters = 5;
   int warmup_iters = 1;
@@ -62,6 +63,7 @@ struct LocateFlags {
   double transients = 0;
   double stalls = 0;
   std::vector<std::string> inject;
+  std::vector<std::string> noise_from;  // recorded samples files whose noise is replayed
   std::string fat_tree;
   std::vector<int> late_ranks;
   bool dry_run = false;  // print the plan, measure nothing
@@ -159,6 +161,9 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
   AddFormatOption(app, f.format, LocateFormats(), "report format on stdout or --output");
   app.add_option("--output", f.output, "write the report to FILE instead of stdout");
   app.add_option("--json", f.json_file, "also write the JSON report to FILE");
+  app.add_option("--save-samples", f.samples_file,
+                 "also write every measurement (round, pair or node, collective, size, "
+                 "iterations, time, bandwidth) to FILE as JSON lines (docs/locate.md)");
   app.add_option("--svg", f.svg_file,
                  "write the node x node heatmap to FILE (rail r > 0 to FILE with .railR before "
                  ".svg)");
@@ -183,6 +188,10 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
                  "(a spine down to a leaf), switch:NAME (every link of a switch) or fabric:LINK "
                  "(any link, as `fabricscope model "
                  "--simulate` names it); each optionally :FACTOR (bandwidth left, default 0.25)");
+  app.add_option("--noise-from", f.noise_from,
+                 "simulated: replay the noise of these --save-samples files of healthy runs "
+                 "(repeatable) instead of --noise/--transients/--stalls: whole recorded rounds, "
+                 "so slow periods shared by a round and bursts are kept");
   app.add_option("--fat-tree", f.fat_tree,
                  "simulated: a fat-tree of the fabric simulator under the nodes, each pair's "
                  "bandwidth its ECMP route's narrowest link; KEY=VALUE,... of tiers, design, "
@@ -287,6 +296,7 @@ void CheckSimulationFlags(const LocateFlags& f) {
                      : f.transients != 0     ? "--transients"
                      : f.stalls != 0         ? "--stalls"
                      : !f.fat_tree.empty()   ? "--fat-tree"
+                     : !f.noise_from.empty() ? "--noise-from"
                                              : nullptr;
   if (flag != nullptr) {
     throw UsageError(std::string(flag) +
@@ -303,6 +313,7 @@ class Outputs {
       : flags_(f), format_(FindFormat(LocateFormats(), f.format)), report_(out, f.output) {
     if (!f.json_file.empty()) json_.emplace(out, f.json_file, "the JSON report");
     if (!f.svg_file.empty()) svg_.emplace(out, f.svg_file, "the heatmap");
+    if (!f.samples_file.empty()) samples_.emplace(out, f.samples_file, "the samples");
   }
 
   void Write(const LocateReport& report) {
@@ -311,6 +322,10 @@ class Outputs {
     if (json_) {
       json_->stream() << LocateJson(report);
       json_->Close();
+    }
+    if (samples_) {
+      WriteLocateSamples(report, samples_->stream());
+      samples_->Close();
     }
     if (svg_) {
       svg_->stream() << LocateHeatmapSvg(report, 0);
@@ -335,6 +350,7 @@ class Outputs {
   Output report_;
   std::optional<Output> json_;
   std::optional<Output> svg_;
+  std::optional<Output> samples_;
 };
 
 // "\r# locate: pairs round 12 of 63" on a terminal.
@@ -402,6 +418,7 @@ int Execute(const LocateFlags& f, const CommandContext& ctx) {
     for (const std::string& text : f.inject) sim.faults.push_back(ParseSimulatedFault(text));
     sim.late_ranks = f.late_ranks;
     if (!f.fat_tree.empty()) sim.fat_tree = ParseFatTree(f.fat_tree);
+    if (!f.noise_from.empty()) sim.recorded_noise = LoadRecordedNoise(f.noise_from);
     SimulatedCluster cluster(sim);
     if (options.topology.empty()) options.topology = cluster.FabricTopology();
     Outputs outputs(f, ctx.out);

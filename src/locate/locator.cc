@@ -106,7 +106,10 @@ void MeasureRounds(const std::vector<Round>& rounds, std::string_view phase, int
     if (options.progress) {
       options.progress(phase, static_cast<int>(i + 1), static_cast<int>(rounds.size()));
     }
-    Append(report.samples, measurer.MeasureRound(rounds[i]));
+    std::vector<PairSample> measured = measurer.MeasureRound(rounds[i]);
+    const int index = report.rounds.per_node + report.rounds.pairs + report.rounds.again;
+    for (PairSample& s : measured) s.round = index;
+    Append(report.samples, std::move(measured));
     ++counter;
   }
 }
@@ -235,6 +238,7 @@ classify::IntraVerdict MeasureIntraNode(PairMeasurer& measurer, LocateReport& re
                        static_cast<int>(std::max(rounds.size() + 1, kFirstRounds)));
     }
     rounds.push_back(measurer.MeasureNodes());
+    for (NodeSample& s : rounds.back()) s.round = report.rounds.per_node;
     ++report.rounds.per_node;
     if (rounds.size() < kFirstRounds) continue;
     verdict = classify::JudgeIntraNode(report.layout, rounds, options);

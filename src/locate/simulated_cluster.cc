@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "fabricscope/fabric_sim.h"
 #include "fabricscope/locate.h"
 #include "locate/random.h"
+#include "locate/samples.h"
 #include "model/sim_hash.h"
 
 namespace fabricscope {
@@ -311,6 +313,8 @@ struct SimulatedCluster::Impl {
   std::map<std::pair<int, int>, double> link;     // (a < b)
   std::vector<SimulatedFault> uplinks;            // nodes node..peer behind one slow leaf uplink
   std::shared_ptr<const FatTreeRoutes> fat_tree;  // the fabric under the nodes, when modelled
+  // Replayed noise: each pair's recorded offset, drawn once (index into pair_offsets).
+  std::map<std::pair<int, int>, size_t> replayed_offset;
 
   // The uplinks a pair crosses: one end behind the leaf, the other not.
   double UplinkFactor(int a, int b) const {
@@ -386,6 +390,30 @@ struct SimulatedCluster::Impl {
   }
 };
 
+namespace {
+
+// Each pair of `round` with its bandwidths replayed from a recorded round (see
+// SimulatedClusterOptions::recorded_noise).
+struct Replayer {
+  const RecordedNoise& noise;
+  SplitMix& rng;
+  std::map<std::pair<int, int>, size_t>& offset_of;
+  const RecordedNoise::RecordedRound* round = nullptr;
+
+  void StartRound() { round = &noise.rounds[rng.Below(noise.rounds.size())]; }
+
+  RecordedNoise::Deviation Draw(NodePair p) {
+    auto [it, added] = offset_of.emplace(std::minmax(p.a, p.b), 0);
+    if (added) it->second = rng.Below(noise.pair_offsets.size());
+    const RecordedNoise::Deviation& offset = noise.pair_offsets[it->second];
+    const RecordedNoise::Deviation& residual = round->residuals[rng.Below(round->residuals.size())];
+    return {round->effect.sendrecv + offset.sendrecv + residual.sendrecv,
+            round->effect.all_reduce + offset.all_reduce + residual.all_reduce};
+  }
+};
+
+}  // namespace
+
 SimulatedCluster::SimulatedCluster(SimulatedClusterOptions options)
     : impl_(std::make_unique<Impl>(std::move(options))) {
   const SimulatedClusterOptions& o = impl_->options;
@@ -439,6 +467,11 @@ std::vector<PairSample> SimulatedCluster::MeasureRound(const Round& round) {
   Impl& m = *impl_;
   std::vector<PairSample> out;
   out.reserve(round.pairs.size() * static_cast<size_t>(m.options.rails));
+  std::optional<Replayer> replay;
+  if (m.options.recorded_noise) {
+    replay.emplace(Replayer{*m.options.recorded_noise, m.rng, m.replayed_offset});
+    replay->StartRound();
+  }
   for (const NodePair& p : round.pairs) {
     const size_t a = static_cast<size_t>(p.a);
     const size_t b = static_cast<size_t>(p.b);
@@ -453,8 +486,14 @@ std::vector<PairSample> SimulatedCluster::MeasureRound(const Round& round) {
       PairSample s;
       s.pair = p;
       s.rail = r;
-      s.sendrecv_busbw = m.Observe(m.options.bandwidth * factor);
-      s.all_reduce_busbw = m.Observe(m.options.bandwidth * factor);
+      if (replay) {
+        const RecordedNoise::Deviation d = replay->Draw(p);
+        s.sendrecv_busbw = m.options.bandwidth * factor * std::exp(d.sendrecv);
+        s.all_reduce_busbw = m.options.bandwidth * factor * std::exp(d.all_reduce);
+      } else {
+        s.sendrecv_busbw = m.Observe(m.options.bandwidth * factor);
+        s.all_reduce_busbw = m.Observe(m.options.bandwidth * factor);
+      }
       out.push_back(s);
     }
   }

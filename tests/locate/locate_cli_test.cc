@@ -11,8 +11,11 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "common/in_process.h"
+#include "fabricscope/error.h"
+#include "locate/samples.h"
 
 namespace {
 
@@ -184,6 +187,7 @@ TEST_F(LocateCliTest, FourProcessesAsNodesOverGloo) {
   const std::string store =
       " MASTER_ADDR=127.0.0.1 MASTER_PORT=0 FABRICSCOPE_PORT_FILE=" + (dir_ / "port").string();
   const fs::path json = dir_ / "r.json";
+  const fs::path samples = dir_ / "samples.jsonl";
   std::string script;
   for (int r = 0; r < 4; ++r) {
     const std::string out = (dir_ / ("out." + std::to_string(r))).string();
@@ -191,8 +195,8 @@ TEST_F(LocateCliTest, FourProcessesAsNodesOverGloo) {
     // passes at most (the answer may be inconclusive, exit 4, never a name).
     script += "(RANK=" + std::to_string(r) + " WORLD_SIZE=4" + store + " " + FABRICSCOPE_BINARY +
               " locate -t 2 --group-by process -b 64K -n 2 -T 60 --max-sweeps 3 --json " +
-              json.string() + " >" + out + " 2>" + out + ".err </dev/null; echo $? >" + out +
-              ".rc) & ";
+              json.string() + " --save-samples " + samples.string() + " >" + out + " 2>" + out +
+              ".err </dev/null; echo $? >" + out + ".rc) & ";
   }
   script += "wait";
   ASSERT_EQ(std::system(("sh -c '" + script + "'").c_str()), 0);
@@ -229,6 +233,75 @@ TEST_F(LocateCliTest, FourProcessesAsNodesOverGloo) {
   EXPECT_EQ(pairs % 12u, 0u);
   EXPECT_EQ(j["suspects"].size(), 0u) << j["suspects"].dump(2);
   EXPECT_EQ(j["world_times"]["per_rank_us"].size(), 8u);
+
+  // --save-samples: the same measurements as JSON lines, read back: two collectives per pair
+  // measurement, in the JSON's order, and the per-node rounds.
+  const auto records = fabricscope::samples::ReadFile(samples.string());
+  std::vector<fabricscope::samples::Record> pair_records;
+  size_t node_records = 0;
+  for (const auto& r : records) {
+    if (r.b.empty()) {
+      ++node_records;
+      EXPECT_EQ(r.phase, "per-node");
+      EXPECT_LT(r.round, j["rounds"]["per_node"].get<int>());
+    } else {
+      pair_records.push_back(r);
+    }
+  }
+  EXPECT_EQ(node_records, j["per_node"].size());
+  ASSERT_EQ(pair_records.size(), 2 * pairs);
+  int last_round = -1;
+  for (size_t i = 0; i < pairs; ++i) {
+    const auto& m = j["measurements"][i];
+    const auto& sendrecv = pair_records[2 * i];
+    const auto& all_reduce = pair_records[2 * i + 1];
+    EXPECT_EQ(sendrecv.collective, "sendrecv");
+    EXPECT_EQ(all_reduce.collective, "all_reduce");
+    EXPECT_DOUBLE_EQ(sendrecv.busbw_gbs, m["sendrecv_busbw"].get<double>());
+    EXPECT_DOUBLE_EQ(all_reduce.busbw_gbs, m["all_reduce_busbw"].get<double>());
+    EXPECT_EQ(sendrecv.a, j["nodes"][m["a"].get<size_t>()]["name"]);
+    EXPECT_EQ(sendrecv.rail, m["rail"].get<int>());
+    EXPECT_GE(sendrecv.round, last_round) << "in round order";
+    last_round = sendrecv.round;
+    EXPECT_EQ(sendrecv.phase, i < 12 ? "pairs" : "again") << i;  // 6 pairs x 2 rails first
+  }
+  // Each line also carries the size, iterations and the fastest call's time.
+  std::ifstream in(samples);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(nlohmann::json::parse(line)["format"], "fabricscope-locate-samples");
+  std::getline(in, line);
+  const auto first = nlohmann::json::parse(line);
+  EXPECT_EQ(first["bytes"], 64 * 1024);
+  EXPECT_EQ(first["iters"], 2);
+  EXPECT_NEAR(first["time_us"].get<double>() * first["busbw_gbs"].get<double>() * 1e3,
+              64 * 1024 * 2 * (2 - 1) / 2.0, 1e-6 * 64 * 1024);
+}
+
+TEST_F(LocateCliTest, ASamplesFileThatIsNotOneIsRefusedWithTheLine) {
+  const fs::path bad = dir_ / "bad.jsonl";
+  std::ofstream(bad) << R"({"format":"fabricscope-locate-samples","version":1})"
+                     << "\n"
+                     << R"({"round":0,"phase":"pairs"})"
+                     << "\n";
+  try {
+    fabricscope::samples::ReadFile(bad.string());
+    ADD_FAILURE() << "read a line without its fields";
+  } catch (const fabricscope::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.jsonl line 2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--save-samples"), std::string::npos) << e.what();
+  }
+  // The flag refuses what the reader refuses, and needs a simulated cluster.
+  ExpectRefused("locate --simulate 4 --noise-from " + bad.string(), 2, "bad.jsonl line 2");
+  ExpectRefused("locate --noise-from " + bad.string(), 2, "add --simulate N");
+  // A header and no pair round: nothing to replay.
+  std::ofstream(bad) << R"({"format":"fabricscope-locate-samples","version":1})"
+                     << "\n";
+  ExpectRefused("locate --simulate 4 --noise-from " + bad.string(), 2, "replaying noise needs");
+  std::ofstream(bad) << "{\"round\":0}\n";
+  EXPECT_THROW(fabricscope::samples::ReadFile(bad.string()), fabricscope::UsageError);
+  EXPECT_THROW(fabricscope::samples::ReadFile((dir_ / "missing").string()),
+               fabricscope::UsageError);
 }
 
 // Under mpirun with the MPI backend: the pairs exchange with MPI_Sendrecv on the job's

@@ -10,7 +10,9 @@
 # LOCATE_TESTBED_PREFIX [fsloc], LOCATE_TESTBED_ARGS [none: more locate flags; a
 # --max-sweeps there replaces the scenarios' own, 6 and 12 for rails (see scenario_rails)],
 # LOCATE_TESTBED_HOG [0: that many `yes >/dev/null` loops, a CPU hog, run beside locate],
-# LOCATE_TESTBED_KEEP [none: a directory each run's report and JSON are copied to].
+# LOCATE_TESTBED_KEEP [none: a directory each run's report and JSON are copied to],
+# LOCATE_TESTBED_SAMPLES [none: a directory each run's --save-samples file goes to, as
+# LABEL.runN.jsonl: the traces under tests/locate/data were recorded so].
 # docs/locate.md has the 10-run acceptance command (4 hosts, a host at 300 Mbit/s).
 #
 # Scenarios (all by default):
@@ -41,6 +43,7 @@ read -r -a EXTRA_ARGS <<<"${LOCATE_TESTBED_ARGS:-}"
 sweeps=6  # run_locate's passes (`sweeps=N run_locate ...` for one run), unless LOCATE_TESTBED_ARGS gives --max-sweeps
 readonly HOG=${LOCATE_TESTBED_HOG:-0}
 readonly KEEP=${LOCATE_TESTBED_KEEP:-}
+readonly SAMPLES=${LOCATE_TESTBED_SAMPLES:-}
 [ "$HOSTS" -ge 4 ] || {
   echo "LOCATE_TESTBED_HOSTS must be 4 or more (the link scenario slows hosts 2 and 4)" >&2
   exit 2
@@ -70,6 +73,7 @@ for ((i = 0; i < HOG; i++)); do
   started_pids+=($!)
 done
 [ -z "$KEEP" ] || mkdir -p "$KEEP"
+[ -z "$SAMPLES" ] || mkdir -p "$SAMPLES"
 
 port=29700
 # Runs locate with one process per SPEC ("namespace=hostname"; process r is rank r), the
@@ -79,7 +83,8 @@ port=29700
 run_locate() {
   local label=$1 expected=$2 size=$3 r rc ns name
   shift 3
-  local specs=("$@") pids=() passes=(--max-sweeps "$sweeps")
+  local specs=("$@") pids=() passes=(--max-sweeps "$sweeps") save=()
+  [ -z "$SAMPLES" ] || save=(--save-samples "$SAMPLES/$label.run$run.jsonl")
   [[ " ${EXTRA_ARGS[*]} " != *" --max-sweeps "* ]] || passes=()
   port=$((port + 1))  # a fresh port: the previous run's may still be in TIME_WAIT
   for ((r = 0; r < ${#specs[@]}; r++)); do
@@ -89,7 +94,7 @@ run_locate() {
     # shellcheck disable=SC2016  # $0 and $@ are the inner shell's
     timeout -k 5 120 ip netns exec "$ns" unshare --uts -- sh -c 'hostname "$0" && exec "$@"' \
       "$name" env RANK="$r" WORLD_SIZE="${#specs[@]}" LOCAL_RANK=0 MASTER_ADDR=10.77.0.1 \
-      MASTER_PORT="$port" "$bin" locate -b "$size" -n 2 -T 60 "${passes[@]}" "${EXTRA_ARGS[@]}" --json "$tmp/$label.json" \
+      MASTER_PORT="$port" "$bin" locate -b "$size" -n 2 -T 60 "${passes[@]}" "${EXTRA_ARGS[@]}" --json "$tmp/$label.json" "${save[@]}" \
       --svg "$tmp/$label.svg" >"$tmp/$label.out.$r" 2>"$tmp/$label.err.$r" </dev/null &
     pids+=($!)
   done

@@ -1,0 +1,277 @@
+// Every measurement of a locate run as JSON lines (one object per line, nlohmann-json), and
+// the reader that replays them. Format: docs/locate.md, "Saved samples".
+#include "locate/samples.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+#include <tuple>
+
+#include "fabricscope/error.h"
+#include "fabricscope/locate.h"
+
+namespace fabricscope {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr const char* kFormat = "fabricscope-locate-samples";
+constexpr int kFormatVersion = 1;
+
+// Rounds are counted over the run: the per-node rounds first, then the pair rounds, then
+// the rounds again.
+std::string PhaseOf(const LocateRounds& rounds, int round) {
+  if (round < rounds.per_node) return "per-node";
+  if (round < rounds.per_node + rounds.pairs) return "pairs";
+  return "again";
+}
+
+// The fastest timed call's time that gives `busbw` for `bytes` over `ranks` ranks: bus
+// bandwidth is bytes / time x 2 (k - 1) / k for all_reduce (1 for two ranks), bytes /
+// time for sendrecv (nccl-tests' PERFORMANCE.md). Null when the size is not known (a
+// simulated cluster).
+Json TimeUs(double busbw_gbs, size_t bytes, double factor) {
+  if (bytes == 0 || !(busbw_gbs > 0) || !std::isfinite(busbw_gbs)) return nullptr;
+  return static_cast<double>(bytes) * factor / (busbw_gbs * 1e3);
+}
+
+Json Line(const LocateReport& report, int round, std::string_view collective, double busbw,
+          int64_t wrong, double factor) {
+  Json j;
+  j["round"] = round;
+  j["phase"] = PhaseOf(report.rounds, round);
+  j["collective"] = collective;
+  j["bytes"] = report.bytes;
+  j["iters"] = report.iters;
+  j["time_us"] = TimeUs(busbw, report.bytes, factor);
+  j["busbw_gbs"] = std::isfinite(busbw) ? Json(busbw) : Json(nullptr);
+  j["wrong"] = wrong;
+  return j;
+}
+
+}  // namespace
+
+void WriteLocateSamples(const LocateReport& report, std::ostream& out) {
+  const auto& names = report.layout.names;
+  Json header;
+  header["format"] = kFormat;
+  header["version"] = kFormatVersion;
+  header["backend"] = report.backend;
+  header["nodes"] = names;
+  header["rails"] = report.layout.rails;
+  header["bytes"] = report.bytes;
+  header["iters"] = report.iters;
+  header["fastest_iteration"] = true;
+  header["args"] = report.args;
+  out << header.dump() << "\n";
+  std::vector<const NodeSample*> nodes;
+  for (const NodeSample& s : report.node_samples) nodes.push_back(&s);
+  for (const NodeSample& s : report.node_retests) nodes.push_back(&s);
+  for (const NodeSample* s : nodes) {
+    const auto ranks =
+        static_cast<double>(report.layout.ranks[static_cast<size_t>(s->node)].size());
+    Json j = Line(report, s->round, "all_reduce", s->all_reduce_busbw, s->wrong,
+                  2 * (ranks - 1) / ranks);
+    j["node"] = names[static_cast<size_t>(s->node)];
+    out << j.dump() << "\n";
+  }
+  for (const PairSample& s : report.samples) {
+    for (const auto& [collective, busbw] :
+         {std::pair<std::string_view, double>{"sendrecv", s.sendrecv_busbw},
+          std::pair<std::string_view, double>{"all_reduce", s.all_reduce_busbw}}) {
+      if (!(busbw > 0)) continue;  // on device memory a pair runs sendrecv only
+      Json j = Line(report, s.round, collective, busbw, s.wrong, 1.0);
+      j["a"] = names[static_cast<size_t>(s.pair.a)];
+      j["b"] = names[static_cast<size_t>(s.pair.b)];
+      j["rail"] = s.rail;
+      out << j.dump() << "\n";
+    }
+  }
+}
+
+namespace samples {
+namespace {
+
+[[noreturn]] void Bad(const std::string& where, int line, const std::string& what) {
+  throw UsageError(fmt::format(
+      "{} line {}: {}; a samples file is what `fabricscope locate --save-samples FILE` writes "
+      "(docs/locate.md, \"Saved samples\")",
+      where, line, what));
+}
+
+Record ParseRecord(const Json& j, const std::string& where, int line) {
+  Record r;
+  try {
+    r.round = j.at("round").get<int>();
+    r.phase = j.at("phase").get<std::string>();
+    r.collective = j.at("collective").get<std::string>();
+    r.busbw_gbs = j.at("busbw_gbs").is_null() ? 0.0 : j.at("busbw_gbs").get<double>();
+    r.wrong = j.value("wrong", 0LL);
+    if (j.contains("node")) {
+      r.a = j.at("node").get<std::string>();
+    } else {
+      r.a = j.at("a").get<std::string>();
+      r.b = j.at("b").get<std::string>();
+      r.rail = j.value("rail", 0);
+    }
+  } catch (const Json::exception& e) {
+    Bad(where, line, std::string("a measurement without its fields: ") + e.what());
+  }
+  return r;
+}
+
+}  // namespace
+
+std::vector<Record> Read(std::istream& in, const std::string& where) {
+  std::vector<Record> records;
+  std::string text;
+  int line = 0;
+  bool header = false;
+  while (std::getline(in, text)) {
+    ++line;
+    if (text.empty()) continue;
+    Json j;
+    try {
+      j = Json::parse(text);
+    } catch (const Json::parse_error& e) {
+      Bad(where, line, std::string("not JSON: ") + e.what());
+    }
+    if (!header) {
+      if (!j.is_object() || j.value("format", std::string()) != kFormat) {
+        Bad(where, line,
+            fmt::format("the first line is not the header {{\"format\": \"{}\"}}", kFormat));
+      }
+      if (j.value("version", 0) != kFormatVersion) {
+        Bad(where, line,
+            fmt::format("version {} (this build reads {})", j.value("version", 0), kFormatVersion));
+      }
+      header = true;
+      continue;
+    }
+    records.push_back(ParseRecord(j, where, line));
+  }
+  if (!header) Bad(where, line, "empty: no header line");
+  return records;
+}
+
+std::vector<Record> ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    throw UsageError("cannot read the samples file " + path +
+                     ": give a file written by `fabricscope locate --save-samples FILE`");
+  }
+  return Read(in, path);
+}
+
+}  // namespace samples
+
+namespace {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  double m = v[mid];
+  if (v.size() % 2 == 0) {
+    m = (m + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid))) / 2;
+  }
+  return m;
+}
+
+using PairKey = std::tuple<std::string, std::string, int>;
+
+// One pair measurement of a file: its round, pair and both collectives' log bandwidth.
+struct Measured {
+  int round = 0;
+  PairKey pair;
+  RecordedNoise::Deviation log;
+};
+
+std::vector<Measured> PairMeasurements(const std::vector<samples::Record>& records) {
+  std::map<std::tuple<int, std::string, std::string, int>, Measured> by;
+  for (const samples::Record& r : records) {
+    if (r.b.empty() || !(r.busbw_gbs > 0) || r.wrong != 0) continue;
+    Measured& m = by[{r.round, r.a, r.b, r.rail}];
+    m.round = r.round;
+    m.pair = {r.a, r.b, r.rail};
+    const double log = std::log(r.busbw_gbs);
+    if (r.collective == "sendrecv") {
+      m.log.sendrecv = log;
+    } else {
+      m.log.all_reduce = log;
+    }
+  }
+  std::vector<Measured> out;
+  for (auto& [key, m] : by) {
+    // A pair that ran sendrecv only (device memory): its all_reduce moves with it.
+    if (m.log.all_reduce == 0) m.log.all_reduce = m.log.sendrecv;
+    if (m.log.sendrecv == 0) m.log.sendrecv = m.log.all_reduce;
+    out.push_back(m);
+  }
+  return out;
+}
+
+RecordedNoise::Deviation MedianOf(const std::vector<RecordedNoise::Deviation>& v) {
+  std::vector<double> sr;
+  std::vector<double> ar;
+  for (const auto& d : v) {
+    sr.push_back(d.sendrecv);
+    ar.push_back(d.all_reduce);
+  }
+  return {Median(sr), Median(ar)};
+}
+
+RecordedNoise::Deviation Minus(RecordedNoise::Deviation x, RecordedNoise::Deviation y) {
+  return {x.sendrecv - y.sendrecv, x.all_reduce - y.all_reduce};
+}
+
+}  // namespace
+
+void RecordedNoise::Add(const std::vector<samples::Record>& records, const std::string& where) {
+  const std::vector<Measured> measured = PairMeasurements(records);
+  std::vector<Deviation> all;
+  std::map<PairKey, std::vector<Deviation>> of_pair;
+  std::map<int, std::vector<size_t>> of_round;
+  for (size_t i = 0; i < measured.size(); ++i) {
+    all.push_back(measured[i].log);
+    of_pair[measured[i].pair].push_back(measured[i].log);
+    of_round[measured[i].round].push_back(i);
+  }
+  if (of_round.size() < 2) {
+    throw UsageError(fmt::format(
+        "{}: {} round(s) of pair measurements; replaying noise needs a run's rounds (record "
+        "one with `fabricscope locate --save-samples FILE` on a healthy cluster)",
+        where, of_round.size()));
+  }
+  const Deviation level = MedianOf(all);
+  std::map<PairKey, Deviation> offset;
+  for (const auto& [pair, logs] : of_pair) {
+    offset[pair] = Minus(MedianOf(logs), level);
+    pair_offsets.push_back(offset[pair]);
+  }
+  for (const auto& [round, indices] : of_round) {
+    RecordedRound rr;
+    std::vector<Deviation> left;
+    for (size_t i : indices) {
+      left.push_back(Minus(Minus(measured[i].log, level), offset[measured[i].pair]));
+    }
+    rr.effect = MedianOf(left);
+    for (const Deviation& d : left) rr.residuals.push_back(Minus(d, rr.effect));
+    rounds.push_back(std::move(rr));
+  }
+}
+
+std::shared_ptr<const RecordedNoise> LoadRecordedNoise(const std::vector<std::string>& paths) {
+  auto noise = std::make_shared<RecordedNoise>();
+  for (const std::string& path : paths) noise->Add(samples::ReadFile(path), path);
+  return noise;
+}
+
+}  // namespace fabricscope
