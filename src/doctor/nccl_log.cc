@@ -42,7 +42,10 @@ void ParseVia(const std::string& via, NcclConnection& c) {
   if (c.transport != "NET" || parts.size() < 2) return;
   c.network = parts[1];
   if (parts.size() >= 3) {
-    c.net_device = ToInt(parts[2]);
+    // "0(1)" under PXN: the device, then in parentheses the rank whose proxy sends
+    // (NVIDIA/nccl src/transport/net.cc, sendSetup: "via NET/%s/%d(%d)..." with proxyRank).
+    const std::string_view device = std::string_view(parts[2]).substr(0, parts[2].find('('));
+    c.net_device = ToInt(std::string(device));
     c.pxn = parts[2].find('(') != std::string::npos;
   }
   for (size_t i = 3; i < parts.size(); ++i) {
