@@ -1,9 +1,13 @@
 // NCCL Inspector JSONL (and the fabricscope profiler's, which writes the same fields): the
 // records themselves for `watch`, and the results record for `analyze`.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "analyze/readers.h"
@@ -22,11 +26,29 @@ std::string_view NextLine(std::string_view text, size_t* pos) {
   return line;
 }
 
+// nlohmann's get<integer> of a float is a static_cast, undefined beyond the integer's range
+// (inspector_jsonl_fuzz: a "rank" of 2.8e28): a float read as an integer must be a whole
+// number the type holds, else std::out_of_range, which the reader reports as a bad line.
+template <typename T>
+T Get(const Json& value) {
+  if constexpr (std::is_integral_v<T>) {
+    if (value.is_number_float()) {
+      const double d = value.get<double>();
+      const double limit = std::ldexp(1.0, std::numeric_limits<T>::digits);  // max + 1, exact
+      if (!(d >= static_cast<double>(std::numeric_limits<T>::lowest()) && d < limit) ||
+          d != std::trunc(d)) {
+        throw std::out_of_range(value.dump() + " is not a whole number in the range of the field");
+      }
+    }
+  }
+  return value.get<T>();
+}
+
 template <typename T>
 T Field(const Json& object, const char* name, T fallback) {
   const auto it = object.find(name);
   if (it == object.end() || it->is_null()) return fallback;
-  return it->get<T>();
+  return Get<T>(*it);
 }
 
 void FillContext(InspectorRecord* r, const Json& header, const Json& metadata) {
@@ -47,7 +69,7 @@ InspectorRecord FromPerf(const Json& perf, const std::string& kind) {
   r.p2p = kind == "p2p";
   r.collective = perf.at(kind).get<std::string>();
   r.seq = Field<uint64_t>(perf, (kind + "_sn").c_str(), 0);
-  r.msg_bytes = perf.at(kind + "_msg_size_bytes").get<uint64_t>();
+  r.msg_bytes = Get<uint64_t>(perf.at(kind + "_msg_size_bytes"));
   r.bytes = r.msg_bytes;
   r.exec_us = perf.at(kind + "_exec_time_us").get<double>();
   r.timing_source = Field(perf, (kind + "_timing_source").c_str(), std::string());
@@ -57,8 +79,8 @@ InspectorRecord FromPerf(const Json& perf, const std::string& kind) {
   r.proto = Field(perf, "coll_proto", std::string());
   r.peer = Field(perf, "p2p_peer", -1);
   if (const auto ts = perf.find("event_trace_ts"); ts != perf.end() && ts->is_object()) {
-    if (ts->contains(kind + "_start_ts")) r.start_us = (*ts)[kind + "_start_ts"].get<int64_t>();
-    if (ts->contains(kind + "_stop_ts")) r.stop_us = (*ts)[kind + "_stop_ts"].get<int64_t>();
+    if (ts->contains(kind + "_start_ts")) r.start_us = Get<int64_t>((*ts)[kind + "_start_ts"]);
+    if (ts->contains(kind + "_stop_ts")) r.stop_us = Get<int64_t>((*ts)[kind + "_stop_ts"]);
   }
   return r;
 }
@@ -79,9 +101,9 @@ InspectorLink FromLink(const Json& link, const Json& header, const Json& metadat
   l.rank = Field(header, "rank", 0);
   l.nranks = Field(header, "n_ranks", 0);
   l.hostname = Field(metadata, "hostname", std::string());
-  l.peer = link.at("peer").get<int>();
+  l.peer = Get<int>(link.at("peer"));
   l.send = link.at("direction").get<std::string>() == "send";
-  l.ops = link.at("ops").get<uint64_t>();
+  l.ops = Get<uint64_t>(link.at("ops"));
   l.median_us = link.at("median_us").get<double>();
   l.start_us = Field<int64_t>(link, "start_ns", 0) / 1000;
   return l;
@@ -163,6 +185,8 @@ InspectorRead ReadInspectorJsonl(std::string_view text, const std::string& sourc
     try {
       error = ReadLine(Json::parse(line), &header, &metadata, &out, where);
     } catch (const Json::exception& e) {
+      error = std::string("not an Inspector record (") + e.what() + ")";
+    } catch (const std::out_of_range& e) {
       error = std::string("not an Inspector record (") + e.what() + ")";
     }
     if (!error.empty()) {

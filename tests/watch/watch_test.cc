@@ -133,6 +133,31 @@ TEST(InspectorReader, EachBadLineIsNamedAndTheRestIsRead) {
   EXPECT_NE(read.diagnostics[2].message.find("without header"), std::string::npos);
 }
 
+// A float where an integer goes (inspector_jsonl_fuzz: "rank": 2.8e28) is a bad line with its
+// reason, not undefined behaviour in nlohmann's cast; a whole float in range still reads.
+TEST(InspectorReader, AFloatBeyondAnIntegerFieldIsABadLine) {
+  const std::string text =
+      R"({"header":{"id":"0x1","rank":27777777777777777777777777777,"n_ranks":8},)"
+      R"("coll_perf":{"coll":"AllReduce","coll_sn":1,"coll_msg_size_bytes":8,)"
+      R"("coll_exec_time_us":1}})"
+      "\n"
+      R"({"header":{"id":"0x1","rank":3.0,"n_ranks":8},"coll_perf":{"coll":"AllReduce",)"
+      R"("coll_sn":2,"coll_msg_size_bytes":1.5,"coll_exec_time_us":1}})"
+      "\n"
+      R"({"header":{"id":"0x1","rank":3.0,"n_ranks":8},"coll_perf":{"coll":"AllReduce",)"
+      R"("coll_sn":3,"coll_msg_size_bytes":8,"coll_exec_time_us":1}})"
+      "\n";
+  const InspectorRead read = ReadInspectorJsonl(text, "f.jsonl");
+  ASSERT_EQ(read.diagnostics.size(), 2u);
+  EXPECT_EQ(read.diagnostics[0].line, 1u);
+  EXPECT_NE(read.diagnostics[0].message.find("not a whole number in the range"), std::string::npos)
+      << read.diagnostics[0].message;
+  EXPECT_EQ(read.diagnostics[1].line, 2u);  // a size of 1.5 bytes
+  ASSERT_EQ(read.records.size(), 1u);
+  EXPECT_EQ(read.records[0].rank, 3);
+  EXPECT_EQ(read.records[0].seq, 3u);
+}
+
 TEST(WatchJudge, TheRankEveryoneWaitsForIsNamedWithItsNode) {
   const InspectorRead read = ReadInspectorJsonl(Job(20, 1'000'000, 40, 2, 8000), "job");
   WatchBaseline baseline;
