@@ -87,8 +87,12 @@ tidy: configure
 # The threaded tests (ctest label `threads`) under ThreadSanitizer, in build-tsan/: only the
 # binaries they need are built. tests/tsan.supp: the uninstrumented libraries' internals.
 TSAN_BUILD ?= build-tsan
-# Left out: locate over MPI, one thread per process, too slow under TSan (tests/CMakeLists.txt).
-TSAN_EXCLUDE = ^LocateCliTest\.MpiBackendUnderMpirun$$
+# Left out: locate over MPI, one thread per process, too slow under TSan (tests/CMakeLists.txt);
+# and watch's straggler test under the fake NCCL, whose assertion is a time: under TSan rank 1's
+# injected 4 ms reads as about 1 ms of start skew, below its 2 ms alert (seen 3 of 3 times on
+# 2026-11-28; outside TSan it passes). It still runs in the main suite; why TSan shrinks the skew
+# is not yet understood (closing note of stop 31).
+TSAN_EXCLUDE = ^(LocateCliTest\.MpiBackendUnderMpirun|WatchCli\.UnderTheFakeNcclWatchNamesTheSlowedRank)$$
 TSAN_TARGETS = fabricscope core_test backends_test launch_test nccl_backend_test locate_test \
   profiler_test watch_test cli_test locate_nccl_test
 tsan: deps
