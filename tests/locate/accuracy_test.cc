@@ -21,12 +21,8 @@ namespace {
 constexpr int kSeeds = 100;
 constexpr double kTransients = 0.05;
 
-LocateReport Simulate(int nodes, double noise, uint64_t seed, int slow, double expect = 0) {
-  SimulatedClusterOptions sim;
-  sim.nodes = nodes;
-  sim.noise = noise;
-  sim.transient_rate = kTransients;
-  sim.seed = seed;
+// locate on the simulated cluster SIM, with node SLOW (if any) at a quarter of its speed.
+LocateReport SimulateWith(SimulatedClusterOptions sim, int slow, double expect = 0) {
   if (slow >= 0) {
     SimulatedFault f;
     f.kind = SuspectKind::kNode;
@@ -39,6 +35,15 @@ LocateReport Simulate(int nodes, double noise, uint64_t seed, int slow, double e
   options.stragglers = false;
   options.expect_gbs = expect;
   return Locate(options, cluster.Layout(), cluster);
+}
+
+LocateReport Simulate(int nodes, double noise, uint64_t seed, int slow, double expect = 0) {
+  SimulatedClusterOptions sim;
+  sim.nodes = nodes;
+  sim.noise = noise;
+  sim.transient_rate = kTransients;
+  sim.seed = seed;
+  return SimulateWith(sim, slow, expect);
 }
 
 struct Param {
@@ -117,17 +122,7 @@ TEST_P(ReplayedAccuracy, DISABLED_NoWrongNames) {
       sim.nodes = nodes;
       sim.seed = seed;
       sim.recorded_noise = recorded;
-      if (slow >= 0) {
-        SimulatedFault f;
-        f.kind = SuspectKind::kNode;
-        f.node = slow;
-        f.factor = 0.25;
-        sim.faults.push_back(f);
-      }
-      SimulatedCluster cluster(sim);
-      LocateOptions options;
-      options.stragglers = false;
-      const LocateReport r = Locate(options, cluster.Layout(), cluster);
+      const LocateReport r = SimulateWith(sim, slow);
       for (const Suspect& x : r.suspects) {
         EXPECT_TRUE(slow >= 0 && x.kind == SuspectKind::kNode && x.nodes == std::vector<int>{slow})
             << "seed " << seed << " slow " << slow << " named " << NameOf(x.kind) << ": "
