@@ -73,6 +73,8 @@ build_packages=(
 test_packages=(
   libgtest-dev libgmock-dev
   clang-format iproute2 iperf3 jq
+  # the fault test bed (tests/multihost/faults_testbed.sh): black holes and packet loss
+  iptables
   # analyze's tests: the libFuzzer target (clang, its runtime), and the HTML report rendered
   # by headless Chromium (about 10 s to install; left out where only a snap exists) with the
   # screenshot decoded by zlib.
