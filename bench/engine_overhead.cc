@@ -66,7 +66,7 @@
 #include "fabricscope/launch.h"
 #include "fabricscope/options.h"
 #include "fabricscope/result.h"
-#include "fabricscope/store.h"
+#include "fabricscope/tcp_store.h"
 
 namespace {
 

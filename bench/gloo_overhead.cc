@@ -38,7 +38,7 @@
 #include "bench_stats.h"
 #include "fabricscope/backend.h"
 #include "fabricscope/dtype.h"
-#include "fabricscope/store.h"
+#include "fabricscope/tcp_store.h"
 
 namespace {
 

@@ -20,10 +20,10 @@
 
 #include "bench_stats.h"
 #include "fabricscope/fabric_sim.h"
+#include "fabricscope/max_min.h"
 #include "fabricscope/model.h"
 #include "fabricscope/platform.h"
 #include "model/flows.h"
-#include "model/max_min.h"
 
 namespace {
 

@@ -39,9 +39,9 @@
 #include "fabricscope/collective.h"
 #include "fabricscope/dtype.h"
 #include "fabricscope/engine.h"
+#include "fabricscope/mpi_session.h"
 #include "fabricscope/options.h"
 #include "fabricscope/result.h"
-#include "launch/mpi_session.h"
 
 namespace {
 

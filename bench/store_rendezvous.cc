@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "bench_stats.h"
-#include "fabricscope/store.h"
+#include "fabricscope/tcp_store.h"
 
 namespace {
 

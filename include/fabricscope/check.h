@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fabricscope/node.h"
 #include "fabricscope/platform.h"
 #include "fabricscope/result.h"
 
@@ -76,19 +77,6 @@ struct TestVerdict {
   std::vector<CheckFinding> findings;           // one per rule that applied, in the rules' order
 };
 
-// Which platform results are judged against, and why that one.
-struct PlatformChoice {
-  std::optional<Platform> platform;   // empty: none could be chosen
-  std::string origin;                 // "--platform", "command line", "detected", "the log", "none"
-  std::vector<std::string> evidence;  // what detection read and where ("DMI product name ...")
-  std::vector<std::string> notes;     // what did not fit ("6 RDMA ports at 400 Gb/s, not 8")
-  std::string unavailable;            // why there is no platform
-  // The other platforms the log fits and its numbers allow (the log's own choice): each test is
-  // judged against them too, and a disagreement is said.
-  std::vector<Platform> candidates{};
-  bool generic() const { return origin == "command line"; }
-};
-
 // Knobs of the judgement; the defaults are the documented ones (docs/check.md).
 struct CheckOptions {
   std::optional<int> nodes;          // overrides the node count read from the results
@@ -121,12 +109,6 @@ struct CheckReport {
 // with the reason.
 CheckReport Check(const std::vector<RunResult>& runs, const PlatformChoice& platform,
                   const CheckOptions& options = {});
-
-// The platform of the node whose files are under `root` ("/" for this one), from the DMI
-// product name and vendor, the GPUs (model and count) and the GPU-fabric NICs (count and
-// rate). Throws UsageError when `root` is not a directory; a node that fits no platform
-// gives a choice without a platform, saying what was found.
-PlatformChoice DetectPlatform(const Catalog& catalog, const std::string& root);
 
 // The platform results ran on, as their logs say it: the GPU model, ranks and nodes of the
 // device lines (a list cut to its last line still tells the rank count), NCCL's network lines

@@ -9,9 +9,9 @@
 #include <tuple>
 #include <vector>
 
-#include "analyze/html_escape.h"
 #include "analyze/table.h"
 #include "fabricscope/analyze.h"
+#include "fabricscope/html_escape.h"
 #include "fabricscope/plot.h"
 #include "fabricscope/statistics.h"
 #include "fabricscope/version.h"

@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "analyze/table.h"
-#include "core/find_format.h"
-#include "core/joined.h"
 #include "fabricscope/analyze.h"
 #include "fabricscope/error.h"
+#include "fabricscope/find_format.h"
+#include "fabricscope/joined.h"
 
 namespace fabricscope {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "analyze/html_escape.h"
+#include "fabricscope/html_escape.h"
 #include "fabricscope/plot.h"
 
 namespace fabricscope {

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <system_error>
 
-#include "core/strings.h"
+#include "fabricscope/strings.h"
 
 namespace fabricscope::analyze {
 
@@ -30,7 +30,7 @@ inline std::string_view TrimRight(std::string_view s) {
   return s.substr(0, n);
 }
 
-using fabricscope::Trim;  // core/strings.h
+using fabricscope::Trim;  // fabricscope/strings.h
 
 // Splits `s` on runs of blanks into `out` (at most `max` fields). Returns the number of
 // fields found, which is max + 1 when there were more than `max`.

@@ -10,11 +10,11 @@
 #include "backends/gloo/gloo_backend.h"
 #include "backends/mpi/mpi_backend.h"
 #include "backends/nccl/nccl_backend.h"
-#include "core/joined.h"
 #include "fabricscope/backend.h"
 #include "fabricscope/collective.h"
 #include "fabricscope/dtype.h"
 #include "fabricscope/error.h"
+#include "fabricscope/joined.h"
 #include "fabricscope/options.h"
 
 namespace fabricscope {

@@ -6,9 +6,9 @@
 #include <exception>
 
 #include "check/rules.h"
-#include "core/strings.h"
 #include "fabricscope/collective.h"
 #include "fabricscope/model.h"
+#include "fabricscope/strings.h"
 
 namespace fabricscope::check {
 namespace {

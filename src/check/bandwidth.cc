@@ -9,12 +9,12 @@
 #include <tuple>
 
 #include "check/confidence.h"
-#include "core/strings.h"
 #include "fabricscope/analyze.h"
 #include "fabricscope/collective.h"
 #include "fabricscope/error.h"
 #include "fabricscope/model.h"
 #include "fabricscope/statistics.h"
+#include "fabricscope/strings.h"
 
 namespace fabricscope::check {
 namespace {

@@ -10,7 +10,7 @@
 #include "check/bandwidth.h"
 #include "check/evidence.h"
 #include "check/rules.h"
-#include "core/joined.h"
+#include "fabricscope/joined.h"
 
 namespace fabricscope {
 

@@ -2,10 +2,10 @@
 #include <string>
 
 #include "check/reporters.h"
-#include "core/find_format.h"
-#include "core/joined.h"
 #include "fabricscope/check.h"
 #include "fabricscope/error.h"
+#include "fabricscope/find_format.h"
+#include "fabricscope/joined.h"
 
 namespace fabricscope {
 

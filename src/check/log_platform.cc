@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "check/rules.h"
-#include "core/joined.h"
-#include "core/strings.h"
 #include "fabricscope/check.h"
 #include "fabricscope/collective.h"
 #include "fabricscope/error.h"
+#include "fabricscope/joined.h"
 #include "fabricscope/statistics.h"
+#include "fabricscope/strings.h"
 
 namespace fabricscope {
 namespace {

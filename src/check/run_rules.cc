@@ -5,7 +5,7 @@
 #include <cctype>
 
 #include "check/rules.h"
-#include "core/strings.h"
+#include "fabricscope/strings.h"
 
 namespace fabricscope::check {
 namespace {

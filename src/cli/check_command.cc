@@ -10,17 +10,17 @@
 
 #include "cli/output.h"
 #include "cli/run_command.h"
-#include "core/joined.h"
-#include "core/strings.h"
 #include "fabricscope/backend.h"
 #include "fabricscope/check.h"
 #include "fabricscope/error.h"
 #include "fabricscope/fabric.h"
+#include "fabricscope/joined.h"
 #include "fabricscope/launch.h"
 #include "fabricscope/parse.h"
 #include "fabricscope/platform.h"
 #include "fabricscope/report.h"
 #include "fabricscope/sizes.h"
+#include "fabricscope/strings.h"
 
 namespace fabricscope::cli {
 namespace {

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "cli/output.h"
-#include "core/joined.h"
 #include "fabricscope/error.h"
 #include "fabricscope/fabric.h"
+#include "fabricscope/joined.h"
 
 namespace fabricscope::cli {
 namespace {

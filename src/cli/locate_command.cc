@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "cli/output.h"
-#include "core/joined.h"
 #include "fabricscope/backend.h"
 #include "fabricscope/check.h"
 #include "fabricscope/error.h"
+#include "fabricscope/joined.h"
 #include "fabricscope/launch.h"
 #include "fabricscope/locate.h"
 #include "fabricscope/platform.h"

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/find_format.h"
+#include "fabricscope/find_format.h"
 
 namespace fabricscope::cli {
 

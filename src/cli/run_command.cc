@@ -5,10 +5,10 @@
 #include <ostream>
 #include <thread>
 
-#include "core/joined.h"
 #include "fabricscope/backend.h"
 #include "fabricscope/engine.h"
 #include "fabricscope/error.h"
+#include "fabricscope/joined.h"
 #include "fabricscope/launch.h"
 #include "fabricscope/node_gpus.h"
 #include "fabricscope/report.h"

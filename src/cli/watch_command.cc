@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "cli/output.h"
-#include "core/joined.h"
 #include "fabricscope/error.h"
+#include "fabricscope/joined.h"
 #include "fabricscope/watch.h"
 
 namespace fabricscope::cli {

@@ -8,8 +8,8 @@
 #include <type_traits>
 
 #include "core/dtype_impl.h"
-#include "core/joined.h"
 #include "fabricscope/error.h"
+#include "fabricscope/joined.h"
 
 namespace fabricscope {
 namespace {

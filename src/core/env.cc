@@ -90,7 +90,7 @@ constexpr std::array kVariables = {
     EnvVariable{"NCCL_DEBUG_FILE", kUnset,
                 "where NCCL writes that log; unset: a temporary file, echoed to stderr", kGpuJobs},
     // A GPU node whose GPUs none is visible here: run and check refuse the host-memory fallback
-    // (src/backends/node_gpus.cc, docs/gpu.md).
+    // (src/node/node_gpus.cc, docs/gpu.md).
     EnvVariable{"CUDA_VISIBLE_DEVICES", kUnset,
                 "empty, -1, none or void: hides the NVIDIA GPUs; named in the refusal of a node "
                 "whose GPUs none is visible (exit 2)",

@@ -1,4 +1,4 @@
-#include "core/strings.h"
+#include "fabricscope/strings.h"
 
 #include <algorithm>
 

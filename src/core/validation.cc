@@ -1,4 +1,4 @@
-#include "core/validation.h"
+#include "fabricscope/validation.h"
 
 #include <algorithm>
 #include <bit>

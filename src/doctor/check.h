@@ -9,12 +9,12 @@
 #include <string_view>
 #include <vector>
 
-#include "doctor/ib.h"
 #include "doctor/nccl_env.h"
 #include "doctor/nccl_log.h"
-#include "doctor/pci.h"
-#include "doctor/root.h"
 #include "fabricscope/doctor.h"
+#include "fabricscope/node_ib.h"
+#include "fabricscope/node_pci.h"
+#include "fabricscope/node_root.h"
 #include "fabricscope/platform.h"
 
 namespace fabricscope::doctor {

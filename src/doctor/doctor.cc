@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <exception>
 
-#include "core/joined.h"
 #include "doctor/check.h"
 #include "doctor/topo_file.h"
-#include "fabricscope/check.h"
 #include "fabricscope/error.h"
+#include "fabricscope/joined.h"
+#include "fabricscope/node.h"
 
 namespace fabricscope::doctor {
 namespace {

@@ -9,8 +9,8 @@
 
 #include "fabricscope/doctor.h"
 #include "fabricscope/error.h"
-#include "fabricscope/store.h"
-#include "launch/mpi_session.h"
+#include "fabricscope/mpi_session.h"
+#include "fabricscope/tcp_store.h"
 
 namespace fabricscope::doctor {
 namespace {

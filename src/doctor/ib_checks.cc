@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
-#include "core/joined.h"
 #include "doctor/check.h"
 #include "doctor/hca_models.h"
+#include "fabricscope/joined.h"
 
 namespace fabricscope::doctor {
 namespace {

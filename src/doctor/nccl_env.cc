@@ -5,7 +5,7 @@
 #include <set>
 #include <sstream>
 
-#include "core/joined.h"
+#include "fabricscope/joined.h"
 
 namespace fabricscope::doctor {
 namespace {

@@ -7,9 +7,9 @@
 #include <string_view>
 #include <vector>
 
-#include "doctor/ib.h"
-#include "doctor/root.h"
 #include "fabricscope/doctor.h"
+#include "fabricscope/node_ib.h"
+#include "fabricscope/node_root.h"
 
 namespace fabricscope::doctor {
 

@@ -8,9 +8,9 @@
 #include <regex>
 #include <string_view>
 
-#include "core/strings.h"
-#include "doctor/root.h"
 #include "fabricscope/error.h"
+#include "fabricscope/node_root.h"
+#include "fabricscope/strings.h"
 
 namespace fabricscope::doctor {
 namespace {

@@ -6,9 +6,9 @@
 #include <map>
 #include <set>
 
-#include "core/joined.h"
 #include "doctor/check.h"
 #include "doctor/hwloc_layout.h"
+#include "fabricscope/joined.h"
 
 namespace fabricscope::doctor {
 namespace {

@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <map>
 
-#include "core/find_format.h"
-#include "core/joined.h"
 #include "doctor/report_json.h"
 #include "fabricscope/error.h"
+#include "fabricscope/find_format.h"
+#include "fabricscope/joined.h"
 #include "fabricscope/version.h"
 
 namespace fabricscope::doctor {

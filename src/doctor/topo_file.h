@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "doctor/pci.h"
+#include "fabricscope/node_pci.h"
 
 namespace fabricscope::doctor {
 

@@ -7,8 +7,8 @@
 #include <map>
 #include <set>
 
-#include "fabric/links.h"
 #include "fabricscope/fabric.h"
+#include "fabricscope/fabric_links.h"
 
 namespace fabricscope::fabric {
 

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <set>
 
-#include "fabric/links.h"
 #include "fabricscope/error.h"
 #include "fabricscope/fabric.h"
+#include "fabricscope/fabric_links.h"
 
 namespace fabricscope::fabric {
 namespace {

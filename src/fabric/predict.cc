@@ -7,10 +7,10 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "fabric/routes.h"
 #include "fabricscope/error.h"
 #include "fabricscope/fabric.h"
-#include "model/max_min.h"
+#include "fabricscope/fabric_routes.h"
+#include "fabricscope/max_min.h"
 
 namespace fabricscope::fabric {
 namespace {

@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "fabric/links.h"
 #include "fabricscope/fabric.h"
+#include "fabricscope/fabric_links.h"
 
 namespace fabricscope::fabric {
 

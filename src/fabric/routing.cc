@@ -10,11 +10,11 @@
 #include <regex>
 #include <set>
 
-#include "fabric/links.h"
-#include "fabric/routes.h"
 #include "fabric/text_lines.h"
 #include "fabricscope/error.h"
 #include "fabricscope/fabric.h"
+#include "fabricscope/fabric_links.h"
+#include "fabricscope/fabric_routes.h"
 
 namespace fabricscope::fabric {
 namespace {

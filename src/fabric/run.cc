@@ -5,10 +5,10 @@
 #include <sstream>
 #include <thread>
 
-#include "core/find_format.h"
-#include "core/joined.h"
 #include "fabricscope/error.h"
 #include "fabricscope/fabric.h"
+#include "fabricscope/find_format.h"
+#include "fabricscope/joined.h"
 
 namespace fabricscope::fabric {
 

@@ -8,9 +8,9 @@
 #include <set>
 #include <sstream>
 
-#include "analyze/html_escape.h"
-#include "fabric/links.h"
 #include "fabricscope/fabric.h"
+#include "fabricscope/fabric_links.h"
+#include "fabricscope/html_escape.h"
 
 namespace fabricscope::fabric {
 namespace {

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/strings.h"
+#include "fabricscope/strings.h"
 
 namespace fabricscope::fabric {
 

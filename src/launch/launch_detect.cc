@@ -7,10 +7,11 @@
 #include <ostream>
 #include <string>
 
-#include "core/strings.h"
 #include "fabricscope/error.h"
 #include "fabricscope/host_list.h"
 #include "fabricscope/launch.h"
+#include "fabricscope/strings.h"
+#include "fabricscope/tcp_store.h"
 
 namespace fabricscope {
 namespace {

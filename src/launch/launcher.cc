@@ -16,14 +16,15 @@
 #include <mutex>
 #include <thread>
 
-#include "core/local_time.h"
 #include "fabricscope/engine.h"
 #include "fabricscope/error.h"
 #include "fabricscope/launch.h"
+#include "fabricscope/local_time.h"
+#include "fabricscope/mpi_session.h"
+#include "fabricscope/tcp_store.h"
 #include "fabricscope/version.h"
 #include "launch/guarded_reporter.h"
 #include "launch/liveness.h"
-#include "launch/mpi_session.h"
 #include "launch/watchdog.h"
 
 namespace fabricscope {

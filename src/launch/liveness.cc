@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "fabricscope/error.h"
+#include "fabricscope/tcp_store.h"
 
 namespace fabricscope {
 namespace {

@@ -18,7 +18,7 @@
 #include <string>
 #include <thread>
 
-#include "fabricscope/store.h"
+#include "fabricscope/tcp_store.h"
 
 namespace fabricscope {
 

@@ -1,4 +1,4 @@
-#include "launch/mpi_session.h"
+#include "fabricscope/mpi_session.h"
 
 #include <mpi.h>
 

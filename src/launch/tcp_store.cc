@@ -4,6 +4,8 @@
 //   request  'S' keylen key vallen value          reply  'K'
 //   request  'G' keylen key timeout_ms            reply  'F' vallen value | 'T' (timed out)
 // The server does the waiting, so a timed-out Get leaves no reply in flight.
+#include "fabricscope/tcp_store.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -24,7 +26,6 @@
 #include <thread>
 
 #include "fabricscope/error.h"
-#include "fabricscope/store.h"
 
 namespace fabricscope {
 namespace {

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <string>
 
-#include "analyze/html_escape.h"
+#include "fabricscope/html_escape.h"
 #include "fabricscope/locate.h"
 #include "locate/matrix.h"
 

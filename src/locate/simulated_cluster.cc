@@ -17,9 +17,9 @@
 #include "fabricscope/error.h"
 #include "fabricscope/fabric_sim.h"
 #include "fabricscope/locate.h"
+#include "fabricscope/sim_hash.h"
 #include "locate/random.h"
 #include "locate/samples.h"
-#include "model/sim_hash.h"
 
 namespace fabricscope {
 namespace {

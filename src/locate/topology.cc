@@ -19,13 +19,13 @@
 #include <string>
 #include <vector>
 
-#include "core/strings.h"
-#include "fabric/links.h"
-#include "fabric/routes.h"
 #include "fabricscope/error.h"
 #include "fabricscope/fabric.h"
+#include "fabricscope/fabric_links.h"
+#include "fabricscope/fabric_routes.h"
 #include "fabricscope/host_list.h"
 #include "fabricscope/locate.h"
+#include "fabricscope/strings.h"
 #include "locate/classifier.h"
 
 namespace fabricscope {

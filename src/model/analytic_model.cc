@@ -7,10 +7,10 @@
 #include <limits>
 #include <string>
 
-#include "core/joined.h"
-#include "core/strings.h"
 #include "fabricscope/error.h"
+#include "fabricscope/joined.h"
 #include "fabricscope/model.h"
+#include "fabricscope/strings.h"
 #include "model/nccl_tuning.h"
 
 namespace fabricscope {

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "fabricscope/error.h"
-#include "model/sim_hash.h"
+#include "fabricscope/sim_hash.h"
 
 namespace fabricscope::sim {
 namespace {

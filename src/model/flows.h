@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "fabricscope/fabric_sim.h"
-#include "model/max_min.h"
+#include "fabricscope/max_min.h"
 
 namespace fabricscope::sim {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "core/joined.h"
 #include "fabricscope/error.h"
+#include "fabricscope/joined.h"
 #include "fabricscope/model_run.h"
 #include "fabricscope/parse.h"
 

@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "core/find_format.h"
 #include "fabricscope/error.h"
+#include "fabricscope/find_format.h"
 #include "fabricscope/model_run.h"
 
 namespace fabricscope {

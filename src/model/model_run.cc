@@ -11,11 +11,11 @@
 #include <tuple>
 #include <vector>
 
-#include "core/joined.h"
-#include "core/strings.h"
 #include "fabricscope/error.h"
+#include "fabricscope/joined.h"
 #include "fabricscope/plot.h"
 #include "fabricscope/sizes.h"
+#include "fabricscope/strings.h"
 
 namespace fabricscope {
 namespace {

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <variant>
 
-#include "core/joined.h"
+#include "fabricscope/joined.h"
 #include "fabricscope/report.h"
 #include "model/model_reporters.h"
 

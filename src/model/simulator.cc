@@ -7,8 +7,8 @@
 
 #include "fabricscope/error.h"
 #include "fabricscope/fabric_sim.h"
+#include "fabricscope/max_min.h"
 #include "model/flows.h"
-#include "model/max_min.h"
 
 namespace fabricscope::sim {
 namespace {

@@ -7,10 +7,10 @@
 #include <cmath>
 #include <string>
 
-#include "core/joined.h"
-#include "core/strings.h"
 #include "fabricscope/error.h"
 #include "fabricscope/fabric_sim.h"
+#include "fabricscope/joined.h"
+#include "fabricscope/strings.h"
 
 namespace fabricscope::sim {
 namespace {

@@ -8,10 +8,10 @@
 #include <stdexcept>
 #include <type_traits>
 
-#include "core/joined.h"
-#include "core/strings.h"
 #include "fabricscope/error.h"
+#include "fabricscope/joined.h"
 #include "fabricscope/platform.h"
+#include "fabricscope/strings.h"
 #include "platform/embedded_data.h"
 
 namespace fabricscope {

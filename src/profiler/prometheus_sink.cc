@@ -6,7 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "profiler/collective_math.h"
+#include "fabricscope/collective_math.h"
 
 namespace fabricscope::profiler {
 namespace {

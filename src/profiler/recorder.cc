@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <type_traits>
 
-#include "profiler/collective_math.h"
+#include "fabricscope/collective_math.h"
 
 namespace fabricscope::profiler {
 

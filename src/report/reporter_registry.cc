@@ -4,8 +4,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/find_format.h"
 #include "fabricscope/error.h"
+#include "fabricscope/find_format.h"
 #include "fabricscope/report.h"
 #include "report/reporters.h"
 

@@ -9,9 +9,9 @@
 #include <map>
 #include <utility>
 
+#include "fabricscope/collective_math.h"
 #include "fabricscope/statistics.h"
 #include "fabricscope/watch.h"
-#include "profiler/collective_math.h"
 #include "watch/links.h"
 #include "watch/stragglers.h"
 

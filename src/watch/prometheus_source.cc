@@ -14,9 +14,9 @@
 #include <utility>
 #include <vector>
 
-#include "core/strings.h"
 #include "fabricscope/error.h"
 #include "fabricscope/statistics.h"
+#include "fabricscope/strings.h"
 #include "fabricscope/watch.h"
 #include "watch/judge.h"
 

@@ -25,7 +25,7 @@
 #include "fabricscope/dtype.h"
 #include "fabricscope/error.h"
 #include "fabricscope/options.h"
-#include "fabricscope/store.h"
+#include "fabricscope/tcp_store.h"
 
 namespace fabricscope {
 namespace {

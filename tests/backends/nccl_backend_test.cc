@@ -32,7 +32,7 @@
 #include "fabricscope/backend.h"
 #include "fabricscope/error.h"
 #include "fabricscope/launch.h"
-#include "fabricscope/store.h"
+#include "fabricscope/tcp_store.h"
 
 #if FABRICSCOPE_HAVE_CUDA_HEADERS
 #include <cuda_runtime_api.h>

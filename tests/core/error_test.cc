@@ -14,7 +14,7 @@
 
 #include "fabricscope/backend.h"
 #include "fabricscope/engine.h"
-#include "fabricscope/store.h"
+#include "fabricscope/tcp_store.h"
 
 namespace fabricscope {
 namespace {

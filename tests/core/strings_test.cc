@@ -1,5 +1,5 @@
 // The shared string helpers and the enum-name table: their one case rule and their error.
-#include "core/strings.h"
+#include "fabricscope/strings.h"
 
 #include <gtest/gtest.h>
 

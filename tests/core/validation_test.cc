@@ -1,5 +1,5 @@
 // The result check of --check: exact bitwise comparison with the expected pattern.
-#include "core/validation.h"
+#include "fabricscope/validation.h"
 
 #include <gtest/gtest.h>
 

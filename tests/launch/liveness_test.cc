@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "fabricscope/store.h"
+#include "fabricscope/tcp_store.h"
 
 namespace fabricscope {
 namespace {

@@ -1,3 +1,5 @@
+#include "fabricscope/tcp_store.h"
+
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -16,7 +18,6 @@
 #include <vector>
 
 #include "fabricscope/error.h"
-#include "fabricscope/store.h"
 
 namespace fabricscope {
 namespace {

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "profiler/collective_math.h"
+#include "fabricscope/collective_math.h"
 #include "profiler/nccl_profiler_abi.h"
 #include "profiler/record_ring.h"
 #include "profiler/settings.h"

@@ -33,10 +33,10 @@
 #include <utility>
 #include <vector>
 
-#include "core/strings.h"
 #include "fabricscope/collective.h"
 #include "fabricscope/dtype.h"
 #include "fabricscope/error.h"
+#include "fabricscope/strings.h"
 
 namespace fabricscope {
 namespace {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/joined.h"
 #include "fabricscope/error.h"
+#include "fabricscope/joined.h"
 
 namespace fabricscope::gpu {
 namespace {

@@ -17,10 +17,10 @@
 
 #include "backends/nccl/gpu_libraries.h"
 #include "backends/nccl/nccl_debug_log.h"
-#include "core/strings.h"
 #include "fabricscope/collective.h"
 #include "fabricscope/dtype.h"
 #include "fabricscope/error.h"
+#include "fabricscope/strings.h"
 
 namespace fabricscope {
 namespace gpu {

@@ -12,8 +12,8 @@
 #include <regex>
 #include <string>
 
-#include "core/joined.h"
-#include "core/strings.h"
+#include "fabricscope/joined.h"
+#include "fabricscope/strings.h"
 
 namespace fabricscope::gpu {
 namespace {

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "doctor/root.h"
+#include "fabricscope/node_root.h"
 
 namespace fabricscope::doctor {
 

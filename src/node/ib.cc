@@ -1,12 +1,11 @@
-#include "doctor/ib.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <regex>
 
-#include "core/strings.h"
+#include "fabricscope/node_ib.h"
+#include "fabricscope/strings.h"
 
 namespace fabricscope::doctor {
 namespace {

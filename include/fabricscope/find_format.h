@@ -5,8 +5,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/joined.h"
 #include "fabricscope/error.h"
+#include "fabricscope/joined.h"
 
 namespace fabricscope {
 

@@ -1,4 +1,4 @@
-#include "model/max_min.h"
+#include "fabricscope/max_min.h"
 
 #include <algorithm>
 #include <limits>

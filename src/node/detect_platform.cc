@@ -8,12 +8,12 @@
 #include <map>
 #include <sstream>
 
-#include "core/joined.h"
-#include "core/strings.h"
-#include "doctor/ib.h"
-#include "doctor/pci.h"
-#include "doctor/root.h"
-#include "fabricscope/check.h"
+#include "fabricscope/joined.h"
+#include "fabricscope/node.h"
+#include "fabricscope/node_ib.h"
+#include "fabricscope/node_pci.h"
+#include "fabricscope/node_root.h"
+#include "fabricscope/strings.h"
 
 namespace fabricscope {
 namespace {

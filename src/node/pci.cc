@@ -1,9 +1,9 @@
-#include "doctor/pci.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
+
+#include "fabricscope/node_pci.h"
 
 namespace fabricscope::doctor {
 namespace {

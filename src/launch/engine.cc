@@ -9,11 +9,11 @@
 #include <numeric>
 #include <string>
 
-#include "core/local_time.h"
-#include "core/validation.h"
 #include "fabricscope/error.h"
+#include "fabricscope/local_time.h"
 #include "fabricscope/sizes.h"
 #include "fabricscope/statistics.h"
+#include "fabricscope/validation.h"
 
 namespace fabricscope {
 namespace {

@@ -13,8 +13,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/joined.h"
 #include "fabricscope/error.h"
+#include "fabricscope/joined.h"
 
 namespace fabricscope {
 

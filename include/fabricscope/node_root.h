@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/strings.h"
+#include "fabricscope/strings.h"
 
 namespace fabricscope::doctor {
 
@@ -54,7 +54,7 @@ class Root {
   bool live_ = false;
 };
 
-// Trim and Split: core/strings.h.
+// Trim and Split: fabricscope/strings.h.
 
 // Numbers: decimal or 0x-hex; nullopt for anything else.
 std::optional<int64_t> ParseInt(std::string_view text);

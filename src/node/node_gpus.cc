@@ -11,8 +11,8 @@
 #include <optional>
 #include <system_error>
 
-#include "core/joined.h"
 #include "fabricscope/error.h"
+#include "fabricscope/joined.h"
 
 namespace fabricscope {
 namespace {

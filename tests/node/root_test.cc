@@ -1,12 +1,11 @@
 // Reading a node's files under a root: fail-soft reads, and links resolved inside the root.
-#include "doctor/root.h"
-
 #include <gtest/gtest.h>
 
 #include <fstream>
 
 #include "doctor/fixture.h"
 #include "fabricscope/error.h"
+#include "fabricscope/node_root.h"
 
 namespace fabricscope::doctor::testing {
 namespace {

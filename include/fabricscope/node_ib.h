@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "doctor/root.h"
+#include "fabricscope/node_root.h"
 
 namespace fabricscope::doctor {
 

@@ -1,5 +1,3 @@
-#include "doctor/root.h"
-
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -10,6 +8,7 @@
 #include <system_error>
 
 #include "fabricscope/error.h"
+#include "fabricscope/node_root.h"
 
 namespace fabricscope::doctor {
 namespace fs = std::filesystem;

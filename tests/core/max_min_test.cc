@@ -1,6 +1,6 @@
 // Max-min fair sharing: textbook cases, and the heap-based filling against a plain
 // quadratic one on random instances.
-#include "model/max_min.h"
+#include "fabricscope/max_min.h"
 
 #include <gtest/gtest.h>
 
