@@ -54,6 +54,15 @@ struct TestAnalysis {
 // One TestAnalysis per collective of the run, in order of first appearance.
 std::vector<TestAnalysis> Analyze(const RunResult& run);
 
+// What counts as failed, one rule for every command that reads or runs a benchmark
+// (docs/output.md, exit 1): a test with a failure in its log, a wrong element, or an
+// out-of-bounds (row, placement).
+bool Failed(const TestAnalysis& test);
+bool AnyFailed(const std::vector<TestAnalysis>& tests);
+// A run this process just measured: a test whose trailer says FAILED (nccl-tests' "Out of
+// bounds values" above 0, or its average busbw under 90% of the run's minimum).
+bool RunFailed(const RunResult& run);
+
 // A registry entry: an output format of the summary. Formats for programs (json) and for
 // pasting into an issue (md) carry the readers' diagnostics too; text leaves them to stderr.
 struct AnalysisFormat {

@@ -110,6 +110,21 @@ struct CheckReport {
 CheckReport Check(const std::vector<RunResult>& runs, const PlatformChoice& platform,
                   const CheckOptions& options = {});
 
+// How a check was told which platform to judge against (check's flags, docs/check.md).
+struct PlatformRequest {
+  std::string name;                               // --platform NAME (or an alias)
+  std::optional<GenericPlatformOptions> generic;  // a generic description on the command line
+  std::string root = "/";                         // where detection reads the node
+  bool root_given = false;                        // --root: this node's tree, not the logs
+};
+
+// The platform to judge against: the named one; else the generic description; else the one
+// `runs`' logs say (unless --root was given; `runs` is empty when the benchmark runs here);
+// else this node's, detected under `root`. Throws UsageError for a name and a description
+// together, or --root beside either, and for an unknown transport or name.
+PlatformChoice ChoosePlatform(const Catalog& catalog, const PlatformRequest& request,
+                              const std::vector<RunResult>& runs);
+
 // The platform results ran on, as their logs say it: the GPU model, ranks and nodes of the
 // device lines (a list cut to its last line still tells the rank count), NCCL's network lines
 // (NICs, their rate, IB / RoCE / gIB / EFA / TCPX / TCPXO / sockets), NVLS and MNNVL lines.

@@ -96,12 +96,6 @@ std::string LabelOf(const std::string& spec) {
   return name.empty() ? spec : name;
 }
 
-bool AnyFailed(const std::vector<TestAnalysis>& tests) {
-  return std::any_of(tests.begin(), tests.end(), [](const TestAnalysis& t) {
-    return t.failed() || t.out_of_bounds > 0 || (t.wrong.has_value() && *t.wrong > 0);
-  });
-}
-
 // ---- analyze ----
 
 // What analyze hands its format: the summary of every test, and what the readers said.

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/flags.h"
 #include "cli/output.h"
 #include "cli/run_command.h"
 #include "fabricscope/backend.h"
@@ -53,48 +54,23 @@ bool AnyGiven(const std::vector<CLI::Option*>& options) {
                      [](const CLI::Option* o) { return o->count() > 0; });
 }
 
+// What the flags say of the platform, for check's ChoosePlatform.
+PlatformRequest RequestOf(const CheckFlags& flags) {
+  PlatformRequest request{.name = flags.platform,
+                          .generic = std::nullopt,
+                          .root = flags.root,
+                          .root_given = flags.root_option->count() > 0};
+  if (AnyGiven(flags.generic_options)) {
+    request.generic = flags.generic;
+    if (flags.latency_option->count() > 0) request.generic->latency_floor_us = flags.latency_floor;
+  }
+  return request;
+}
+
 // `runs`: the results read from files, whose logs can say their platform; empty when the
 // benchmark runs here.
 PlatformChoice ChoosePlatform(const CheckFlags& flags, const std::vector<RunResult>& runs) {
-  const bool generic = AnyGiven(flags.generic_options);
-  if (generic && !flags.platform.empty()) {
-    throw UsageError(
-        "--platform and a generic description (--gpus-per-node, --intra-node-busbw, --nics, "
-        "--nic-rate, --transport) exclude each other: give one");
-  }
-  const Catalog catalog = Catalog::Builtin();
-  PlatformChoice choice;
-  if (!flags.platform.empty()) {
-    choice.platform = catalog.Get(flags.platform);
-    choice.origin = "--platform";
-    return choice;
-  }
-  if (generic) {
-    static const std::vector<std::string> kTransports = {"IB",    "RoCE", "gIB", "TCPX",
-                                                         "TCPXO", "EFA",  "TCP"};
-    if (std::find(kTransports.begin(), kTransports.end(), flags.generic.transport) ==
-        kTransports.end()) {
-      throw UsageError("--transport '" + flags.generic.transport +
-                       "': choose IB, RoCE, gIB, TCPX, TCPXO, EFA or TCP");
-    }
-    GenericPlatformOptions options = flags.generic;
-    if (flags.latency_option->count() > 0) {
-      if (!(flags.latency_floor > 0)) {
-        throw UsageError("--latency-floor must be a positive number of microseconds");
-      }
-      options.latency_floor_us = flags.latency_floor;
-    }
-    choice.platform = GenericPlatform(options);
-    choice.origin = "command line";
-    return choice;
-  }
-  // A log carried from another machine says what it ran on; this node says nothing about it.
-  // Only a log that names no GPU (a host-memory run) is judged against this node.
-  if (!runs.empty() && flags.root_option->count() == 0) {
-    PlatformChoice inferred = InferPlatform(catalog, runs);
-    if (inferred.origin != "none") return inferred;
-  }
-  return DetectPlatform(catalog, flags.root);
+  return ChoosePlatform(Catalog::Builtin(), RequestOf(flags), runs);
 }
 
 // The benchmark through the run command's path. Its table goes to stderr (or the run's own
@@ -117,27 +93,11 @@ std::optional<RunResult> RunBenchmark(const std::vector<std::string>& args,
   if (flags.run_cycles == 0) {
     throw UsageError("-N 0 runs forever, and check judges a run that ended: give -N 1 or more");
   }
-  RunOptions options = ToRunOptions(flags);
-  if (flags.dry_run) {
-    const LaunchInfo launch = DetectLaunch(Env::Process(), flags.launcher);
-    if (launch.process_rank == 0) PrintRunPlan(flags, options, launch, ctx.out, "stderr");
-    return std::nullopt;
-  }
-  options.command_line = {ctx.prog, "run"};
-  options.command_line.insert(options.command_line.end(), args.begin(), args.end());
-  const Env env = Env::Process();
-  const LaunchInfo launch = DetectLaunch(env, flags.launcher);
-  AnnounceLaunch(launch, ctx.err);
-  auto backend = ResolveBackend(flags, launch, env, options, ctx.err);
-  MultiReporter sink;
-  std::unique_ptr<Output> table;
-  if (launch.process_rank == 0) {
-    table = AddRunReporters(flags, ctx.err, sink);  // stdout carries the verdicts
-  }
-  RunResult result = RunJob(options, *backend, &sink, launch, env);
-  if (launch.process_rank != 0) return std::nullopt;
-  table->Close();
-  return result;
+  std::vector<std::string> command_line = {ctx.prog, "run"};
+  command_line.insert(command_line.end(), args.begin(), args.end());
+  // The table goes to stderr (or --output), so that stdout carries the verdicts alone.
+  return PerformRun(flags, std::move(command_line), ctx,
+                    {.stream = ctx.err, .name = "stderr", .progress = false});
 }
 
 // Reads every input, printing the readers' diagnostics on ctx.err; `errors` is set when an
@@ -250,12 +210,6 @@ int ExecuteCheck(const CheckFlags& flags, const CommandContext& ctx) {
     throw UsageError("--sharp is '" + flags.sharp +
                      "': give yes (the fabric has in-network reduction, SHARP) or no");
   }
-  if (flags.root_option->count() > 0 &&
-      (!flags.platform.empty() || AnyGiven(flags.generic_options))) {
-    throw UsageError(
-        "--root is where detection reads the node; with --platform or a generic "
-        "description nothing is detected: drop --root or the platform");
-  }
   // Read before the results or the run, so that a bad directory costs no measurement.
   std::optional<fabric::FabricReport> fabric_report = ReadFabric(flags);
   if (fabric_report) {
@@ -320,7 +274,9 @@ CommandAction SetupCheckCommand(CLI::App& app) {
           ->capture_default_str(),
   };
   f.latency_option = app.add_option("--latency-floor", f.latency_floor,
-                                    "generic platform: 2-node small-message time, us");
+                                    "generic platform: 2-node small-message time, us")
+                         ->check(Checked<double>([](double us) { return us > 0; },
+                                                 "give a positive number of microseconds"));
   f.generic_options.push_back(f.latency_option);
   f.nodes_option = app.add_option(
       "--nodes", f.nodes,

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/flags.h"
 #include "cli/output.h"
 #include "fabricscope/backend.h"
 #include "fabricscope/check.h"
@@ -36,12 +37,8 @@ struct LocateFlags {
   std::string output;
   std::string json_file;
   std::string svg_file;
-  std::string samples_file;  // --save-samples: every measurement as JSON lines
-  int nthreads = 1;
-  int iters = 5;
-  int warmup_iters = 1;
-  int check = 1;
-  double timeout = 0;
+  std::string samples_file;          // --save-samples: every measurement as JSON lines
+  MeasureFlags measure{.iters = 5};  // -t -n -w -c -T
   int coverage = 3;
   uint64_t seed = 1;
   double threshold = 0.7;
@@ -87,9 +84,12 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
   app.add_option("--launcher", f.launcher,
                  "how processes find each other: auto, single, mpi, env (as for run)")
       ->capture_default_str();
-  app.add_option("-t,--nthreads", f.nthreads,
-                 "ranks per process, as threads; a node's ranks are its rails")
-      ->capture_default_str();
+  AddMeasureFlags(app, f.measure,
+                  {.nthreads = "ranks per process, as threads; a node's ranks are its rails",
+                   .iters = "timed iterations per measurement",
+                   .warmup_iters = "warm-up iterations per measurement",
+                   .check = "validation iterations; wrong data makes a pair the slowest",
+                   .timeout = "seconds a rank waits for its peers; 0 = 300 s"});
   app.add_option("--group-by", f.group_by,
                  "what one node is: host (same hostname), process, or rank")
       ->capture_default_str();
@@ -98,35 +98,33 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
                  "per node")
       ->capture_default_str();
   app.add_option("--coverage", f.coverage, "quick mode: rounds, i.e. peers each node meets")
+      ->check(InRange(1, INT32_MAX, "give at least 1 round"))
       ->capture_default_str();
   app.add_option("--seed", f.seed, "quick mode's pairing (and a simulated cluster's noise)")
       ->capture_default_str();
   app.add_option("-b,--size", f.size, "message size of each measurement (K/M/G suffixes)")
       ->capture_default_str();
-  app.add_option("-n,--iters", f.iters, "timed iterations per measurement")->capture_default_str();
-  app.add_option("-w,--warmup_iters", f.warmup_iters, "warm-up iterations per measurement")
-      ->capture_default_str();
-  app.add_option("-c,--check", f.check,
-                 "validation iterations; wrong data makes a pair the "
-                 "slowest")
-      ->capture_default_str();
-  app.add_option("-T,--timeout", f.timeout, "seconds a rank waits for its peers; 0 = 300 s")
-      ->capture_default_str();
   app.add_option("--threshold", f.threshold,
                  "a pair is slow below this fraction of the pairs it is compared with (and "
                  "significantly below them)")
+      ->check(Checked<double>([](double v) { return v > 0 && v < 1; },
+                              "give a fraction between 0 and 1 (exclusive), e.g. 0.7"))
       ->capture_default_str();
   app.add_option("--confidence", f.confidence,
                  "every name holds at this confidence (corrected for the number of pairs and "
                  "remeasurements); below it: undecided")
+      ->check(Checked<double>([](double v) { return v >= 0.5 && v < 1; },
+                              "give at least 0.5 and below 1, e.g. 0.999"))
       ->capture_default_str();
   app.add_option("--budget", f.budget,
                  "seconds of measuring again after the first pass, before what is still undecided "
                  "is reported inconclusive")
+      ->check(Checked<double>([](double v) { return v >= 0; }, "give 0 or more seconds"))
       ->capture_default_str();
   app.add_option("--max-sweeps", f.max_sweeps,
                  "passes over the pairs at most: the first, then remeasurements of what is "
                  "undecided")
+      ->check(InRange(1, INT32_MAX, "give at least 1"))
       ->capture_default_str();
   app.add_option("--topology", f.topology,
                  "which leaf switch each host hangs from: a map file (HOST SWITCH per line), "
@@ -138,7 +136,9 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
                  "spine link)");
   app.add_option("--expect", f.expect,
                  "expected sendrecv bus bandwidth of a pair, GB/s (e.g. from `fabricscope "
-                 "check`): what two nodes are judged against");
+                 "check`): what two nodes are judged against")
+      ->check(Checked<double>([](double v) { return v >= 0; },
+                              "give 0 (none) or a bandwidth in GB/s, e.g. --expect 24"));
   app.add_option("--platform", f.platform,
                  "catalog platform (docs/catalog.md): two nodes' pair is judged against "
                  "check's expectation for a 2-node sendrecv on it at -b (instead of --expect); "
@@ -248,17 +248,6 @@ LocateOptions ToLocateOptions(const LocateFlags& f) {
   if (!f.topology.empty()) o.topology = ReadTopology(f.topology);
   o.per_node = !f.skip_per_node;
   o.stragglers = !f.skip_stragglers;
-  Require(f.coverage >= 1, "--coverage " + std::to_string(f.coverage) + " must be at least 1");
-  Require(f.threshold > 0 && f.threshold < 1,
-          fmt::format("--threshold {} must be between 0 and 1 (exclusive), e.g. 0.7", f.threshold));
-  Require(
-      f.confidence >= 0.5 && f.confidence < 1,
-      fmt::format("--confidence {} must be at least 0.5 and below 1, e.g. 0.999", f.confidence));
-  Require(f.budget >= 0, fmt::format("--budget {} must be 0 or more seconds", f.budget));
-  Require(f.max_sweeps >= 1, fmt::format("--max-sweeps {} must be at least 1", f.max_sweeps));
-  Require(f.expect >= 0, fmt::format("--expect {} must be 0 (none) or a bandwidth in GB/s, e.g. "
-                                     "--expect 24",
-                                     f.expect));
   return o;
 }
 
@@ -378,9 +367,9 @@ int PrintPlan(const LocateFlags& f, const LaunchInfo& launch, std::ostream& out)
   out << "# fabricscope locate: dry run, nothing is measured\n"
       << "launcher: " << (launcher.empty() ? "single (one process)" : launcher) << "\n"
       << fmt::format("processes: {} x {} threads, grouped by {}\n", launch.process_count,
-                     f.nthreads, f.group_by)
+                     f.measure.nthreads, f.group_by)
       << fmt::format("backend: {}; mode: {}; size: {}; iterations: {}\n", f.backend, f.mode, f.size,
-                     f.iters);
+                     f.measure.iters);
   return kExitOk;
 }
 
@@ -438,16 +427,7 @@ int Execute(const LocateFlags& f, const CommandContext& ctx) {
   m.backend = f.backend;
   m.min_bytes = m.max_bytes = ParseSize(f.size, "-b/--size");
   Require(m.max_bytes > 0, "-b/--size must be above 0");
-  Require(f.nthreads >= 1 && f.nthreads <= 1024, "-t/--nthreads must be 1 to 1024");
-  m.nthreads = f.nthreads;
-  Require(f.iters >= 1, "-n/--iters must be at least 1");
-  m.iters = f.iters;
-  Require(f.warmup_iters >= 0, "-w/--warmup_iters must be 0 or more");
-  m.warmup_iters = f.warmup_iters;
-  Require(f.check >= 0, "-c/--check must be 0 (no check) or more");
-  m.check = f.check;
-  Require(f.timeout >= 0, "-T/--timeout must be 0 (default) or a number of seconds");
-  m.timeout_s = f.timeout;
+  f.measure.ApplyTo(m);
   m.command_line = args;
   const Env env = Env::Process();
   const LaunchInfo launch = DetectLaunch(env, f.launcher);

@@ -5,6 +5,8 @@
 #include <ostream>
 #include <thread>
 
+#include "cli/flags.h"
+#include "fabricscope/analyze.h"
 #include "fabricscope/backend.h"
 #include "fabricscope/engine.h"
 #include "fabricscope/error.h"
@@ -15,22 +17,13 @@
 #include "fabricscope/sizes.h"
 
 namespace fabricscope::cli {
-namespace {
-
-void RequireRange(const char* flag, int64_t value, int64_t lo, int64_t hi, const char* meaning) {
-  if (value >= lo && value <= hi) return;
-  throw UsageError(std::string(flag) + " " + std::to_string(value) +
-                   " is out of range: " + meaning);
-}
-
-}  // namespace
-
 void AddRunFlags(CLI::App& app, RunFlags& f, bool fixed_collective) {
-  // nccl-tests flags, same short and long names and defaults.
-  app.add_option("-t,--nthreads", f.nthreads, "ranks run as threads of this process")
-      ->capture_default_str();
+  // nccl-tests flags, same short and long names and defaults; the ranges are checked as they
+  // are parsed.
+  AddMeasureFlags(app, f.measure);
   app.add_option("-g,--ngpus", f.ngpus,
                  "GPUs (ranks) per thread, driven through group calls (GPU backends only)")
+      ->check(InRange(1, 1024, "give 1 or more GPUs per thread, up to 1024"))
       ->capture_default_str();
   app.add_option("-b,--minbytes", f.min_bytes,
                  "smallest size: bytes with optional K/M/G suffix (binary, fractions allowed)")
@@ -40,36 +33,35 @@ void AddRunFlags(CLI::App& app, RunFlags& f, bool fixed_collective) {
       ->capture_default_str();
   app.add_option("-f,--stepfactor", f.step_factor,
                  "multiplicative step between sizes, used when > 1")
+      ->check(InRange<int64_t>(1, 1 << 20, "give 1 (use -i) or more"))
       ->capture_default_str();
-  app.add_option("-n,--iters", f.iters, "timed iterations per size")->capture_default_str();
-  app.add_option("-w,--warmup_iters", f.warmup_iters, "warm-up iterations")->capture_default_str();
-  app.add_option("-m,--agg_iters", f.agg_iters, "operations per iteration")->capture_default_str();
+  app.add_option("-m,--agg_iters", f.agg_iters, "operations per iteration")
+      ->check(InRange(1, INT32_MAX, "give at least 1"))
+      ->capture_default_str();
   app.add_option("-N,--run_cycles", f.run_cycles, "repeat the sweep N times; 0 = forever")
+      ->check(InRange(0, INT32_MAX, "give 0 (forever) or more"))
       ->capture_default_str();
   app.add_option("-p,--parallel_init", f.parallel_init,
                  "GPU backends only; each thread creates its own communicators either way")
-      ->capture_default_str();
-  app.add_option("-c,--check", f.check, "validation iterations; 0 = no check (#wrong N/A)")
       ->capture_default_str();
   app.add_option("-o,--op", f.op, "sum, prod, max, min, avg, or all")->capture_default_str();
   app.add_option("-d,--datatype", f.datatype,
                  "int8 uint8 int32 uint32 int64 uint64 half float double bfloat16, or all")
       ->capture_default_str();
   app.add_option("-r,--root", f.root, "root rank of rooted collectives; -1 = every root")
+      ->check(InRange(-1, INT32_MAX, "give a rank, or -1 for every root"))
       ->capture_default_str();
   app.add_option("-z,--blocking", f.blocking,
                  "0 async; 1 barrier after each op (timed); 2 sync, no barrier; 3 barrier per "
                  "iteration, not timed")
+      ->check(InRange(0, 3, "give 0, 1, 2 or 3"))
       ->capture_default_str();
   app.add_option("-y,--stream_null", f.stream_null, "1 = use the default stream (GPU backends)")
-      ->capture_default_str();
-  app.add_option("-T,--timeout", f.timeout,
-                 "seconds a rank waits for its peers before failing (GPU backends then abort "
-                 "the communicator with ncclCommAbort); 0 = 300 s")
       ->capture_default_str();
   app.add_option("-G,--cudagraph", f.cudagraph,
                  "capture the timed iterations as a CUDA graph and replay it N times (GPU "
                  "backends)")
+      ->check(InRange(0, INT32_MAX, "give 0 (no graph) or replays"))
       ->capture_default_str();
   app.add_option("-C,--report_cputime", f.report_cputime,
                  "1 = report the host time to enqueue the calls, not to complete them (on host "
@@ -83,20 +75,24 @@ void AddRunFlags(CLI::App& app, RunFlags& f, bool fixed_collective) {
                  "this file, rewritten after every size");
   app.add_option("-a,--average", f.average,
                  "combine times across ranks: 0 rank 0, 1 average, 2 min, 3 max")
+      ->check(InRange(0, 3, "give 0 (rank 0), 1 (average), 2 (min), 3 (max)"))
       ->capture_default_str();
   app.add_option("-R,--local_register", f.local_register,
                  "1 = register buffers with NCCL (ncclCommRegister), 2 = symmetric windows (GPU "
                  "backends)")
+      ->check(InRange(0, 2, "give 0, 1 (ncclCommRegister) or 2 (symmetric windows)"))
       ->capture_default_str();
   app.add_option("-M,--memory", f.memory, "1 = print the buffer memory used per rank")
       ->capture_default_str();
   app.add_option("-u,--unalign", f.unalign, "shift every buffer by N elements (GPU backends)")
+      ->check(InRange(0, 1 << 20, "give 0 or a number of elements"))
       ->capture_default_str();
   app.add_option("-I,--per_iter_timing", f.per_iter_timing,
                  "1 = add i_min i_max i_p99 i_cv% columns per half")
       ->capture_default_str();
   app.add_option("-K,--per_iter_skip", f.per_iter_skip,
                  "drop the first N per-iteration samples from those columns")
+      ->check(InRange(0, INT32_MAX, "give 0 or more"))
       ->capture_default_str();
 
   // fabricscope's own flags.
@@ -143,32 +139,16 @@ RunOptions ToRunOptions(const RunFlags& f) {
   o.max_bytes = ParseSize(f.max_bytes, "-e/--maxbytes");
   o.step_bytes = ParseSize(f.step_bytes, "-i/--stepbytes");
   if (!f.memory_limit.empty()) o.memory_limit_bytes = ParseSize(f.memory_limit, "--memory-limit");
-  RequireRange("-f/--stepfactor", f.step_factor, 1, 1 << 20, "give 1 (use -i) or more");
   o.step_factor = static_cast<uint64_t>(f.step_factor);
-  RequireRange("-t/--nthreads", f.nthreads, 1, 1024, "give 1 to 1024 threads");
-  o.nthreads = f.nthreads;
-  RequireRange("-n/--iters", f.iters, 1, INT32_MAX, "give at least 1 timed iteration");
-  o.iters = f.iters;
-  RequireRange("-w/--warmup_iters", f.warmup_iters, 0, INT32_MAX, "give 0 or more");
-  o.warmup_iters = f.warmup_iters;
-  RequireRange("-m/--agg_iters", f.agg_iters, 1, INT32_MAX, "give at least 1");
+  f.measure.ApplyTo(o);
   o.agg_iters = f.agg_iters;
-  RequireRange("-N/--run_cycles", f.run_cycles, 0, INT32_MAX, "give 0 (forever) or more");
   o.run_cycles = f.run_cycles;
-  RequireRange("-c/--check", f.check, 0, INT32_MAX, "give 0 (no check) or more");
-  o.check = f.check;
-  RequireRange("-z/--blocking", f.blocking, 0, 3, "give 0, 1, 2 or 3");
   o.blocking = f.blocking;
-  RequireRange("-a/--average", f.average, 0, 3, "give 0 (rank 0), 1 (average), 2 (min), 3 (max)");
   o.average = static_cast<TimeAggregation>(f.average);
-  RequireRange("-r/--root", f.root, -1, INT32_MAX, "give a rank, or -1 for every root");
   o.root = f.root;
-  if (f.timeout < 0) throw UsageError("-T/--timeout must be 0 (default) or a number of seconds");
-  o.timeout_s = f.timeout;
-  RequireRange("-K/--per_iter_skip", f.per_iter_skip, 0, INT32_MAX, "give 0 or more");
-  if (f.per_iter_timing != 0 && f.per_iter_skip >= f.iters) {
+  if (f.per_iter_timing != 0 && f.per_iter_skip >= f.measure.iters) {
     throw UsageError("-K/--per_iter_skip " + std::to_string(f.per_iter_skip) +
-                     " drops every one of the " + std::to_string(f.iters) +
+                     " drops every one of the " + std::to_string(f.measure.iters) +
                      " iterations (-n); give -K smaller than -n");
   }
   o.per_iter_timing = f.per_iter_timing != 0;
@@ -178,14 +158,9 @@ RunOptions ToRunOptions(const RunFlags& f) {
   o.inject_fault_rank = f.inject_fault;
   o.report_cputime = f.report_cputime != 0;
   // GPU flags; whether the backend can honour them is CheckSupported's question.
-  RequireRange("-g/--ngpus", f.ngpus, 1, 1024, "give 1 or more GPUs per thread");
   o.ngpus = f.ngpus;
-  RequireRange("-G/--cudagraph", f.cudagraph, 0, INT32_MAX, "give 0 (no graph) or replays");
   o.graph_launches = f.cudagraph;
-  RequireRange("-R/--local_register", f.local_register, 0, 2,
-               "give 0, 1 (ncclCommRegister) or 2 (symmetric windows)");
   o.registration = f.local_register;
-  RequireRange("-u/--unalign", f.unalign, 0, 1 << 20, "give 0 or a number of elements");
   o.unalign = f.unalign;
   o.stream_null = f.stream_null != 0;
   o.parallel_init = f.parallel_init != 0;
@@ -272,29 +247,30 @@ void PrintRunPlan(const RunFlags& flags, const RunOptions& options, const Launch
       << (flags.json_file.empty() ? "" : ", JSON to " + flags.json_file) << "\n";
 }
 
-int ExecuteRun(const RunFlags& flags, const CommandContext& ctx) {
+std::optional<RunResult> PerformRun(const RunFlags& flags, std::vector<std::string> command_line,
+                                    const CommandContext& ctx, const RunTable& table) {
   RunOptions options = ToRunOptions(flags);
-  options.command_line = ctx.command_line;
+  options.command_line = std::move(command_line);
   const Env env = Env::Process();
   const LaunchInfo launch = DetectLaunch(env, flags.launcher);
   AnnounceLaunch(launch, ctx.err);
   if (flags.dry_run) {
-    if (launch.process_rank == 0) PrintRunPlan(flags, options, launch, ctx.out);
-    return 0;
+    if (launch.process_rank == 0) PrintRunPlan(flags, options, launch, ctx.out, table.name);
+    return std::nullopt;
   }
   auto backend = ResolveBackend(flags, launch, env, options, ctx.err);
 
   // Only the first process reports (and touches the output files): on a shared file
   // system, every process opening -J would truncate rank 0's results.
   MultiReporter sink;
-  std::unique_ptr<Output> table;
+  std::unique_ptr<Output> output;
   if (launch.process_rank == 0) {
-    table = AddRunReporters(flags, ctx.out, sink);
+    output = AddRunReporters(flags, table.stream, sink);
     // Progress only when someone watches stderr and the table is not already scrolling by
     // on the same terminal.
-    const bool table_on_terminal = flags.output.empty() && ctx.terminals.out;
+    const bool table_on_terminal = flags.output.empty() && table.on_terminal;
     const SweepPlan plan = PlanSweep(options, options.nthreads * options.ngpus);
-    if (ctx.terminals.err && !table_on_terminal) {
+    if (table.progress && ctx.terminals.err && !table_on_terminal) {
       const int ranks = launch.process_count * options.nthreads * options.ngpus;
       sink.Add(MakeProgressReporter(ctx.err, CountRows(options, plan, ranks)));
     }
@@ -304,13 +280,17 @@ int ExecuteRun(const RunFlags& flags, const CommandContext& ctx) {
     }
   }
 
-  const RunResult result = RunJob(options, *backend, &sink, launch, env);
-  if (launch.process_rank != 0) return 0;
-  table->Close();
-  for (const TestSummary& s : Summarize(result)) {
-    if (!s.okay) return 1;
-  }
-  return 0;
+  RunResult result = RunJob(options, *backend, &sink, launch, env);
+  if (launch.process_rank != 0) return std::nullopt;
+  output->Close();
+  return result;
+}
+
+int ExecuteRun(const RunFlags& flags, const CommandContext& ctx) {
+  const std::optional<RunResult> result = PerformRun(
+      flags, ctx.command_line, ctx,
+      {.stream = ctx.out, .name = "stdout", .progress = true, .on_terminal = ctx.terminals.out});
+  return result.has_value() && RunFailed(*result) ? kExitFailed : kExitOk;
 }
 
 CommandAction SetupRunCommand(CLI::App& app) {

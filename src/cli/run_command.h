@@ -3,12 +3,14 @@
 
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/flags.h"
 #include "cli/output.h"
 #include "fabricscope/backend.h"
 #include "fabricscope/launch.h"
@@ -34,18 +36,14 @@ struct RunFlags {
   std::string nccl_lib;         // --nccl-lib
   std::string gpu_runtime_lib;  // --gpu-runtime-lib
   int64_t step_factor = 1;
-  int nthreads = 1;
+  MeasureFlags measure;  // -t -n -w -c -T
   int ngpus = 1;
-  int iters = 20;
-  int warmup_iters = 1;
   int agg_iters = 1;
   int run_cycles = 1;
   int parallel_init = 0;
-  int check = 1;
   int root = 0;
   int blocking = 0;
   int stream_null = 0;
-  double timeout = 0;
   int cudagraph = 0;
   int report_cputime = 0;
   int report_timestamps = 0;
@@ -77,7 +75,22 @@ std::unique_ptr<Backend> ResolveBackend(const RunFlags& flags, const LaunchInfo&
 std::unique_ptr<Output> AddRunReporters(const RunFlags& flags, std::ostream& table,
                                         MultiReporter& sink);
 
-// Runs the benchmark and writes the report to ctx.out; returns the process exit code.
+// Where a run's table goes (unless --output names a file), and whether a progress line may
+// go to stderr.
+struct RunTable {
+  std::ostream& stream;
+  std::string_view name;     // "stdout" or "stderr", for --dry-run's plan
+  bool progress = true;      // when stderr is a terminal the table does not scroll by on
+  bool on_terminal = false;  // the table's stream is a terminal
+};
+
+// The run, as run, the *_perf names and `check -- FLAGS` all do it: the flags checked, the
+// launch detected and announced, --dry-run's plan (on ctx.out), the backend, the reporters,
+// the job. Returns the result on the first process; nothing on the others, nor on a dry run.
+std::optional<RunResult> PerformRun(const RunFlags& flags, std::vector<std::string> command_line,
+                                    const CommandContext& ctx, const RunTable& table);
+
+// `run`: PerformRun with the table on ctx.out; the exit code is analyze's rule (RunFailed).
 int ExecuteRun(const RunFlags& flags, const CommandContext& ctx);
 
 // --dry-run: the plan of a run, checked as far as it can be without running (flags, launch,

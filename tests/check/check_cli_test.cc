@@ -243,14 +243,14 @@ TEST_F(CheckCli, BadInputs) {
       {"--platform gb200-nvl72 --sharp maybe " + log,
        "--sharp is 'maybe': give yes (the fabric has in-network reduction, SHARP) or no"},
       {"--gpus-per-node 8 --intra-node-busbw 370 --nics 8 --nic-rate 400 --latency-floor -3 " + log,
-       "--latency-floor must be a positive number"},
+       "--latency-floor: -3 is out of range: give a positive number of microseconds"},
       {"--platform dgx-h100 --nics 8 " + log, "--platform and a generic description"},
       {"--root /nonexistent/node " + log, "--root '/nonexistent/node' is not a directory"},
       {"--root / --platform dgx-h100 " + log, "--root is where detection reads the node"},
       // CLI11 itself refuses flags after -- once files came before it.
       {log + " -- -b 1K", "not expected"},
       {"-- --bogus", "after --: "},
-      {"-- -t 0", "-t/--nthreads 0 is out of range"},
+      {"-- -t 0", "after --: --nthreads: 0 is out of range"},
       {"-- -N 0", "-N 0 runs forever"},
       {"--nodes two " + log, "--nodes"},
   };

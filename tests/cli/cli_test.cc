@@ -253,10 +253,10 @@ TEST_F(CliTest, BadInputsGetAClearErrorAndExitCode) {
   ExpectRefusedHere("run --format xml", 2, "xml");
   ExpectRefusedHere("run -t 2 --collective broadcast -r 5 -b 1K -e 1K", 2,
                     "root 5 (-r) is out of range for 2 ranks");
-  ExpectRefusedHere("run -t 0", 2, "-t/--nthreads");
-  ExpectRefusedHere("run -z 7", 2, "-z/--blocking");
-  ExpectRefusedHere("run -a 4", 2, "-a/--average");
-  ExpectRefusedHere("run -T -1", 2, "-T/--timeout");
+  ExpectRefusedHere("run -t 0", 2, "--nthreads: 0 is out of range: give 1 to 1024 threads");
+  ExpectRefusedHere("run -z 7", 2, "--blocking: 7 is out of range: give 0, 1, 2 or 3");
+  ExpectRefusedHere("run -a 4", 2, "--average: 4 is out of range");
+  ExpectRefusedHere("run -T -1", 2, "--timeout: -1 is out of range: give 0");
   ExpectRefusedHere("run -I 1 -n 5 -K 5", 2, "-K/--per_iter_skip");
   ExpectRefusedHere("run -g 2", 2, "needs a GPU backend");
   ExpectRefusedHere("run -G 1", 2, "CUDA graphs");

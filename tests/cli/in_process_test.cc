@@ -119,7 +119,7 @@ TEST_F(InProcess, RunWritesTheChosenFormatToOut) {
 }
 
 TEST_F(InProcess, RunRefusesBadInputWithTheFix) {
-  ExpectRefusedHere("run -t 0", 2, "-t/--nthreads 0 is out of range: give 1 to 1024 threads");
+  ExpectRefusedHere("run -t 0", 2, "--nthreads: 0 is out of range: give 1 to 1024 threads");
   ExpectRefusedHere("run -b 8 -e 8 --output /nonexistent-dir/r.txt", 3,
                     "cannot write the report to '/nonexistent-dir/r.txt'");
 }
@@ -215,7 +215,7 @@ TEST_F(InProcess, LocateWritesEachFormat) {
 
 TEST_F(InProcess, LocateRefusesBadInputWithTheFix) {
   ExpectRefusedHere("locate --simulate 4 --threshold 2", 2,
-                    "--threshold 2 must be between 0 and 1");
+                    "--threshold: 2 is out of range: give a fraction between 0 and 1");
   ExpectRefusedHere("locate --inject node:1", 2, "describes a simulated cluster: add --simulate N");
   ExpectRefusedHere("locate --stalls 0.1", 2, "--stalls describes a simulated cluster");
   ExpectRefusedHere("locate --simulate 4 --stalls 2", 2,

@@ -373,15 +373,16 @@ TEST_F(LocateCliTest, BadInputsGetAClearErrorAndExitCode) {
   ExpectRefused("locate --mode fast", 2, "unknown --mode 'fast'");
   ExpectRefused("locate --group-by rack", 2, "unknown node grouping 'rack'");
   ExpectRefused("locate --threshold 1.5", 2, "--threshold");
-  ExpectRefused("locate --confidence 1", 2, "--confidence 1 must be at least 0.5 and below 1");
+  ExpectRefused("locate --confidence 1", 2,
+                "--confidence: 1 is out of range: give at least 0.5 and below 1");
   ExpectRefused("locate --budget -1", 2, "--budget");
-  ExpectRefused("locate --max-sweeps 0", 2, "--max-sweeps 0 must be at least 1");
-  ExpectRefused("locate --expect -3", 2, "--expect -3 must be 0");
+  ExpectRefused("locate --max-sweeps 0", 2, "--max-sweeps: 0 is out of range: give at least 1");
+  ExpectRefused("locate --expect -3", 2, "--expect: -3 is out of range: give 0 (none)");
   ExpectRefused("locate --coverage 0 --mode quick", 2, "--coverage");
   ExpectRefused("locate --format xml", 2, "unknown --format 'xml'");
   ExpectRefused("locate -b 12Q", 2, "-b/--size");
   ExpectRefused("locate -b 0", 2, "-b/--size must be above 0");
-  ExpectRefused("locate -n 0", 2, "-n/--iters");
+  ExpectRefused("locate -n 0", 2, "--iters: 0 is out of range: give at least 1 timed iteration");
   ExpectRefused("locate --backend bogus", 2, "unknown backend 'bogus'");
   ExpectRefused("locate --inject node:1", 2, "--inject describes a simulated cluster");
   ExpectRefused("locate --simulate 1", 2, "at least 2");

@@ -1,0 +1,34 @@
+#include "cli/flags.h"
+
+#include <cstdint>
+
+namespace fabricscope::cli {
+
+void MeasureFlags::ApplyTo(RunOptions& options) const {
+  options.nthreads = nthreads;
+  options.iters = iters;
+  options.warmup_iters = warmup_iters;
+  options.check = check;
+  options.timeout_s = timeout;
+}
+
+void AddMeasureFlags(CLI::App& app, MeasureFlags& f, const MeasureHelp& help) {
+  app.add_option("-t,--nthreads", f.nthreads, help.nthreads)
+      ->check(InRange(1, 1024, "give 1 to 1024 threads"))
+      ->capture_default_str();
+  app.add_option("-n,--iters", f.iters, help.iters)
+      ->check(InRange(1, INT32_MAX, "give at least 1 timed iteration"))
+      ->capture_default_str();
+  app.add_option("-w,--warmup_iters", f.warmup_iters, help.warmup_iters)
+      ->check(InRange(0, INT32_MAX, "give 0 or more"))
+      ->capture_default_str();
+  app.add_option("-c,--check", f.check, help.check)
+      ->check(InRange(0, INT32_MAX, "give 0 (no check) or more"))
+      ->capture_default_str();
+  app.add_option("-T,--timeout", f.timeout, help.timeout)
+      ->check(Checked<double>([](double s) { return s >= 0; },
+                              "give 0 (the default, 300 s) or a number of seconds"))
+      ->capture_default_str();
+}
+
+}  // namespace fabricscope::cli
