@@ -3,6 +3,7 @@
 #include "fabricscope/compare.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "analyze/stats.h"
 #include "fabricscope/error.h"
+#include "fabricscope/strings.h"
 
 namespace fabricscope {
 namespace {
@@ -118,21 +120,11 @@ TestComparison CompareTest(const Key& key, const std::map<size_t, std::vector<do
 
 }  // namespace
 
-std::string_view NameOf(Verdict verdict) {
-  switch (verdict) {
-    case Verdict::kSame:
-      return "same";
-    case Verdict::kFaster:
-      return "faster";
-    case Verdict::kSlower:
-      return "SLOWER";
-    case Verdict::kNoise:
-      return "noise";
-    case Verdict::kNotJudged:
-      return "-";
-  }
-  return "?";
-}
+// Indexed by Verdict's value, in its declaration order.
+constexpr std::array<std::string_view, 5> kVerdictNames = {"same", "faster", "SLOWER", "noise",
+                                                           "-"};
+
+std::string_view NameOf(Verdict verdict) { return NameOf(verdict, kVerdictNames); }
 
 bool Comparison::Regressed() const {
   return std::any_of(tests.begin(), tests.end(),

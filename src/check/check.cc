@@ -5,28 +5,21 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <optional>
 
 #include "check/bandwidth.h"
 #include "check/evidence.h"
 #include "check/rules.h"
 #include "fabricscope/joined.h"
+#include "fabricscope/strings.h"
 
 namespace fabricscope {
 
-std::string_view StatusName(CheckStatus status) {
-  switch (status) {
-    case CheckStatus::kPass:
-      return "PASS";
-    case CheckStatus::kWarn:
-      return "WARN";
-    case CheckStatus::kFail:
-      return "FAIL";
-    case CheckStatus::kNotApplicable:
-      break;
-  }
-  return "n/a";
-}
+// Indexed by CheckStatus's value, in its declaration order.
+constexpr std::array<std::string_view, 4> kCheckStatusNames = {"n/a", "PASS", "WARN", "FAIL"};
+
+std::string_view StatusName(CheckStatus status) { return NameOf(status, kCheckStatusNames); }
 
 namespace {
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <exception>
 
 #include "doctor/check.h"
@@ -10,6 +11,7 @@
 #include "fabricscope/error.h"
 #include "fabricscope/joined.h"
 #include "fabricscope/node.h"
+#include "fabricscope/strings.h"
 
 namespace fabricscope::doctor {
 namespace {
@@ -51,19 +53,10 @@ std::vector<const CheckEntry*> Select(const std::vector<std::string>& wanted) {
 
 }  // namespace
 
-std::string_view SeverityName(Severity severity) {
-  switch (severity) {
-    case Severity::kOk:
-      return "OK";
-    case Severity::kSkipped:
-      return "SKIPPED";
-    case Severity::kWarn:
-      return "WARN";
-    case Severity::kCritical:
-      return "CRITICAL";
-  }
-  return "?";
-}
+// Indexed by Severity's value, in its declaration order.
+constexpr std::array<std::string_view, 4> kSeverityNames = {"OK", "SKIPPED", "WARN", "CRITICAL"};
+
+std::string_view SeverityName(Severity severity) { return NameOf(severity, kSeverityNames); }
 
 Severity CheckResult::severity() const {
   Severity worst = Severity::kOk;

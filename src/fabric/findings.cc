@@ -3,12 +3,14 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <map>
 #include <set>
 
 #include "fabricscope/fabric.h"
 #include "fabricscope/fabric_links.h"
+#include "fabricscope/strings.h"
 
 namespace fabricscope::fabric {
 
@@ -79,17 +81,10 @@ std::vector<LinkEnds> ActiveLinks(const Fabric& fabric) {
   return links;
 }
 
-const char* SeverityName(Severity severity) {
-  switch (severity) {
-    case Severity::kInfo:
-      return "INFO";
-    case Severity::kWarn:
-      return "WARN";
-    case Severity::kCritical:
-      return "CRITICAL";
-  }
-  return "?";
-}
+// Indexed by Severity's value, in its declaration order.
+constexpr std::array<std::string_view, 3> kSeverityNames = {"INFO", "WARN", "CRITICAL"};
+
+const char* SeverityName(Severity severity) { return NameOf(severity, kSeverityNames).data(); }
 
 namespace {
 

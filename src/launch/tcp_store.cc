@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -26,6 +27,7 @@
 #include <thread>
 
 #include "fabricscope/error.h"
+#include "fabricscope/strings.h"
 
 namespace fabricscope {
 namespace {
@@ -143,17 +145,10 @@ Io ReadField(int fd, std::vector<char>* out, Deadline deadline) {
 
 }  // namespace
 
-const char* NameOf(StorePhase phase) {
-  switch (phase) {
-    case StorePhase::kConnect:
-      return "connect";
-    case StorePhase::kSend:
-      return "send";
-    case StorePhase::kReceive:
-      return "receive";
-  }
-  return "?";
-}
+// Indexed by StorePhase's value, in its declaration order.
+constexpr std::array<std::string_view, 3> kStorePhaseNames = {"connect", "send", "receive"};
+
+const char* NameOf(StorePhase phase) { return NameOf(phase, kStorePhaseNames).data(); }
 
 struct TcpStoreServer::Impl {
   // The waiters on one key: a Set wakes these only, so a rendezvous of N ranks costs N

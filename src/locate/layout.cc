@@ -1,11 +1,13 @@
 // Node groups from the gathered rank facts: which ranks are one node, and its rails.
 #include <algorithm>
+#include <array>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "fabricscope/error.h"
 #include "fabricscope/locate.h"
+#include "fabricscope/strings.h"
 
 namespace fabricscope {
 
@@ -18,17 +20,10 @@ NodeGrouping ParseNodeGrouping(std::string_view name) {
                    "process a node) or rank (each rank a node)");
 }
 
-std::string_view NameOf(NodeGrouping grouping) {
-  switch (grouping) {
-    case NodeGrouping::kHost:
-      return "host";
-    case NodeGrouping::kProcess:
-      return "process";
-    case NodeGrouping::kRank:
-      return "rank";
-  }
-  return "host";
-}
+// Indexed by NodeGrouping's value, in its declaration order.
+constexpr std::array<std::string_view, 3> kNodeGroupingNames = {"host", "process", "rank"};
+
+std::string_view NameOf(NodeGrouping grouping) { return NameOf(grouping, kNodeGroupingNames); }
 
 ClusterLayout GroupRanks(const std::vector<RankInfo>& ranks, NodeGrouping grouping) {
   ClusterLayout layout;

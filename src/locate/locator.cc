@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -10,60 +11,28 @@
 #include "fabricscope/error.h"
 #include "fabricscope/joined.h"
 #include "fabricscope/locate.h"
+#include "fabricscope/strings.h"
 #include "locate/classifier.h"
 #include "locate/topology.h"
 
 namespace fabricscope {
 
-std::string_view NameOf(SuspectKind kind) {
-  switch (kind) {
-    case SuspectKind::kNode:
-      return "node";
-    case SuspectKind::kNic:
-      return "nic";
-    case SuspectKind::kLink:
-      return "link";
-    case SuspectKind::kIntraNode:
-      return "intra-node";
-    case SuspectKind::kUplink:
-      return "uplink";
-    case SuspectKind::kSpineLink:
-      return "spine-link";
-    case SuspectKind::kSomeUplinks:
-      return "some-uplinks";
-    case SuspectKind::kRail:
-      return "rail";
-    case SuspectKind::kSpine:
-      return "spine";
-  }
-  return "node";
-}
+// Indexed by SuspectKind's value, in its declaration order.
+constexpr std::array<std::string_view, 9> kSuspectKindNames = {
+    "node", "nic", "link", "intra-node", "uplink", "spine-link", "some-uplinks", "rail", "spine"};
 
-std::string_view NameOf(PairCall call) {
-  switch (call) {
-    case PairCall::kFine:
-      return "fine";
-    case PairCall::kSlow:
-      return "slow";
-    case PairCall::kUndecided:
-      return "undecided";
-  }
-  return "undecided";
-}
+std::string_view NameOf(SuspectKind kind) { return NameOf(kind, kSuspectKindNames); }
 
-std::string_view NameOf(LocateStatus status) {
-  switch (status) {
-    case LocateStatus::kClear:
-      return "clear";
-    case LocateStatus::kFound:
-      return "found";
-    case LocateStatus::kInconclusive:
-      return "inconclusive";
-    case LocateStatus::kAmbiguous:
-      return "ambiguous";
-  }
-  return "inconclusive";
-}
+// Indexed by PairCall's value, in its declaration order.
+constexpr std::array<std::string_view, 3> kPairCallNames = {"fine", "slow", "undecided"};
+
+std::string_view NameOf(PairCall call) { return NameOf(call, kPairCallNames); }
+
+// Indexed by LocateStatus's value, in its declaration order.
+constexpr std::array<std::string_view, 4> kLocateStatusNames = {"clear", "found", "inconclusive",
+                                                                "ambiguous"};
+
+std::string_view NameOf(LocateStatus status) { return NameOf(status, kLocateStatusNames); }
 
 namespace {
 

@@ -892,8 +892,8 @@ TEST_F(FakeBinaryTest, BadLibrariesAndFlagCombinationsAreRefusedClearly) {
        "-G/--cudagraph cannot be combined with -z/--blocking 1"},
       {"--backend nccl" + kFakeLibs + "-G 1 -I 1", "cannot be combined with -I/--per_iter_timing"},
       {"--backend nccl" + kFakeLibs + "-G 1 -y 1", "cannot capture the default stream"},
-      {"--backend nccl" + kFakeLibs + "-R 3", "-R/--local_register 3 is out of range"},
-      {"--backend nccl" + kFakeLibs + "-g 0", "-g/--ngpus 0 is out of range"},
+      {"--backend nccl" + kFakeLibs + "-R 3", "--local_register: 3 is out of range"},
+      {"--backend nccl" + kFakeLibs + "-g 0", "--ngpus: 0 is out of range"},
       {"--backend gloo -u 2", "-u/--unalign 2 (unaligned buffers) needs a GPU backend"},
       {"--backend gloo -R 1", "-R/--local_register 1 (buffer registration) needs a GPU backend"},
   };
