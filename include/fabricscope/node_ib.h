@@ -9,7 +9,7 @@
 
 #include "fabricscope/node_root.h"
 
-namespace fabricscope::doctor {
+namespace fabricscope::node {
 
 // One GID table entry of a port.
 struct Gid {
@@ -70,4 +70,4 @@ const std::vector<ErrorCounter>& ErrorCounters();
 
 IbScan ScanIb(const Root& root);
 
-}  // namespace fabricscope::doctor
+}  // namespace fabricscope::node

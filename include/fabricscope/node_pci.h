@@ -11,7 +11,7 @@
 
 #include "fabricscope/node_root.h"
 
-namespace fabricscope::doctor {
+namespace fabricscope::node {
 
 // What a PCI function is, for the doctor.
 enum class DeviceKind { kGpu, kNic };
@@ -89,4 +89,4 @@ PciScan ScanPci(const Root& root);
 // "NVIDIA", "AMD", "Mellanox", ... or the hex id.
 std::string VendorName(uint16_t vendor);
 
-}  // namespace fabricscope::doctor
+}  // namespace fabricscope::node

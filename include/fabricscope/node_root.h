@@ -11,7 +11,7 @@
 
 #include "fabricscope/strings.h"
 
-namespace fabricscope::doctor {
+namespace fabricscope::node {
 
 // Reads the files of a node below `dir`; paths are the node's absolute paths ("/sys/...").
 class Root {
@@ -59,4 +59,4 @@ class Root {
 // Numbers: decimal or 0x-hex; nullopt for anything else.
 std::optional<int64_t> ParseInt(std::string_view text);
 
-}  // namespace fabricscope::doctor
+}  // namespace fabricscope::node

@@ -11,10 +11,8 @@
 
 #include "doctor/nccl_env.h"
 #include "doctor/nccl_log.h"
+#include "doctor/node_probes.h"
 #include "fabricscope/doctor.h"
-#include "fabricscope/node_ib.h"
-#include "fabricscope/node_pci.h"
-#include "fabricscope/node_root.h"
 #include "fabricscope/platform.h"
 
 namespace fabricscope::doctor {

@@ -7,9 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "doctor/node_probes.h"
 #include "fabricscope/doctor.h"
-#include "fabricscope/node_ib.h"
-#include "fabricscope/node_root.h"
 
 namespace fabricscope::doctor {
 

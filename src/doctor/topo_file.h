@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "fabricscope/node_pci.h"
+#include "doctor/node_probes.h"
 
 namespace fabricscope::doctor {
 

@@ -15,7 +15,7 @@
 
 #include "fabricscope/statistics.h"
 
-namespace fabricscope::classify {
+namespace fabricscope::locate {
 namespace {
 
 constexpr double kWrongLog = -6.907755278982137;  // log(1e-3): wrong data
@@ -934,4 +934,4 @@ IntraVerdict JudgeIntraNode(const ClusterLayout& layout,
   return v;
 }
 
-}  // namespace fabricscope::classify
+}  // namespace fabricscope::locate

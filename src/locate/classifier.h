@@ -11,7 +11,7 @@
 
 #include "fabricscope/locate.h"
 
-namespace fabricscope::classify {
+namespace fabricscope::locate {
 
 // One pair on one rail, all its samples: log bandwidth (mean of the two collectives' logs,
 // over the rail's typical sample) per sample, in measurement order.
@@ -207,4 +207,4 @@ IntraVerdict JudgeIntraNode(const ClusterLayout& layout,
                             const std::vector<std::vector<NodeSample>>& rounds,
                             const LocateOptions& options);
 
-}  // namespace fabricscope::classify
+}  // namespace fabricscope::locate

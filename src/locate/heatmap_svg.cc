@@ -42,7 +42,7 @@ std::string Color(double ratio) {
 }  // namespace
 
 std::string LocateHeatmapSvg(const LocateReport& report, int rail) {
-  const matrix::PairGrid g = matrix::BuildGrid(report, rail, kMaxCells);
+  const locate::PairGrid g = locate::BuildGrid(report, rail, kMaxCells);
   const auto& names = report.layout.names;
   const bool labelled = g.block == 1 && g.cells <= kMaxLabelled;
   const double cell = std::clamp(std::floor(kPlotPixels / std::max(1, g.cells)), 1.0, 40.0);
@@ -63,7 +63,7 @@ std::string LocateHeatmapSvg(const LocateReport& report, int rail) {
   svg += fmt::format("<text x=\"{}\" y=\"22\" font-size=\"14\" font-weight=\"bold\">{}</text>\n",
                      left, analyze::XmlEscape(title));
   svg += fmt::format("<text x=\"{}\" y=\"42\">{}</text>\n", left,
-                     analyze::XmlEscape(matrix::Verdict(report)));
+                     analyze::XmlEscape(locate::Verdict(report)));
 
   for (int row = 0; row < g.cells; ++row) {
     for (int col = 0; col < g.cells; ++col) {

@@ -50,7 +50,7 @@ Json SampleJson(const PairSample& s) {
   return j;
 }
 
-Json Dense(const matrix::PairGrid& grid, const std::vector<double>& values) {
+Json Dense(const locate::PairGrid& grid, const std::vector<double>& values) {
   Json rows = Json::array();
   for (int r = 0; r < grid.cells; ++r) {
     Json row = Json::array();
@@ -117,7 +117,7 @@ std::string LocateJson(const LocateReport& report) {
   Json matrices = Json::array();
   if (static_cast<int>(report.layout.names.size()) <= kMaxJsonMatrixNodes) {
     for (int rail = 0; rail < report.layout.rails; ++rail) {
-      const matrix::PairGrid grid = matrix::BuildGrid(report, rail, kMaxJsonMatrixNodes);
+      const locate::PairGrid grid = locate::BuildGrid(report, rail, kMaxJsonMatrixNodes);
       matrices.push_back({{"rail", rail},
                           {"sendrecv_busbw", Dense(grid, grid.sendrecv)},
                           {"all_reduce_busbw", Dense(grid, grid.all_reduce)},
@@ -183,7 +183,7 @@ std::string LocateJson(const LocateReport& report) {
   j["notes"] = report.notes;
   j["found"] = report.Found();
   j["status"] = std::string(NameOf(report.status));
-  j["verdict"] = matrix::Verdict(report);
+  j["verdict"] = locate::Verdict(report);
   j["unknown"] = report.unknown;
   j["next_step"] = report.next_step;
   return j.dump(2) + "\n";

@@ -84,29 +84,29 @@ void MeasureRounds(const std::vector<Round>& rounds, std::string_view phase, int
 }
 
 // Every rail judged on everything measured so far.
-std::vector<classify::RailVerdict> JudgeAll(const LocateReport& report, size_t pairs) {
+std::vector<locate::RailVerdict> JudgeAll(const LocateReport& report, size_t pairs) {
   const int nodes = static_cast<int>(report.layout.names.size());
   const LocateOptions& o = report.options;
   // The confidence is split over every pair of every rail at every look.
   const double tests = static_cast<double>(std::max<size_t>(1, pairs)) * report.layout.rails *
                        static_cast<double>(o.max_sweeps);
-  std::vector<classify::RailVerdict> rails;
+  std::vector<locate::RailVerdict> rails;
   rails.reserve(static_cast<size_t>(std::max(0, report.layout.rails)));
   for (int r = 0; r < report.layout.rails; ++r) {
-    rails.push_back(classify::JudgeRail(report.samples, r, nodes, o, tests));
+    rails.push_back(locate::JudgeRail(report.samples, r, nodes, o, tests));
   }
   return rails;
 }
 
-bool AllDecided(const std::vector<classify::RailVerdict>& rails) {
+bool AllDecided(const std::vector<locate::RailVerdict>& rails) {
   return std::all_of(rails.begin(), rails.end(),
-                     [](const classify::RailVerdict& v) { return v.Decided(); });
+                     [](const locate::RailVerdict& v) { return v.Decided(); });
 }
 
 // The pair rounds, then measurements again of what is undecided, until everything is
 // decided or the budget or the sweeps run out.
-std::vector<classify::RailVerdict> MeasurePairs(const std::vector<Round>& schedule,
-                                                PairMeasurer& measurer, LocateReport& report) {
+std::vector<locate::RailVerdict> MeasurePairs(const std::vector<Round>& schedule,
+                                              PairMeasurer& measurer, LocateReport& report) {
   const LocateOptions& o = report.options;
   const int nodes = static_cast<int>(report.layout.names.size());
   size_t pairs = 0;
@@ -116,18 +116,18 @@ std::vector<classify::RailVerdict> MeasurePairs(const std::vector<Round>& schedu
   // The budget is for measuring again: the first pass always runs whole.
   const double start = measurer.Elapsed();
   for (;;) {
-    std::vector<classify::RailVerdict> rails = JudgeAll(report, pairs);
+    std::vector<locate::RailVerdict> rails = JudgeAll(report, pairs);
     bool decided = AllDecided(rails);
     if (nodes == 2) {
       const bool need_noise =
           (o.expect_gbs > 0 || report.layout.rails > 1) && !rails.empty() && rails[0].noise.df < 4;
-      decided = classify::JudgeTwoNodes(report.layout, rails, report.node_samples, o).decided &&
+      decided = locate::JudgeTwoNodes(report.layout, rails, report.node_samples, o).decided &&
                 !need_noise;
     }
     if (decided || report.sweeps >= o.max_sweeps || measurer.Elapsed() - start >= o.budget_s) {
       return rails;
     }
-    const std::vector<NodePair> again = classify::PairsToRemeasure(rails, nodes);
+    const std::vector<NodePair> again = locate::PairsToRemeasure(rails, nodes);
     if (again.empty()) return rails;
     MeasureRounds(PackRounds(again), "again", report.rounds.again, o, measurer, report);
     ++report.sweeps;
@@ -135,11 +135,11 @@ std::vector<classify::RailVerdict> MeasurePairs(const std::vector<Round>& schedu
 }
 
 // What is still undecided, in one sentence, and the command that would decide it.
-void ExplainInconclusive(const std::vector<classify::RailVerdict>& rails, LocateReport& report) {
+void ExplainInconclusive(const std::vector<locate::RailVerdict>& rails, LocateReport& report) {
   size_t nodes = 0;
   size_t pairs = 0;
   double sigma = 0;
-  for (const classify::RailVerdict& v : rails) {
+  for (const locate::RailVerdict& v : rails) {
     nodes += v.undecided_nodes.size();
     pairs += v.undecided_pairs.size();
     sigma = std::max(sigma, v.noise.sigma);
@@ -162,9 +162,9 @@ void ExplainInconclusive(const std::vector<classify::RailVerdict>& rails, Locate
       std::max(4.0 * o.budget_s, 60.0), 4 * o.max_sweeps);
 }
 
-void DecidePairs(const std::vector<classify::RailVerdict>& rails, LocateReport& report) {
-  report.judgements = classify::Judgements(rails);
-  for (const classify::RailVerdict& v : rails) {
+void DecidePairs(const std::vector<locate::RailVerdict>& rails, LocateReport& report) {
+  report.judgements = locate::Judgements(rails);
+  for (const locate::RailVerdict& v : rails) {
     RailBaseline b;
     b.rail = v.levels.rail;
     b.sendrecv_typical = v.sendrecv_typical;
@@ -174,14 +174,14 @@ void DecidePairs(const std::vector<classify::RailVerdict>& rails, LocateReport& 
     report.baselines.push_back(b);
   }
   if (report.layout.names.size() == 2) {
-    const classify::TwoNodeVerdict two =
-        classify::JudgeTwoNodes(report.layout, rails, report.node_samples, report.options);
+    const locate::TwoNodeVerdict two =
+        locate::JudgeTwoNodes(report.layout, rails, report.node_samples, report.options);
     report.status = two.status;
     report.unknown = two.unknown;
     report.next_step = two.next_step;
     return;
   }
-  classify::Decision decision = classify::Decide(report.layout, rails);
+  locate::Decision decision = locate::Decide(report.layout, rails);
   report.suspects = std::move(decision.named);
   report.undecided = std::move(decision.undecided);
   if (!report.suspects.empty()) {
@@ -190,17 +190,17 @@ void DecidePairs(const std::vector<classify::RailVerdict>& rails, LocateReport& 
     report.status = LocateStatus::kInconclusive;
   }
   if (!AllDecided(rails)) ExplainInconclusive(rails, report);
-  topology::Blame(report.options.topology, report);
+  locate::Blame(report.options.topology, report);
 }
 
 // The per-node rounds (three, then more while a node is undecided, within the passes and
 // the budget) and their verdict, added to the pairs'.
-classify::IntraVerdict MeasureIntraNode(PairMeasurer& measurer, LocateReport& report) {
+locate::IntraVerdict MeasureIntraNode(PairMeasurer& measurer, LocateReport& report) {
   constexpr size_t kFirstRounds = 3;  // repeats from the start: the noise needs them
   const LocateOptions& options = report.options;
   const double start = measurer.Elapsed();
   std::vector<std::vector<NodeSample>> rounds;
-  classify::IntraVerdict verdict;
+  locate::IntraVerdict verdict;
   for (;;) {
     if (options.progress) {
       options.progress("per-node", static_cast<int>(rounds.size() + 1),
@@ -210,7 +210,7 @@ classify::IntraVerdict MeasureIntraNode(PairMeasurer& measurer, LocateReport& re
     for (NodeSample& s : rounds.back()) s.round = report.rounds.per_node;
     ++report.rounds.per_node;
     if (rounds.size() < kFirstRounds) continue;
-    verdict = classify::JudgeIntraNode(report.layout, rounds, options);
+    verdict = locate::JudgeIntraNode(report.layout, rounds, options);
     if (verdict.decided || static_cast<int>(rounds.size()) >= options.max_sweeps ||
         measurer.Elapsed() - start >= options.budget_s) {
       break;
@@ -224,7 +224,7 @@ classify::IntraVerdict MeasureIntraNode(PairMeasurer& measurer, LocateReport& re
 }
 
 // The per-node verdict joins the pairs'.
-void AddIntraNode(classify::IntraVerdict verdict, LocateReport& report) {
+void AddIntraNode(locate::IntraVerdict verdict, LocateReport& report) {
   for (Suspect& s : verdict.decision.named) report.suspects.push_back(std::move(s));
   for (Suspect& s : verdict.decision.undecided) report.undecided.push_back(std::move(s));
   if (!verdict.decision.named.empty() && report.status != LocateStatus::kAmbiguous) {
@@ -275,7 +275,7 @@ LocateReport Locate(const LocateOptions& options, const ClusterLayout& layout,
   const bool per_node =
       options.per_node && std::any_of(layout.ranks.begin(), layout.ranks.end(),
                                       [](const auto& ranks) { return ranks.size() >= 2; });
-  classify::IntraVerdict inside;
+  locate::IntraVerdict inside;
   if (per_node) inside = MeasureIntraNode(measurer, report);
   const std::vector<Round> schedule = options.mode == LocateMode::kFull
                                           ? RoundRobinSchedule(nodes)

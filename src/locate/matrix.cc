@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-namespace fabricscope::matrix {
+namespace fabricscope::locate {
 namespace {
 
 constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
@@ -98,4 +98,4 @@ std::string Verdict(const LocateReport& report) {
   return text;
 }
 
-}  // namespace fabricscope::matrix
+}  // namespace fabricscope::locate

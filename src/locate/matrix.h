@@ -7,7 +7,7 @@
 
 #include "fabricscope/locate.h"
 
-namespace fabricscope::matrix {
+namespace fabricscope::locate {
 
 struct PairGrid {
   int nodes = 0;
@@ -32,4 +32,4 @@ std::string Verdict(const LocateReport& report);
 // "node fs3", "link fs2-fs5", "nic fs3 rail 1".
 std::string Describe(const LocateReport& report, const Suspect& suspect);
 
-}  // namespace fabricscope::matrix
+}  // namespace fabricscope::locate

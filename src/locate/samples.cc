@@ -96,7 +96,7 @@ void WriteLocateSamples(const LocateReport& report, std::ostream& out) {
   }
 }
 
-namespace samples {
+namespace locate {
 namespace {
 
 [[noreturn]] void Bad(const std::string& where, int line, const std::string& what) {
@@ -170,7 +170,7 @@ std::vector<Record> ReadFile(const std::string& path) {
   return Read(in, path);
 }
 
-}  // namespace samples
+}  // namespace locate
 
 namespace {
 
@@ -194,9 +194,9 @@ struct Measured {
   RecordedNoise::Deviation log;
 };
 
-std::vector<Measured> PairMeasurements(const std::vector<samples::Record>& records) {
+std::vector<Measured> PairMeasurements(const std::vector<locate::Record>& records) {
   std::map<std::tuple<int, std::string, std::string, int>, Measured> by;
-  for (const samples::Record& r : records) {
+  for (const locate::Record& r : records) {
     if (r.b.empty() || !(r.busbw_gbs > 0) || r.wrong != 0) continue;
     Measured& m = by[{r.round, r.a, r.b, r.rail}];
     m.round = r.round;
@@ -234,7 +234,7 @@ RecordedNoise::Deviation Minus(RecordedNoise::Deviation x, RecordedNoise::Deviat
 
 }  // namespace
 
-void RecordedNoise::Add(const std::vector<samples::Record>& records, const std::string& where) {
+void RecordedNoise::Add(const std::vector<locate::Record>& records, const std::string& where) {
   const std::vector<Measured> measured = PairMeasurements(records);
   std::vector<Deviation> all;
   std::map<PairKey, std::vector<Deviation>> of_pair;
@@ -270,7 +270,7 @@ void RecordedNoise::Add(const std::vector<samples::Record>& records, const std::
 
 std::shared_ptr<const RecordedNoise> LoadRecordedNoise(const std::vector<std::string>& paths) {
   auto noise = std::make_shared<RecordedNoise>();
-  for (const std::string& path : paths) noise->Add(samples::ReadFile(path), path);
+  for (const std::string& path : paths) noise->Add(locate::ReadFile(path), path);
   return noise;
 }
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace fabricscope::samples {
+namespace fabricscope::locate {
 
 // One line of a samples file: one collective of one pair (or one node alone) in one round.
 struct Record {
@@ -26,7 +26,7 @@ struct Record {
 std::vector<Record> Read(std::istream& in, const std::string& where);
 std::vector<Record> ReadFile(const std::string& path);
 
-}  // namespace fabricscope::samples
+}  // namespace fabricscope::locate
 
 namespace fabricscope {
 
@@ -48,7 +48,7 @@ class RecordedNoise {
   std::vector<Deviation> pair_offsets;  // one per recorded pair and rail
 
   // Adds one file's records; `where` names it in errors.
-  void Add(const std::vector<samples::Record>& records, const std::string& where);
+  void Add(const std::vector<locate::Record>& records, const std::string& where);
 };
 
 }  // namespace fabricscope

@@ -16,7 +16,7 @@ constexpr int kMaxTextNodes = 16;  // wider than a terminal beyond this
 
 std::string Cell(double v) { return std::isnan(v) ? "." : fmt::format("{:.3g}", v); }
 
-void WriteMatrix(const LocateReport& report, const matrix::PairGrid& grid,
+void WriteMatrix(const LocateReport& report, const locate::PairGrid& grid,
                  const std::vector<double>& values, const char* metric, double median, int rail,
                  std::ostream& out) {
   const auto& names = report.layout.names;
@@ -51,7 +51,7 @@ void WriteSuspects(const LocateReport& report, const std::vector<Suspect>& list,
     const std::string ratio =
         std::isfinite(s.ratio) ? fmt::format("{:.2f}x", s.ratio) : std::string("unmeasured");
     out << fmt::format("#  {:<28} {}  confidence {:.2f} ({} of {})\n#      {}\n",
-                       matrix::Describe(report, s), ratio, s.confidence, s.agreeing, s.measurements,
+                       locate::Describe(report, s), ratio, s.confidence, s.agreeing, s.measurements,
                        s.evidence);
   }
 }
@@ -84,7 +84,7 @@ void WriteLocateText(const LocateReport& report, std::ostream& out) {
 
   if (static_cast<int>(layout.names.size()) <= kMaxTextNodes) {
     for (int rail = 0; rail < layout.rails; ++rail) {
-      const matrix::PairGrid grid = matrix::BuildGrid(report, rail, kMaxTextNodes);
+      const locate::PairGrid grid = locate::BuildGrid(report, rail, kMaxTextNodes);
       const RailBaseline& b = report.baselines[static_cast<size_t>(rail)];
       WriteMatrix(report, grid, grid.sendrecv, "sendrecv", b.sendrecv_typical, rail, out);
       if (std::isnan(b.all_reduce_typical)) {
@@ -132,7 +132,7 @@ void WriteLocateText(const LocateReport& report, std::ostream& out) {
       }
     }
   }
-  out << "# verdict: " << matrix::Verdict(report) << "\n";
+  out << "# verdict: " << locate::Verdict(report) << "\n";
   if (!report.next_step.empty()) out << "# to decide: " << report.next_step << "\n";
 }
 

@@ -230,7 +230,7 @@ Topology ReadTopology(const std::string& path) {
                                                           : ParseHostSwitchMap(content, path);
 }
 
-namespace topology {
+namespace locate {
 namespace {
 
 // A leaf's pairs on one rail: crossing its uplinks, or inside it.
@@ -571,7 +571,7 @@ void BlameRails(LocateReport& report) {
     df = std::min(df, std::max(1.0, b.noise_df));
   }
   const LocateOptions& o = report.options;
-  const double z = classify::CriticalValue(o.confidence, rails, df);
+  const double z = locate::CriticalValue(o.confidence, rails, df);
   for (int r = 0; r < rails; ++r) {
     const RailTest t = TestRail(logs, r, sigma, z, std::log(o.threshold));
     if (!t.slow) continue;
@@ -683,5 +683,5 @@ void Blame(const Topology& topology, LocateReport& report) {
   BlameLeafSubsets(topology, report);
 }
 
-}  // namespace topology
+}  // namespace locate
 }  // namespace fabricscope

@@ -12,7 +12,7 @@
 
 #include "fabricscope/locate.h"
 
-namespace fabricscope::topology {
+namespace fabricscope::locate {
 
 // The job's nodes (indices) behind each leaf switch the topology names, by switch name.
 std::vector<std::pair<std::string, std::vector<int>>> Leaves(const Topology& topology,
@@ -91,4 +91,4 @@ void BlameSpines(const Topology& topology, LocateReport& report);
 // rails without a topology.
 void Blame(const Topology& topology, LocateReport& report);
 
-}  // namespace fabricscope::topology
+}  // namespace fabricscope::locate

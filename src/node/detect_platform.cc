@@ -18,7 +18,7 @@
 namespace fabricscope {
 namespace {
 
-using doctor::Root;
+using node::Root;
 
 // `key` in `text` as a whole word, case-insensitive ("H200" in "GH100 [H200 SXM 141GB]", but
 // not "H100" in "GH100").
@@ -47,7 +47,7 @@ struct GpuModel {
   std::string from;
 };
 
-GpuModel ReadGpuModel(const Root& root, const doctor::PciDevice& gpu) {
+GpuModel ReadGpuModel(const Root& root, const node::PciDevice& gpu) {
   const std::string info = "/proc/driver/nvidia/gpus/" + gpu.bdf + "/information";
   if (const auto text = root.Read(info)) {
     for (const std::string& line : Split(*text, '\n')) {
@@ -114,14 +114,14 @@ void ReadDmiFacts(const Root& root, NodeFacts& f, PlatformChoice& choice) {
 }
 
 // The GPUs among the PCI devices and their most common model.
-void ReadGpuFacts(const Root& root, const doctor::PciScan& pci, NodeFacts& f,
+void ReadGpuFacts(const Root& root, const node::PciScan& pci, NodeFacts& f,
                   PlatformChoice& choice) {
   if (!pci.unavailable.empty()) {
     choice.evidence.push_back("no PCI devices: " + pci.unavailable);
   }
   std::map<std::string, int> models;
   std::string model_from;
-  for (const doctor::PciDevice* gpu : pci.topology.Gpus()) {
+  for (const node::PciDevice* gpu : pci.topology.Gpus()) {
     ++f.gpus;
     const GpuModel model = ReadGpuModel(root, *gpu);
     ++models[model.name];
@@ -147,9 +147,9 @@ void ReadGpuFacts(const Root& root, const doctor::PciScan& pci, NodeFacts& f,
 
 // The RDMA ports: how many, at which rate most of them run, and their link layer.
 void ReadRdmaFacts(const Root& root, NodeFacts& f, PlatformChoice& choice) {
-  const doctor::IbScan ib = doctor::ScanIb(root);
+  const node::IbScan ib = node::ScanIb(root);
   std::map<double, int> rates;
-  for (const doctor::IbPort* port : ib.Ports()) {
+  for (const node::IbPort* port : ib.Ports()) {
     ++f.rdma_ports;
     ++rates[port->rate.gbps];
     if (port->state != "ACTIVE") ++f.rdma_inactive;
@@ -178,10 +178,10 @@ void ReadRdmaFacts(const Root& root, NodeFacts& f, PlatformChoice& choice) {
 NodeFacts ReadFacts(const Root& root, PlatformChoice& choice) {
   NodeFacts f;
   ReadDmiFacts(root, f, choice);
-  const doctor::PciScan pci = doctor::ScanPci(root);
+  const node::PciScan pci = node::ScanPci(root);
   ReadGpuFacts(root, pci, f, choice);
   ReadRdmaFacts(root, f, choice);
-  for (const doctor::PciDevice* nic : pci.topology.Nics()) {
+  for (const node::PciDevice* nic : pci.topology.Nics()) {
     if (!nic->rdma()) ++f.plain_nics;
   }
   if (f.plain_nics > 0) {

@@ -7,7 +7,7 @@
 #include "fabricscope/node_ib.h"
 #include "fabricscope/strings.h"
 
-namespace fabricscope::doctor {
+namespace fabricscope::node {
 namespace {
 
 // "4: ACTIVE" -> "ACTIVE"; "5: LinkUp" -> "LinkUp".
@@ -123,4 +123,4 @@ IbScan ScanIb(const Root& root) {
   return scan;
 }
 
-}  // namespace fabricscope::doctor
+}  // namespace fabricscope::node

@@ -5,7 +5,7 @@
 
 #include "fabricscope/node_pci.h"
 
-namespace fabricscope::doctor {
+namespace fabricscope::node {
 namespace {
 
 constexpr uint16_t kNvidia = 0x10de;
@@ -199,4 +199,4 @@ PciScan ScanPci(const Root& root) {
   return scan;
 }
 
-}  // namespace fabricscope::doctor
+}  // namespace fabricscope::node

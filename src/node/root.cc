@@ -10,7 +10,7 @@
 #include "fabricscope/error.h"
 #include "fabricscope/node_root.h"
 
-namespace fabricscope::doctor {
+namespace fabricscope::node {
 namespace fs = std::filesystem;
 
 namespace {
@@ -179,4 +179,4 @@ std::optional<std::string> Root::LinkName(std::string_view path) const {
   return target.filename().string();
 }
 
-}  // namespace fabricscope::doctor
+}  // namespace fabricscope::node

@@ -139,7 +139,7 @@ INSTANTIATE_TEST_SUITE_P(Replayed, ReplayedAccuracy, ::testing::Range(4, 17));
 TEST(Replay, ReplayedNoiseIsTheRecordedRunsNoise) {
   const std::string file =
       std::string(FABRICSCOPE_SOURCE_DIR) + "/tests/locate/data/bed-h4-quiet-none.jsonl";
-  const std::vector<samples::Record> records = samples::ReadFile(file);
+  const std::vector<locate::Record> records = locate::ReadFile(file);
   std::vector<PairSample> recorded;
   std::vector<std::string> names;
   auto index = [&](const std::string& name) {
@@ -150,7 +150,7 @@ TEST(Replay, ReplayedNoiseIsTheRecordedRunsNoise) {
     return static_cast<int>(names.size() - 1);
   };
   int rounds = -1;
-  for (const samples::Record& r : records) {
+  for (const locate::Record& r : records) {
     if (r.b.empty()) continue;
     rounds = std::max(rounds, r.round);
     if (r.collective == "sendrecv") {
@@ -168,7 +168,7 @@ TEST(Replay, ReplayedNoiseIsTheRecordedRunsNoise) {
   EXPECT_EQ(noise->pair_offsets.size(), 6u) << "one per recorded pair";
   LocateOptions options;
   options.stragglers = false;
-  const double bed = classify::JudgeRail(recorded, 0, 4, options, 6.0 * 16).noise.sigma;
+  const double bed = locate::JudgeRail(recorded, 0, 4, options, 6.0 * 16).noise.sigma;
   for (uint64_t seed = 1; seed <= 5; ++seed) {
     SimulatedClusterOptions sim;
     sim.nodes = 4;

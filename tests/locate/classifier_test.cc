@@ -16,7 +16,7 @@
 #include "fabricscope/model.h"
 #include "fabricscope/platform.h"
 
-namespace fabricscope::classify {
+namespace fabricscope::locate {
 namespace {
 
 ClusterLayout Layout(int nodes, int rails = 1) {
@@ -538,4 +538,4 @@ TEST(Stragglers, TheLateRankHasTheShortestTime) {
 }
 
 }  // namespace
-}  // namespace fabricscope::classify
+}  // namespace fabricscope::locate

@@ -236,8 +236,8 @@ TEST_F(LocateCliTest, FourProcessesAsNodesOverGloo) {
 
   // --save-samples: the same measurements as JSON lines, read back: two collectives per pair
   // measurement, in the JSON's order, and the per-node rounds.
-  const auto records = fabricscope::samples::ReadFile(samples.string());
-  std::vector<fabricscope::samples::Record> pair_records;
+  const auto records = fabricscope::locate::ReadFile(samples.string());
+  std::vector<fabricscope::locate::Record> pair_records;
   size_t node_records = 0;
   for (const auto& r : records) {
     if (r.b.empty()) {
@@ -285,7 +285,7 @@ TEST_F(LocateCliTest, ASamplesFileThatIsNotOneIsRefusedWithTheLine) {
                      << R"({"round":0,"phase":"pairs"})"
                      << "\n";
   try {
-    fabricscope::samples::ReadFile(bad.string());
+    fabricscope::locate::ReadFile(bad.string());
     ADD_FAILURE() << "read a line without its fields";
   } catch (const fabricscope::UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("bad.jsonl line 2"), std::string::npos) << e.what();
@@ -299,9 +299,8 @@ TEST_F(LocateCliTest, ASamplesFileThatIsNotOneIsRefusedWithTheLine) {
                      << "\n";
   ExpectRefused("locate --simulate 4 --noise-from " + bad.string(), 2, "replaying noise needs");
   std::ofstream(bad) << "{\"round\":0}\n";
-  EXPECT_THROW(fabricscope::samples::ReadFile(bad.string()), fabricscope::UsageError);
-  EXPECT_THROW(fabricscope::samples::ReadFile((dir_ / "missing").string()),
-               fabricscope::UsageError);
+  EXPECT_THROW(fabricscope::locate::ReadFile(bad.string()), fabricscope::UsageError);
+  EXPECT_THROW(fabricscope::locate::ReadFile((dir_ / "missing").string()), fabricscope::UsageError);
 }
 
 // Under mpirun with the MPI backend: the pairs exchange with MPI_Sendrecv on the job's

@@ -401,25 +401,25 @@ void MakeSlow(LocateReport& r, const std::vector<NodePair>& pairs) {
 }
 
 TEST(BlameParts, BestElementNeedsTwoSlowLinksNoFinePairAndNoTwin) {
-  std::map<std::string, topology::ElementPairs> crossed;
+  std::map<std::string, locate::ElementPairs> crossed;
   crossed["A->s0"] = {4, 4, 0, {{0, 2}, {0, 4}, {1, 6}}};
   crossed["A->s1"] = {4, 1, 3, {{1, 2}}};
   crossed["s0->B"] = {4, 1, 0, {{0, 2}}};  // one slow link: not a switch's
-  EXPECT_EQ(topology::BestElement(crossed), "A->s0");
+  EXPECT_EQ(locate::BestElement(crossed), "A->s0");
   crossed["A->s0"].fine = 1;  // a fine pair crosses it: not it
-  EXPECT_EQ(topology::BestElement(crossed), std::nullopt);
+  EXPECT_EQ(locate::BestElement(crossed), std::nullopt);
   crossed["A->s0"].fine = 0;
   crossed["s0->C"] = {3, 3, 0, {{0, 2}, {0, 4}, {1, 6}}};  // every one of them crosses it too
-  EXPECT_EQ(topology::BestElement(crossed), std::nullopt);
+  EXPECT_EQ(locate::BestElement(crossed), std::nullopt);
   crossed["s0->C"].slow = 2;  // 2 of 3 slow: below 3 in 4, does not qualify
-  EXPECT_EQ(topology::BestElement(crossed), "A->s0");
+  EXPECT_EQ(locate::BestElement(crossed), "A->s0");
 }
 
 TEST(BlameParts, CrossedByCountsEveryPairOnTheRoute) {
   LocateReport r = SmallReport();
   MakeSlow(r, {{0, 2}, {1, 4}});
   std::map<NodePair, double> slow = {{{0, 2}, 0.4}, {{1, 4}, 0.4}};
-  const auto crossed = topology::CrossedBy(r, 0, slow, [](const NodePair& p) {
+  const auto crossed = locate::CrossedBy(r, 0, slow, [](const NodePair& p) {
     // Leaf A's nodes go up through s0, everyone else's through s1.
     std::vector<std::string> links;
     for (int x : {p.a, p.b}) links.push_back(x < 2 ? "A->s0" : "X->s1");
@@ -434,12 +434,12 @@ TEST(BlameParts, CrossedByCountsEveryPairOnTheRoute) {
 TEST(BlameParts, ASubsetOfOneLeafsCrossingPairsIsItsUplinks) {
   LocateReport r = SmallReport();
   MakeSlow(r, {{0, 2}, {1, 5}, {0, 7}});
-  const auto subset = topology::SubsetOf(r, {0, 1});
+  const auto subset = locate::SubsetOf(r, {0, 1});
   ASSERT_TRUE(subset.has_value());
   EXPECT_EQ(subset->links.size(), 3u);
   EXPECT_EQ(subset->crossing, 12);
-  EXPECT_FALSE(topology::SubsetOf(r, {2, 3}).has_value());  // one link crosses B
-  topology::BlameLeafSubsets(SmallTopology(), r);
+  EXPECT_FALSE(locate::SubsetOf(r, {2, 3}).has_value());  // one link crosses B
+  locate::BlameLeafSubsets(SmallTopology(), r);
   ASSERT_EQ(r.suspects.size(), 1u) << Kinds(r);
   EXPECT_EQ(r.suspects[0].kind, SuspectKind::kSomeUplinks);
   EXPECT_EQ(r.suspects[0].element, "A");
@@ -449,17 +449,17 @@ TEST(BlameParts, ASubsetOfOneLeafsCrossingPairsIsItsUplinks) {
 TEST(BlameParts, OneNodesLinksOrLinksInsideALeafAreNotItsUplinks) {
   LocateReport one = SmallReport();
   MakeSlow(one, {{0, 2}, {0, 4}, {0, 6}});  // all from a0: a0's, not A's
-  topology::BlameLeafSubsets(SmallTopology(), one);
+  locate::BlameLeafSubsets(SmallTopology(), one);
   EXPECT_EQ(one.suspects.size(), 3u) << Kinds(one);
   LocateReport inside = SmallReport();
   MakeSlow(inside, {{0, 2}, {1, 5}, {0, 7}, {0, 1}});
-  EXPECT_FALSE(topology::SubsetOf(inside, {0, 1}).has_value());
+  EXPECT_FALSE(locate::SubsetOf(inside, {0, 1}).has_value());
 }
 
 TEST(BlameParts, LinksBetweenTwoLeavesAloneAreAmbiguous) {
   LocateReport r = SmallReport();
   MakeSlow(r, {{0, 2}, {0, 3}, {1, 2}, {1, 3}});
-  topology::BlameLeafSubsets(SmallTopology(), r);
+  locate::BlameLeafSubsets(SmallTopology(), r);
   EXPECT_EQ(r.suspects.size(), 4u) << Kinds(r);  // the links stay: nobody wrongly named
   ASSERT_EQ(r.notes.size(), 1u);
   EXPECT_NE(r.notes[0].find("ambiguous"), std::string::npos) << r.notes[0];
@@ -479,17 +479,17 @@ TEST(BlameParts, LinksToASpineFromEveryLeafAreTheSpine) {
   };
   const auto leaves = std::map<std::string, std::vector<int>>{
       {"A", {0, 1}}, {"B", {2, 3}}, {"C", {4, 5}}, {"D", {6, 7}}};
-  EXPECT_EQ(topology::SpineOf(named(SuspectKind::kUplink, "A-s1"), leaves), "s1");
-  EXPECT_EQ(topology::SpineOf(named(SuspectKind::kSpineLink, "s1-D"), leaves), "s1");
-  EXPECT_EQ(topology::SpineOf(named(SuspectKind::kLink, "A-s1"), leaves), "");
+  EXPECT_EQ(locate::SpineOf(named(SuspectKind::kUplink, "A-s1"), leaves), "s1");
+  EXPECT_EQ(locate::SpineOf(named(SuspectKind::kSpineLink, "s1-D"), leaves), "s1");
+  EXPECT_EQ(locate::SpineOf(named(SuspectKind::kLink, "A-s1"), leaves), "");
   // Three leaves of four: three links, not the spine.
   r.suspects = {named(SuspectKind::kUplink, "A-s1"), named(SuspectKind::kSpineLink, "s1-B"),
                 named(SuspectKind::kUplink, "C-s1"), named(SuspectKind::kUplink, "A-s0")};
-  topology::BlameSpines(t, r);
+  locate::BlameSpines(t, r);
   EXPECT_EQ(r.suspects.size(), 4u) << Kinds(r);
   // The fourth leaf too: the spine, and the link to the other spine stays.
   r.suspects.push_back(named(SuspectKind::kSpineLink, "s1-D"));
-  topology::BlameSpines(t, r);
+  locate::BlameSpines(t, r);
   ASSERT_EQ(r.suspects.size(), 2u) << Kinds(r);
   EXPECT_EQ(r.suspects[0].element, "A-s0");
   EXPECT_EQ(r.suspects[1].kind, SuspectKind::kSpine);
@@ -501,16 +501,16 @@ TEST(BlameParts, ARailIsSlowOnlyWhenSignificantlyBelowTheOthers) {
   const std::vector<std::vector<double>> logs = {{0.01, -0.02, 0.0, 0.03, -0.01, 0.02},
                                                  {-0.9, -0.92, -0.88, -0.91, -0.89, -0.9}};
   const double z = 4;
-  const topology::RailTest slow = topology::TestRail(logs, 1, 0.05, z, std::log(0.7));
+  const locate::RailTest slow = locate::TestRail(logs, 1, 0.05, z, std::log(0.7));
   EXPECT_TRUE(slow.slow);
   EXPECT_NEAR(slow.diff, -0.9, 0.02);
   EXPECT_EQ(slow.pairs, 6);
-  EXPECT_FALSE(topology::TestRail(logs, 0, 0.05, z, std::log(0.7)).slow);
+  EXPECT_FALSE(locate::TestRail(logs, 0, 0.05, z, std::log(0.7)).slow);
   // The same drop with noise far larger than it: not significant.
-  EXPECT_FALSE(topology::TestRail(logs, 1, 2.0, z, std::log(0.7)).slow);
+  EXPECT_FALSE(locate::TestRail(logs, 1, 2.0, z, std::log(0.7)).slow);
   // At 0.8x with a 0.7x threshold: not slow however precise.
   const std::vector<std::vector<double>> mild = {{0, 0, 0, 0}, {-0.22, -0.22, -0.22, -0.22}};
-  EXPECT_FALSE(topology::TestRail(mild, 1, 0.01, z, std::log(0.7)).slow);
+  EXPECT_FALSE(locate::TestRail(mild, 1, 0.01, z, std::log(0.7)).slow);
 }
 
 // ---------------------------------------------------------------------------------------

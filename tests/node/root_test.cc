@@ -7,10 +7,11 @@
 #include "fabricscope/error.h"
 #include "fabricscope/node_root.h"
 
-namespace fabricscope::doctor::testing {
+namespace fabricscope::node {
 namespace {
 
 namespace fs = std::filesystem;
+using doctor::testing::TestDir;
 
 class RootTest : public ::testing::Test {
  protected:
@@ -77,4 +78,4 @@ TEST_F(RootTest, TheLiveRootIsRecognized) {
 }
 
 }  // namespace
-}  // namespace fabricscope::doctor::testing
+}  // namespace fabricscope::node
