@@ -3,14 +3,10 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <cstdint>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
-
-#include "fabricscope/error.h"
 
 namespace fabricscope {
 

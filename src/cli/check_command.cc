@@ -96,8 +96,7 @@ std::optional<RunResult> RunBenchmark(const std::vector<std::string>& args,
   std::vector<std::string> command_line = {ctx.prog, "run"};
   command_line.insert(command_line.end(), args.begin(), args.end());
   // The table goes to stderr (or --output), so that stdout carries the verdicts alone.
-  return PerformRun(flags, std::move(command_line), ctx,
-                    {.stream = ctx.err, .name = "stderr", .progress = false});
+  return PerformRun(flags, std::move(command_line), ctx, RunTable::kStderr);
 }
 
 // Reads every input, printing the readers' diagnostics on ctx.err; `errors` is set when an

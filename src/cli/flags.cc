@@ -1,7 +1,5 @@
 #include "cli/flags.h"
 
-#include <cstdint>
-
 namespace fabricscope::cli {
 
 void MeasureFlags::ApplyTo(RunOptions& options) const {
@@ -17,17 +15,16 @@ void AddMeasureFlags(CLI::App& app, MeasureFlags& f, const MeasureHelp& help) {
       ->check(InRange(1, 1024, "give 1 to 1024 threads"))
       ->capture_default_str();
   app.add_option("-n,--iters", f.iters, help.iters)
-      ->check(InRange(1, INT32_MAX, "give at least 1 timed iteration"))
+      ->check(AtLeast(1, "give at least 1 timed iteration"))
       ->capture_default_str();
   app.add_option("-w,--warmup_iters", f.warmup_iters, help.warmup_iters)
-      ->check(InRange(0, INT32_MAX, "give 0 or more"))
+      ->check(AtLeast(0, "give 0 or more"))
       ->capture_default_str();
   app.add_option("-c,--check", f.check, help.check)
-      ->check(InRange(0, INT32_MAX, "give 0 (no check) or more"))
+      ->check(AtLeast(0, "give 0 (no check) or more"))
       ->capture_default_str();
   app.add_option("-T,--timeout", f.timeout, help.timeout)
-      ->check(Checked<double>([](double s) { return s >= 0; },
-                              "give 0 (the default, 300 s) or a number of seconds"))
+      ->check(AtLeast(0.0, "give 0 (the default, 300 s) or a number of seconds"))
       ->capture_default_str();
 }
 

@@ -30,6 +30,12 @@ CLI::Validator InRange(T lo, T hi, const std::string& advice) {
   return Checked<T>([lo, hi](T v) { return v >= lo && v <= hi; }, advice);
 }
 
+// The same for `lo` or more (for a double, infinity included, as a bare `v >= lo` reads it).
+template <typename T>
+CLI::Validator AtLeast(T lo, const std::string& advice) {
+  return Checked<T>([lo](T v) { return v >= lo; }, advice);
+}
+
 // nccl-tests' measurement flags (-t -n -w -c -T), as run, check and locate take them.
 struct MeasureFlags {
   int nthreads = 1;

@@ -98,7 +98,7 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
                  "per node")
       ->capture_default_str();
   app.add_option("--coverage", f.coverage, "quick mode: rounds, i.e. peers each node meets")
-      ->check(InRange(1, INT32_MAX, "give at least 1 round"))
+      ->check(AtLeast(1, "give at least 1 round"))
       ->capture_default_str();
   app.add_option("--seed", f.seed, "quick mode's pairing (and a simulated cluster's noise)")
       ->capture_default_str();
@@ -119,12 +119,12 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
   app.add_option("--budget", f.budget,
                  "seconds of measuring again after the first pass, before what is still undecided "
                  "is reported inconclusive")
-      ->check(Checked<double>([](double v) { return v >= 0; }, "give 0 or more seconds"))
+      ->check(AtLeast(0.0, "give 0 or more seconds"))
       ->capture_default_str();
   app.add_option("--max-sweeps", f.max_sweeps,
                  "passes over the pairs at most: the first, then remeasurements of what is "
                  "undecided")
-      ->check(InRange(1, INT32_MAX, "give at least 1"))
+      ->check(AtLeast(1, "give at least 1"))
       ->capture_default_str();
   app.add_option("--topology", f.topology,
                  "which leaf switch each host hangs from: a map file (HOST SWITCH per line), "
@@ -137,8 +137,7 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
   app.add_option("--expect", f.expect,
                  "expected sendrecv bus bandwidth of a pair, GB/s (e.g. from `fabricscope "
                  "check`): what two nodes are judged against")
-      ->check(Checked<double>([](double v) { return v >= 0; },
-                              "give 0 (none) or a bandwidth in GB/s, e.g. --expect 24"));
+      ->check(AtLeast(0.0, "give 0 (none) or a bandwidth in GB/s, e.g. --expect 24"));
   app.add_option("--platform", f.platform,
                  "catalog platform (docs/catalog.md): two nodes' pair is judged against "
                  "check's expectation for a 2-node sendrecv on it at -b (instead of --expect); "

@@ -36,10 +36,10 @@ void AddRunFlags(CLI::App& app, RunFlags& f, bool fixed_collective) {
       ->check(InRange<int64_t>(1, 1 << 20, "give 1 (use -i) or more"))
       ->capture_default_str();
   app.add_option("-m,--agg_iters", f.agg_iters, "operations per iteration")
-      ->check(InRange(1, INT32_MAX, "give at least 1"))
+      ->check(AtLeast(1, "give at least 1"))
       ->capture_default_str();
   app.add_option("-N,--run_cycles", f.run_cycles, "repeat the sweep N times; 0 = forever")
-      ->check(InRange(0, INT32_MAX, "give 0 (forever) or more"))
+      ->check(AtLeast(0, "give 0 (forever) or more"))
       ->capture_default_str();
   app.add_option("-p,--parallel_init", f.parallel_init,
                  "GPU backends only; each thread creates its own communicators either way")
@@ -49,7 +49,7 @@ void AddRunFlags(CLI::App& app, RunFlags& f, bool fixed_collective) {
                  "int8 uint8 int32 uint32 int64 uint64 half float double bfloat16, or all")
       ->capture_default_str();
   app.add_option("-r,--root", f.root, "root rank of rooted collectives; -1 = every root")
-      ->check(InRange(-1, INT32_MAX, "give a rank, or -1 for every root"))
+      ->check(AtLeast(-1, "give a rank, or -1 for every root"))
       ->capture_default_str();
   app.add_option("-z,--blocking", f.blocking,
                  "0 async; 1 barrier after each op (timed); 2 sync, no barrier; 3 barrier per "
@@ -61,7 +61,7 @@ void AddRunFlags(CLI::App& app, RunFlags& f, bool fixed_collective) {
   app.add_option("-G,--cudagraph", f.cudagraph,
                  "capture the timed iterations as a CUDA graph and replay it N times (GPU "
                  "backends)")
-      ->check(InRange(0, INT32_MAX, "give 0 (no graph) or replays"))
+      ->check(AtLeast(0, "give 0 (no graph) or replays"))
       ->capture_default_str();
   app.add_option("-C,--report_cputime", f.report_cputime,
                  "1 = report the host time to enqueue the calls, not to complete them (on host "
@@ -92,7 +92,7 @@ void AddRunFlags(CLI::App& app, RunFlags& f, bool fixed_collective) {
       ->capture_default_str();
   app.add_option("-K,--per_iter_skip", f.per_iter_skip,
                  "drop the first N per-iteration samples from those columns")
-      ->check(InRange(0, INT32_MAX, "give 0 or more"))
+      ->check(AtLeast(0, "give 0 or more"))
       ->capture_default_str();
 
   // fabricscope's own flags.
@@ -248,14 +248,16 @@ void PrintRunPlan(const RunFlags& flags, const RunOptions& options, const Launch
 }
 
 std::optional<RunResult> PerformRun(const RunFlags& flags, std::vector<std::string> command_line,
-                                    const CommandContext& ctx, const RunTable& table) {
+                                    const CommandContext& ctx, RunTable table) {
+  const bool on_stderr = table == RunTable::kStderr;
   RunOptions options = ToRunOptions(flags);
   options.command_line = std::move(command_line);
   const Env env = Env::Process();
   const LaunchInfo launch = DetectLaunch(env, flags.launcher);
   AnnounceLaunch(launch, ctx.err);
   if (flags.dry_run) {
-    if (launch.process_rank == 0) PrintRunPlan(flags, options, launch, ctx.out, table.name);
+    if (launch.process_rank == 0)
+      PrintRunPlan(flags, options, launch, ctx.out, on_stderr ? "stderr" : "stdout");
     return std::nullopt;
   }
   auto backend = ResolveBackend(flags, launch, env, options, ctx.err);
@@ -265,12 +267,12 @@ std::optional<RunResult> PerformRun(const RunFlags& flags, std::vector<std::stri
   MultiReporter sink;
   std::unique_ptr<Output> output;
   if (launch.process_rank == 0) {
-    output = AddRunReporters(flags, table.stream, sink);
-    // Progress only when someone watches stderr and the table is not already scrolling by
-    // on the same terminal.
-    const bool table_on_terminal = flags.output.empty() && table.on_terminal;
+    output = AddRunReporters(flags, on_stderr ? ctx.err : ctx.out, sink);
+    // Progress only when someone watches stderr, the table is not on stderr, and it is not
+    // already scrolling by on the same terminal.
+    const bool table_on_terminal = flags.output.empty() && ctx.terminals.out;
     const SweepPlan plan = PlanSweep(options, options.nthreads * options.ngpus);
-    if (table.progress && ctx.terminals.err && !table_on_terminal) {
+    if (!on_stderr && ctx.terminals.err && !table_on_terminal) {
       const int ranks = launch.process_count * options.nthreads * options.ngpus;
       sink.Add(MakeProgressReporter(ctx.err, CountRows(options, plan, ranks)));
     }
@@ -287,9 +289,8 @@ std::optional<RunResult> PerformRun(const RunFlags& flags, std::vector<std::stri
 }
 
 int ExecuteRun(const RunFlags& flags, const CommandContext& ctx) {
-  const std::optional<RunResult> result = PerformRun(
-      flags, ctx.command_line, ctx,
-      {.stream = ctx.out, .name = "stdout", .progress = true, .on_terminal = ctx.terminals.out});
+  const std::optional<RunResult> result =
+      PerformRun(flags, ctx.command_line, ctx, RunTable::kStdout);
   return result.has_value() && RunFailed(*result) ? kExitFailed : kExitOk;
 }
 

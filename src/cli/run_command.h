@@ -75,20 +75,17 @@ std::unique_ptr<Backend> ResolveBackend(const RunFlags& flags, const LaunchInfo&
 std::unique_ptr<Output> AddRunReporters(const RunFlags& flags, std::ostream& table,
                                         MultiReporter& sink);
 
-// Where a run's table goes (unless --output names a file), and whether a progress line may
-// go to stderr.
-struct RunTable {
-  std::ostream& stream;
-  std::string_view name;     // "stdout" or "stderr", for --dry-run's plan
-  bool progress = true;      // when stderr is a terminal the table does not scroll by on
-  bool on_terminal = false;  // the table's stream is a terminal
-};
+// Where a run's table goes unless --output names a file: run's stdout, or stderr for
+// `check -- FLAGS`, whose stdout carries the verdicts.
+enum class RunTable { kStdout, kStderr };
 
 // The run, as run, the *_perf names and `check -- FLAGS` all do it: the flags checked, the
-// launch detected and announced, --dry-run's plan (on ctx.out), the backend, the reporters,
-// the job. Returns the result on the first process; nothing on the others, nor on a dry run.
+// launch detected and announced, --dry-run's plan (on ctx.out), the backend, the reporters
+// (with the table on stdout, a progress line on stderr when that is a terminal the table does
+// not scroll by on), the job. Returns the result on the first process; nothing on the others, nor
+// on a dry run.
 std::optional<RunResult> PerformRun(const RunFlags& flags, std::vector<std::string> command_line,
-                                    const CommandContext& ctx, const RunTable& table);
+                                    const CommandContext& ctx, RunTable table);
 
 // `run`: PerformRun with the table on ctx.out; the exit code is analyze's rule (RunFailed).
 int ExecuteRun(const RunFlags& flags, const CommandContext& ctx);

@@ -17,7 +17,6 @@ fail() {
   failures=$((failures + 1))
 }
 
-
 fresh() {  # $1: name: a fresh copy of the fixture in $work/$1
   rm -rf "${work:?}/$1"
   cp -r "$source_dir/tests/layers/fixture" "$work/$1"
