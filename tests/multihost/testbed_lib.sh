@@ -101,6 +101,10 @@ at_most() { [ "$1" -le "$2" ] || {
   return 1
 }; }
 parses() { jq -e . "$1" >/dev/null; }
+matches() { grep -qE -- "$2" "$1" || {
+  echo "  no line of $1 matches '$2'" >&2
+  return 1
+}; }
 contains() { grep -qF -- "$2" "$1" || {
   echo "  '$2' not in $1" >&2
   return 1
