@@ -61,8 +61,16 @@ class TcpStoreServer {
   std::unique_ptr<Impl> impl_;
 };
 
+// What a client knows of the store's listener when it connects. kMaybeNotYet: rank 0 may
+// not have started, so a refused connect is retried. kKnown: the store was seen listening
+// (its port was published after it bound, by the port file or MPI's broadcast, or another
+// connection of this process reached it), so a refused connect means process 0 is gone and
+// fails at once rather than retrying to the connect deadline.
+enum class StoreListening { kMaybeNotYet, kKnown };
+
 // A process's connection to a TcpStoreServer. Connecting retries until `connect_timeout`,
-// so ranks may start before rank 0; a host that drops SYNs costs that timeout, not the
+// so ranks may start before rank 0 (unless `listening` says it was seen: then a refusal
+// is a BackendError at once); a host that drops SYNs costs that timeout, not the
 // kernel's two minutes of retries. Every request then has a deadline: `io_timeout` to send
 // it, and its own wait (a Get's timeout) plus `io_timeout` for the reply. Thread-safe: one
 // request at a time per client. Deadlines throw StoreTimeoutError.
@@ -70,7 +78,8 @@ class TcpStoreClient : public Store {
  public:
   static constexpr std::chrono::milliseconds kDefaultIoTimeout{30000};
   TcpStoreClient(const std::string& host, uint16_t port, std::chrono::milliseconds connect_timeout,
-                 std::chrono::milliseconds io_timeout = kDefaultIoTimeout);
+                 std::chrono::milliseconds io_timeout = kDefaultIoTimeout,
+                 StoreListening listening = StoreListening::kMaybeNotYet);
   ~TcpStoreClient() override;
   void Set(const std::string& key, const std::vector<char>& value) override;
   std::vector<char> Get(const std::string& key, std::chrono::milliseconds timeout) override;
@@ -115,10 +124,14 @@ class JobStore {
   JobStore& operator=(const JobStore&) = delete;
   // The port every process of the job connects to.
   uint16_t port() const { return port_; }
+  // kKnown when the port was read from the port file, which process 0 writes only once its
+  // store listens; kMaybeNotYet for a fixed MASTER_PORT, which a process may meet first.
+  StoreListening listening() const { return listening_; }
 
  private:
   std::unique_ptr<TcpStoreServer> server_;
   uint16_t port_ = 0;
+  StoreListening listening_ = StoreListening::kMaybeNotYet;
   std::string published_;  // the file this process wrote, removed at the end
 };
 

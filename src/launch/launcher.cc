@@ -206,6 +206,7 @@ class Rendezvous {
         where = AdvertisedAddress() + " " + std::to_string(server_->port());
       }
       where = mpi->Broadcast(where);
+      listening_ = StoreListening::kKnown;  // broadcast once process 0's server listened
       const size_t space = where.find(' ');
       master_addr_ = where.substr(0, space);
       port_ = static_cast<uint16_t>(std::atoi(where.c_str() + space + 1));
@@ -213,6 +214,7 @@ class Rendezvous {
       job_store_ = std::make_unique<JobStore>(JobStoreOptions{
           .serve = process == 0, .port = port_, .port_file = launch.port_file, .timeout = timeout});
       port_ = job_store_->port();
+      listening_ = job_store_->listening();
       master_addr_ = launch.master_addr;
     }
   }
@@ -220,7 +222,7 @@ class Rendezvous {
   // A store for one rank thread; `owned` keeps a client alive while the thread runs.
   Store& ForThread(std::unique_ptr<TcpStoreClient>& owned) const {
     if (shared_) return *shared_;
-    owned = std::make_unique<TcpStoreClient>(master_addr_, port_, timeout_);
+    owned = Connect(TcpStoreClient::kDefaultIoTimeout);
     return *owned;
   }
 
@@ -230,11 +232,16 @@ class Rendezvous {
 
   // A connection of its own whose every request has `io_timeout`: the heartbeat's.
   std::unique_ptr<TcpStoreClient> Connect(std::chrono::milliseconds io_timeout) const {
-    return std::make_unique<TcpStoreClient>(master_addr_, port_, timeout_, io_timeout);
+    auto client = std::make_unique<TcpStoreClient>(master_addr_, port_, timeout_, io_timeout,
+                                                   listening_.load());
+    // Seen listening: from now on a refused connect of this process means process 0 is gone.
+    listening_ = StoreListening::kKnown;
+    return client;
   }
 
  private:
   std::chrono::milliseconds timeout_;
+  mutable std::atomic<StoreListening> listening_{StoreListening::kMaybeNotYet};
   std::unique_ptr<TcpStoreServer> server_;  // under MPI, whose broadcast publishes the port
   std::unique_ptr<JobStore> job_store_;     // under the env launcher
   std::unique_ptr<Store> shared_;

@@ -262,13 +262,17 @@ struct TcpStoreServer::Impl {
         if (errno == EINTR) continue;
         return;
       }
-      if (stopping) return;
+      // Drained before `stopping` is read: the destructor sets it and then writes its byte,
+      // so a drain that swallows that byte (with a leaving connection's) still sees the stop.
+      // Read first, a stop coming between the read and the drain was lost, and the next poll
+      // waited forever in the destructor's join.
       if (fds[1].revents != 0) {
         char drain[256];
         while (::read(wake[0], drain, sizeof drain) > 0) {
         }
-        Reap();
       }
+      if (stopping) return;
+      if (fds[1].revents != 0) Reap();
       if ((fds[0].revents & POLLIN) == 0) continue;
       const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd < 0) continue;
@@ -361,8 +365,9 @@ StoreServerStats TcpStoreServer::stats() const {
 
 namespace {
 
-// One non-blocking connect to `a` by `deadline`: the fd, or -1 with `error` saying why.
-int ConnectBy(const addrinfo& a, Deadline deadline, std::string* error) {
+// One non-blocking connect to `a` by `deadline`: the fd, or -1 with `error` saying why
+// (and `refused` set when the host answered with a reset: nothing listens on the port).
+int ConnectBy(const addrinfo& a, Deadline deadline, std::string* error, bool* refused) {
   const int fd = ::socket(a.ai_family, a.ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a.ai_protocol);
   if (fd < 0) {
     *error = std::strerror(errno);
@@ -383,6 +388,7 @@ int ConnectBy(const addrinfo& a, Deadline deadline, std::string* error) {
   }
   if (rc != 0) {
     *error = std::strerror(errno);
+    *refused = *refused || errno == ECONNREFUSED;
     ::close(fd);
     return -1;
   }
@@ -393,11 +399,12 @@ int ConnectBy(const addrinfo& a, Deadline deadline, std::string* error) {
 
 TcpStoreClient::TcpStoreClient(const std::string& host, uint16_t port,
                                std::chrono::milliseconds connect_timeout,
-                               std::chrono::milliseconds io_timeout)
+                               std::chrono::milliseconds io_timeout, StoreListening listening)
     : where_(host + ":" + std::to_string(port)), io_timeout_(io_timeout) {
   const auto deadline = Clock::now() + connect_timeout;
   std::string last_error = "no address";
   for (;;) {
+    bool refused = false;
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -407,11 +414,18 @@ TcpStoreClient::TcpStoreClient(const std::string& host, uint16_t port,
       last_error = std::string("cannot resolve host: ") + ::gai_strerror(gai);
     } else {
       for (addrinfo* a = found; a != nullptr && fd_ < 0; a = a->ai_next) {
-        fd_ = ConnectBy(*a, deadline, &last_error);
+        fd_ = ConnectBy(*a, deadline, &last_error, &refused);
       }
       ::freeaddrinfo(found);
     }
     if (fd_ >= 0) break;
+    if (refused && listening == StoreListening::kKnown) {
+      throw BackendError(
+          "rendezvous: the store of rank 0 at " + where_ + " refused the connection (" +
+          last_error +
+          ") after it had listened there: process 0 ended or died (or the port was read from "
+          "a FABRICSCOPE_PORT_FILE an earlier job left)");
+    }
     if (Clock::now() >= deadline) {
       throw StoreTimeoutError("rendezvous: cannot reach the store of rank 0 at " + where_ +
                                   " within " + std::to_string(connect_timeout.count()) +
@@ -581,10 +595,14 @@ JobStore::JobStore(const JobStoreOptions& options) : port_(options.port) {
         "MASTER_PORT to a free port");
   }
   if (!options.serve) {
-    if (port_ == 0) port_ = AwaitPortFile(options.port_file, options.timeout);
+    if (port_ == 0) {
+      port_ = AwaitPortFile(options.port_file, options.timeout);
+      listening_ = StoreListening::kKnown;
+    }
     return;
   }
   server_ = std::make_unique<TcpStoreServer>(port_);
+  listening_ = StoreListening::kKnown;  // its own
   if (port_ != 0) return;
   port_ = server_->port();
   PublishPort(options.port_file, port_);

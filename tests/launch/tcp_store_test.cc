@@ -8,15 +8,18 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/binary_test.h"
 #include "fabricscope/error.h"
 
 namespace fabricscope {
@@ -269,6 +272,34 @@ TEST(TcpStoreServerTest, ClientsThatLeaveHaveTheirThreadsAndFdsReaped) {
   EXPECT_EQ(late.Get("k7", milliseconds(100)), Bytes("v"));
 }
 
+// The server closing just as a client leaves: the leaving connection wakes the acceptor to
+// reap it, and the stop must not be lost in that wake (the acceptor once drained the stop's
+// byte with the reap's and then polled forever, so the destructor never returned; seen once
+// as JobStoreTest.ProcessZeroPublishes... hanging to its 300 s ctest timeout). Each close is
+// watched: one that does not end in 10 s fails the test and ends the binary, as a hung
+// destructor cannot be joined.
+TEST(TcpStoreServerTest, ClosingAsAClientLeavesNeverHangs) {
+  for (int i = 0; i < 20000; ++i) {
+    auto server = std::make_unique<TcpStoreServer>(0);
+    {
+      TcpStoreClient client("127.0.0.1", server->port(), milliseconds(5000));
+      client.Set("k", Bytes("v"));
+    }
+    std::promise<void> closed;
+    std::future<void> done = closed.get_future();
+    std::thread closer([&server, &closed] {
+      server.reset();
+      closed.set_value();
+    });
+    if (done.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      ADD_FAILURE() << "the server's destructor did not return in 10 s (close " << i
+                    << "): the acceptor lost the stop";
+      std::_Exit(1);
+    }
+    closer.join();
+  }
+}
+
 TEST(TcpStoreServerTest, ASetWakesOnlyTheWaitersOnItsKey) {
   TcpStoreServer server(0);
   constexpr size_t kWaiters = 6;
@@ -341,6 +372,52 @@ TEST_F(JobStoreTest, ProcessZeroPublishesTheBoundPortAndTheOthersMeetItThere) {
   owner.reset();
   EXPECT_FALSE(fs::exists(dir_ / "port"));  // the owner removes what it published
   for (const auto& entry : fs::directory_iterator(dir_)) ADD_FAILURE() << entry.path();
+}
+
+// A port read from the port file was listening when process 0 wrote it: a refused connect
+// there means process 0 is gone, and fails at once (a BackendError naming the store), not a
+// retry to the connect deadline. A fixed MASTER_PORT, which a process may meet before rank 0
+// starts, still retries (NoServerIsATimeoutNamingTheAddress).
+TEST_F(JobStoreTest, APublishedPortThatRefusesMeansProcessZeroIsGone) {
+  const RefusingPort gone;
+  std::ofstream(dir_ / "port") << gone.port() << "\n";
+  const JobStore mine(Options(false));
+  EXPECT_EQ(mine.port(), gone.port());
+  ASSERT_EQ(mine.listening(), StoreListening::kKnown);
+  try {
+    TcpStoreClient client("127.0.0.1", mine.port(), milliseconds(600000),
+                          TcpStoreClient::kDefaultIoTimeout, mine.listening());
+    FAIL() << "connected to a refusing port";
+  } catch (const StoreTimeoutError& e) {
+    FAIL() << "retried to the deadline: " << e.what();
+  } catch (const BackendError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("127.0.0.1:" + std::to_string(gone.port()) + " refused the connection"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("process 0 ended or died"), std::string::npos) << what;
+  }
+  JobStoreOptions fixed = Options(false);
+  fixed.port = 29500;
+  EXPECT_EQ(JobStore(fixed).listening(), StoreListening::kMaybeNotYet);
+  EXPECT_EQ(JobStore(Options(true)).listening(), StoreListening::kKnown);
+}
+
+// The same through the binary: a process whose port file names a port nobody listens on
+// any more exits 3 with that reason, where it once retried for -T (300 s by default).
+class PortFileCliTest : public test::BinaryTest {};
+
+TEST_F(PortFileCliTest, AProcessWhoseStoreOwnerIsGoneExits3NamingIt) {
+  const RefusingPort gone;
+  const std::string file = Write("port", std::to_string(gone.port()) + "\n");
+  const test::Outcome o =
+      RunProgram(FABRICSCOPE_BINARY, "run --backend gloo -b 8 -e 8 -n 1 -w 0",
+                 "RANK=1 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=0 "
+                 "FABRICSCOPE_PORT_FILE=" +
+                     file);
+  EXPECT_EQ(o.exit_code, 3) << o.err;
+  EXPECT_NE(o.err.find("refused the connection"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("process 0 ended or died"), std::string::npos) << o.err;
 }
 
 TEST_F(JobStoreTest, AClientGivenAPortReadsNoFile) {
