@@ -26,6 +26,10 @@ enum class DataType {
 // The reduction ops of nccl-tests' -o flag.
 enum class ReduceOp { kSum, kProd, kMax, kMin, kAvg };
 
+// The op a host backend reduces with: an average is summed on the wire and divided once at
+// the end, as NCCL's ncclAvg does.
+constexpr ReduceOp CombiningOp(ReduceOp op) { return op == ReduceOp::kAvg ? ReduceOp::kSum : op; }
+
 // IEEE binary16, stored as bits; arithmetic goes through float with round-to-nearest-even.
 struct Half {
   uint16_t bits = 0;

@@ -13,11 +13,6 @@
 namespace fabricscope::check {
 namespace {
 
-bool Mentions(const std::vector<std::string>& lines, std::string_view word) {
-  return std::any_of(lines.begin(), lines.end(),
-                     [&](const std::string& line) { return line.find(word) != std::string::npos; });
-}
-
 // A band's spelling of an NCCL_ALGO name ("ring" -> "Ring"), empty when it is none of them.
 std::string BandSpelling(std::string_view name) {
   const std::string wanted = Lower(std::string(Trim(name)));

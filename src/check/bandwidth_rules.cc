@@ -11,13 +11,6 @@
 namespace fabricscope::check {
 namespace {
 
-bool Mentions(const std::vector<std::string>& lines, const std::string& word) {
-  for (const std::string& line : lines) {
-    if (line.find(word) != std::string::npos) return true;
-  }
-  return false;
-}
-
 std::string NicDescription(const Platform& p) {
   return fmt::format("{} x {:g} Gb/s", p.nics, p.nic_rate_gbps);
 }

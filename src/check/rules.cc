@@ -3,7 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace fabricscope::check {
 
@@ -35,6 +39,11 @@ const std::vector<Rule>& Rules() {
        LatencyRule},
   };
   return rules;
+}
+
+bool Mentions(const std::vector<std::string>& lines, std::string_view word) {
+  return std::any_of(lines.begin(), lines.end(),
+                     [&](const std::string& line) { return line.find(word) != std::string::npos; });
 }
 
 std::string Gbs(double value) {

@@ -48,6 +48,9 @@ std::optional<CheckFinding> FabricRule(const RuleContext& context);
 // so that "GH100 [H200 SXM 141GB]" names an H200 and not an H100.
 bool NamesGpu(const std::string& text, const std::string& gpu_model);
 
+// Whether any of `lines` contains `word`.
+bool Mentions(const std::vector<std::string>& lines, std::string_view word);
+
 // Number formats the reasons share: "330.0 GB/s" with one decimal, "101%".
 std::string Gbs(double value);
 std::string Percent(double fraction);

@@ -13,9 +13,11 @@
 #include <ostream>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "fabricscope/error.h"
 #include "fabricscope/locate.h"
+#include "fabricscope/statistics.h"
 
 namespace fabricscope {
 namespace {
@@ -174,17 +176,6 @@ std::vector<Record> ReadFile(const std::string& path) {
 
 namespace {
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  double m = v[mid];
-  if (v.size() % 2 == 0) {
-    m = (m + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid))) / 2;
-  }
-  return m;
-}
-
 using PairKey = std::tuple<std::string, std::string, int>;
 
 // One pair measurement of a file: its round, pair and both collectives' log bandwidth.
@@ -225,7 +216,8 @@ RecordedNoise::Deviation MedianOf(const std::vector<RecordedNoise::Deviation>& v
     sr.push_back(d.sendrecv);
     ar.push_back(d.all_reduce);
   }
-  return {Median(sr), Median(ar)};
+  if (v.empty()) return {0, 0};
+  return {Median(std::move(sr)), Median(std::move(ar))};
 }
 
 RecordedNoise::Deviation Minus(RecordedNoise::Deviation x, RecordedNoise::Deviation y) {

@@ -119,9 +119,6 @@ bool Overlaps(const void* a, const void* b, size_t bytes) {
   return x < y + bytes && y < x + bytes;
 }
 
-// avg is summed on the wire and divided once at the end, as NCCL's ncclAvg does.
-ReduceOp CombiningOp(ReduceOp op) { return op == ReduceOp::kAvg ? ReduceOp::kSum : op; }
-
 gloo::AllreduceOptions::Func ReduceFunction(DataType type, ReduceOp op) {
   const ReduceOp combine = CombiningOp(op);
   return [type, combine](void* out, const void* a, const void* b, size_t n) {

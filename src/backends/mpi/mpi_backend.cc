@@ -80,9 +80,6 @@ bool Overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
   return x < y + b_bytes && y < x + a_bytes;
 }
 
-// avg is summed on the wire and divided once at the end, as NCCL's ncclAvg does.
-ReduceOp CombiningOp(ReduceOp op) { return op == ReduceOp::kAvg ? ReduceOp::kSum : op; }
-
 // half and bfloat16 have no MPI type: they travel as MPI_UINT16_T and reduce through user
 // ops, one function per (type, op), so the callback needs no state at all. MPI defines
 // inout[i] = in[i] (op) inout[i]; every op here is commutative.
