@@ -600,6 +600,9 @@ class JobRunner {
     try {
       std::unique_ptr<TcpStoreClient> client;
       Store& store = rendezvous_->ForThread(client);
+      // A rank that failed on a peer's closed connection may have lost a survivor that read
+      // process 0's abort and left: the abort names the process that really went silent.
+      if (first_error_ && liveness_) AppendPublishedAbort();
       // Done before saying so: process 0 then never takes this one's end for silence.
       if (process_ != 0) liveness_.reset();
       store.Set("done/" + std::to_string(process_), {first_error_ ? 'E' : 'K'});
@@ -611,6 +614,16 @@ class JobRunner {
     liveness_.reset();
     if (first_error_ && !missing.empty()) {
       first_message_ += "; never finished: " + missing + ", which died or hangs";
+    }
+  }
+
+  // After this process's own error: process 0's abort, when it has published one that the
+  // heartbeat has not already added.
+  void AppendPublishedAbort() {
+    const std::string abort = liveness_->PublishedAbort();
+    const std::lock_guard lock(error_mutex_);
+    if (!abort.empty() && first_message_.find(abort) == std::string::npos) {
+      first_message_ += "; then " + abort;
     }
   }
 

@@ -112,6 +112,27 @@ std::string Liveness::FindSilent(int* silent) {
   return "";
 }
 
+std::string Liveness::ReadAbort() {
+  try {
+    const std::vector<char> abort = store_->Get(kAbortKey, std::chrono::milliseconds(0));
+    // Process 0 serves the store until every live process has read why the job ends.
+    store_->Set(AckKey(options_.process), {'K'});
+    return {abort.begin(), abort.end()};
+  } catch (const StoreTimeoutError&) {
+    throw;
+  } catch (const TimeoutError&) {
+    return "";  // no abort: the job goes on
+  }
+}
+
+std::string Liveness::PublishedAbort() {
+  try {
+    return ReadAbort();
+  } catch (const Error&) {
+    return "";  // the store is gone: the caller's own error says what failed
+  }
+}
+
 bool Liveness::Beat() {
   if (fired_) return true;
   const std::string phase = options_.phase ? options_.phase() : "";
@@ -119,16 +140,7 @@ bool Liveness::Beat() {
   try {
     store_->Set(Key(options_.process),
                 Bytes(fmt::format("{}\t{}\t{}", ++seq_, options_.host, phase)));
-    try {
-      const std::vector<char> abort = store_->Get(kAbortKey, std::chrono::milliseconds(0));
-      message.assign(abort.begin(), abort.end());
-      // Process 0 serves the store until every live process has read why the job ends.
-      store_->Set(AckKey(options_.process), {'K'});
-    } catch (const StoreTimeoutError&) {
-      throw;
-    } catch (const TimeoutError&) {
-      // No abort: the job goes on.
-    }
+    message = ReadAbort();
     if (message.empty() && options_.process == 0) {
       int silent = 0;
       message = FindSilent(&silent);

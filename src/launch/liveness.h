@@ -51,6 +51,12 @@ class Liveness {
   // something went silent (on_silent was called). The thread calls it every interval.
   bool Beat();
 
+  // Why process 0 ended the job, when it has said so (the silent process, described), read
+  // once and acknowledged; empty when it has not, or the store is gone. For a process whose
+  // own rank failed first: a peer that read the abort and left closes its connections, and
+  // the failure that causes names that survivor, not the process that went silent.
+  std::string PublishedAbort();
+
  private:
   struct Seen {
     std::string value;  // the last beat: "seq\thost\tphase"
@@ -60,6 +66,9 @@ class Liveness {
   // Process 0: the first process whose beat stopped changing `silence` ago, described;
   // `silent` gets its number.
   std::string FindSilent(int* silent);
+  // The abort key's message, acknowledged; empty when there is none. Throws the store's
+  // errors but a missing key's.
+  std::string ReadAbort();
   // Process 0, after the abort: waits (one silence at most) until every other process still
   // beating has read it, so none finds the store gone instead of the reason.
   void AwaitAcks(int silent);

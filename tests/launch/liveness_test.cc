@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "fabricscope/tcp_store.h"
 
@@ -96,6 +97,31 @@ TEST(LivenessTest, ProcessZeroNamesAStoppedProcessItsHostAndPhase) {
   ::waitpid(child, nullptr, 0);
   ::close(port_pipe[0]);
   ::close(port_pipe[1]);
+}
+
+// A process whose own rank failed asks for the abort once before it ends: a survivor that read
+// it and left closed its connections, so the rank's error names that survivor; the abort
+// names the process that went silent. Asked before process 0 said anything: nothing, and the
+// job goes on; asked after: the message, acknowledged so process 0 need not wait for a beat;
+// asked with the store gone: nothing, and no throw (the rank's own error stands).
+TEST(LivenessTest, APublishedAbortIsReadWhenAskedAndAcknowledged) {
+  auto server = std::make_unique<TcpStoreServer>(0);
+  const uint16_t port = server->port();
+  LivenessOptions options = Options(1, "hostB", "sweep");
+  options.interval = std::chrono::minutes(10);  // no beat of its own reads the abort first
+  options.silence = std::chrono::minutes(10);
+  Liveness beat(options, std::make_unique<TcpStoreClient>("127.0.0.1", port, milliseconds(5000)),
+                nullptr);
+  EXPECT_EQ(beat.PublishedAbort(), "");
+  TcpStoreClient zero("127.0.0.1", port, milliseconds(5000));
+  const std::string silent =
+      "process 3 (rank 3 on fsf274) went silent during sweep (all_reduce of 512 float elements, "
+      "2048 bytes): no heartbeat for 10 s";
+  zero.Set("live/abort", std::vector<char>(silent.begin(), silent.end()));
+  EXPECT_EQ(beat.PublishedAbort(), silent);
+  EXPECT_EQ(zero.Get("live/ack/1", milliseconds(1000)), std::vector<char>{'K'});
+  server.reset();
+  EXPECT_EQ(beat.PublishedAbort(), "");
 }
 
 TEST(LivenessTest, AProcessThatSaysItIsDoneIsNotSilent) {
