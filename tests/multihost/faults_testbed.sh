@@ -104,9 +104,10 @@ test_blackhole() {
   check "blackhole: rows measured before the fault" at_least "$before" 4
   cut_off down
   elapsed=$(await blackhole 40000 0 1 2)
-  # The last phase rank 3 published: a timed all_reduce, or the untimed barrier that lines
-  # the ranks up before each size (src/launch/engine.cc, "One untimed op and a barrier").
-  check_named_ending blackhole "$elapsed" "sweep \\((all_reduce of |barrier, )"
+  # The last phase rank 3 published, any call of a sweep (src/launch/engine.cc): a timed
+  # all_reduce, the untimed barrier that lines the ranks up before each size ("One untimed op
+  # and a barrier"), or the all_gather of each rank's time after it (one double per rank).
+  check_named_ending blackhole "$elapsed" "sweep \\((all_reduce of |barrier, |all_gather of 1 double)"
   check "blackhole: the JSON file parses" parses "$json"
   check "blackhole: the JSON file holds the $before rows measured before the fault" at_least \
     "$(rows_in "$json")" "$before"
