@@ -104,10 +104,12 @@ test_blackhole() {
   check "blackhole: rows measured before the fault" at_least "$before" 4
   cut_off down
   elapsed=$(await blackhole 40000 0 1 2)
-  # The last phase rank 3 published, any call of a sweep (src/launch/engine.cc): a timed
-  # all_reduce, the untimed barrier that lines the ranks up before each size ("One untimed op
+  # The last phase rank 3 published, any call of a sweep (src/launch/engine.cc) as the
+  # watchdog names it (src/launch/watchdog.cc): a timed all_reduce or the wait for its
+  # completion, the untimed barrier that lines the ranks up before each size ("One untimed op
   # and a barrier"), or the all_gather of each rank's time after it (one double per rank).
-  check_named_ending blackhole "$elapsed" "sweep \\((all_reduce of |barrier, |all_gather of 1 double)"
+  check_named_ending blackhole "$elapsed" \
+    "sweep \\((completion of the enqueued )?(all_reduce of |all_gather of 1 double|barrier, )"
   check "blackhole: the JSON file parses" parses "$json"
   check "blackhole: the JSON file holds the $before rows measured before the fault" at_least \
     "$(rows_in "$json")" "$before"
