@@ -387,8 +387,9 @@ int ConnectBy(const addrinfo& a, Deadline deadline, std::string* error, bool* re
     rc = so_error == 0 ? 0 : -1;
   }
   if (rc != 0) {
-    *error = std::strerror(errno);
-    *refused = *refused || errno == ECONNREFUSED;
+    const int why = errno;
+    *error = std::strerror(why);
+    *refused = *refused || why == ECONNREFUSED;
     ::close(fd);
     return -1;
   }
