@@ -28,7 +28,7 @@
 // to NCCL_DEBUG_FILE or stdout. FAKE_GPU_TRACE gets one line per call.
 //
 // The profiler plugin (NCCL_PROFILER_PLUGIN) is loaded and driven as NCCL 2.30.7 does it
-// (fake_profiler.h, which also reads FAKE_NCCL_SLOW_PEER=src:dst:us, a slow link, and
+// (fake_profiler.h, which also reads FAKE_NCCL_SLOW_PEER=src:dst:factor, a slow link, and
 // FAKE_NCCL_PROFILER_MAX_VERSION); FAKE_NCCL_SLOW=rank:us makes that rank call every collective
 // that much later, as a rank with slow compute does, so the others wait for it.
 #include <fcntl.h>

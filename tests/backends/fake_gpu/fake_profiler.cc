@@ -54,7 +54,7 @@ constexpr int kProxyOpMask =
 struct SlowPeer {
   int src = -1;
   int dst = -1;
-  int us = 0;
+  double factor = 1;  // the link's send ProxyOps last this many times the kernel's time
 };
 
 struct Plugin {
@@ -110,12 +110,12 @@ void* OpenAsNcclDoes() {
   return nullptr;
 }
 
-// FAKE_NCCL_SLOW_PEER=src:dst:us, read here only.
+// FAKE_NCCL_SLOW_PEER=src:dst:factor, read here only.
 SlowPeer ReadSlowPeer() {
   SlowPeer s;
   if (const char* v = std::getenv("FAKE_NCCL_SLOW_PEER"); v != nullptr && v[0] != '\0') {
-    if (std::sscanf(v, "%d:%d:%d", &s.src, &s.dst, &s.us) != 3 || s.us < 0) {
-      std::fprintf(stderr, "fake nccl: FAKE_NCCL_SLOW_PEER=%s is not src:dst:microseconds\n", v);
+    if (std::sscanf(v, "%d:%d:%lf", &s.src, &s.dst, &s.factor) != 3 || !(s.factor >= 1)) {
+      std::fprintf(stderr, "fake nccl: FAKE_NCCL_SLOW_PEER=%s is not src:dst:factor (>= 1)\n", v);
       std::abort();  // a test double's misuse: the test is wrong
     }
   }
@@ -560,13 +560,15 @@ void KernelBegin(const std::shared_ptr<Flight>& flight) {
 namespace {
 
 bool SlowLink(const Plugin& p, int rank, const Proxy& proxy) {
-  return p.slow.us > 0 && rank == p.slow.src && proxy.send && proxy.peer == p.slow.dst;
+  return p.slow.factor > 1 && rank == p.slow.src && proxy.send && proxy.peer == p.slow.dst;
 }
 
 // src/plugin/profiler.cc: ProxyStep events per step when asked for
 // (ncclProfilerStartSendProxyStepEvent, RecordProxyStepEventState, StopProxyStepEvent),
-// then the ProxyOp's stop (ncclProfilerStopProxyOpEvent).
-void FinishProxy(Flight* f, const Proxy& proxy, int mask) {
+// then the ProxyOp's stop (ncclProfilerStopProxyOpEvent). A slow link's stop waits (factor - 1)
+// times the kernel's time (kernel_ns), so the link is slower by the same ratio whether a
+// collective takes 100 us (an optimised build) or 40 ms (ThreadSanitizer on a loaded machine).
+void FinishProxy(Flight* f, const Proxy& proxy, int mask, uint64_t kernel_ns) {
   const Plugin& p = ThePlugin();
   if ((mask & ncclProfileProxyStep) != 0 && proxy.handle != nullptr) {
     for (int step = 0; step < 4; ++step) {
@@ -583,8 +585,10 @@ void FinishProxy(Flight* f, const Proxy& proxy, int mask) {
       StopEvent(h);
     }
   }
-  if (SlowLink(p, f->rank, proxy))
-    std::this_thread::sleep_for(std::chrono::microseconds(p.slow.us));
+  if (SlowLink(p, f->rank, proxy)) {
+    std::this_thread::sleep_for(std::chrono::nanoseconds(
+        static_cast<uint64_t>((p.slow.factor - 1) * static_cast<double>(kernel_ns))));
+  }
   StopEvent(proxy.handle);
 }
 
@@ -596,11 +600,12 @@ void FinishProxy(Flight* f, const Proxy& proxy, int mask) {
 void KernelEnd(const std::shared_ptr<Flight>& flight) {
   if (flight == nullptr) return;
   const uint64_t gpu_stop = GpuTimerNs();
+  const uint64_t kernel_ns = gpu_stop - flight->gpu_start;
   std::shared_ptr<Flight> f = flight;
-  flight->comm->proxy->Post([f, gpu_stop] {
+  flight->comm->proxy->Post([f, gpu_stop, kernel_ns] {
     int mask = 0;
     for (const Task& t : f->tasks) mask |= t.mask;
-    for (const Proxy& proxy : f->proxies) FinishProxy(f.get(), proxy, mask);
+    for (const Proxy& proxy : f->proxies) FinishProxy(f.get(), proxy, mask, kernel_ns);
     for (auto& channels : f->kernel) {
       for (void* h : channels) {
         if (h == nullptr) continue;

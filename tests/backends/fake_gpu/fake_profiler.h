@@ -16,9 +16,10 @@
 //   (pTimer), whose clock is not the host's;
 // - Broadcast (as AllGatherV) gets no Coll event; AlltoAll, Gather and Scatter are P2p
 //   tasks (Send, Recv per peer), as is a send or receive.
-// FAKE_NCCL_SLOW_PEER=src:dst:us makes rank src's link to rank dst slow: its send ProxyOps
-// towards dst end `us` later (the proxy thread waits), the kernels' GPU times are left as
-// they are.
+// FAKE_NCCL_SLOW_PEER=src:dst:factor makes rank src's link to rank dst slow: its send
+// ProxyOps towards dst end (factor - 1) kernel times later (the proxy thread waits), so they
+// last about `factor` times the other links' whatever the build's speed; the kernels' GPU
+// times are left as they are.
 #pragma once
 
 #include <cstddef>
