@@ -263,6 +263,12 @@ int Enqueue(void* stream, int device, std::shared_ptr<const Task> task) {
   return kSuccess;
 }
 
+bool Capturing(void* stream, int device) {
+  CUstream_st* s = Resolve(static_cast<CUstream_st*>(stream), device);
+  const std::lock_guard lock(s->mutex);
+  return s->capturing;
+}
+
 void* HostView(const void* ptr, size_t bytes, int* device) {
   return Runtime::Get().HostView(ptr, bytes, device);
 }

@@ -19,6 +19,9 @@ using Task = std::function<void()>;
 // stream is being captured. Returns a cudaError_t.
 int Enqueue(void* stream, int device, std::shared_ptr<const Task> task);
 
+// Whether `stream` (null: the default stream of `device`) is being captured into a graph.
+bool Capturing(void* stream, int device);
+
 // The fakes' own view of device memory [ptr, ptr + bytes), or null when that range is not
 // inside one allocation; `device` gets the allocation's device.
 void* HostView(const void* ptr, size_t bytes, int* device);

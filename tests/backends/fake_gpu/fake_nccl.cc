@@ -793,23 +793,51 @@ thread_local std::map<std::string, const CommImpl*> ungrouped_driver;
 
 bool Grouped() { return group.depth > 0; }
 
+// The kernel's run on the stream: KernelCh events around the work, ProxyOps finished after.
+void RunKernel(const Op& op, const std::shared_ptr<fake_profiler::Flight>& flight) {
+  CommImpl& c = *op.comm;
+  fake_profiler::KernelBegin(flight);
+  const int rc = Execute(op);
+  fake_profiler::KernelEnd(flight);
+  if (rc != kSuccess && !c.aborted.load() && c.async_error.load() == kSuccess) {
+    c.SetError("fake nccl: " + op.name + ": a peer aborted");
+    c.async_error.store(rc);
+  }
+}
+
+// NVIDIA/nccl v2.30.7-1 (73cf112295c33aee2b895f329f592f2a9b4b0f97), src/group.cc doLaunches:
+// per plan ncclLaunchKernel, then ncclLaunchKernelAfter_NoCuda (src/enqueue.cc), which calls
+// hostStreamPlanTask (the Group and Coll events, the proxy ops) directly on the launching
+// thread unless ncclLaunchPrepare set plan->isHostCbEnq: only for a persistent plan (a graph
+// being captured), CUDA_LAUNCH_BLOCKING, or a persistent plan still running, does it run as
+// a host callback on the stream (hostStreamPlanCallback), once per replay. So a rank whose
+// host calls late starts its Coll late even when its stream is busy, as on a GPU.
 void Launch(Op op) {
-  // Each run of the task (a replayed graph runs it again) is one plan: its profiler events
-  // in NCCL 2.30's order (fake_profiler.h).
   fake_profiler::KernelLaunch(op.comm->profiler, op.tasks);
-  auto task = std::make_shared<const fake_gpu::Task>([op] {
-    CommImpl& c = *op.comm;
-    if (c.async_error.load() != kSuccess || c.aborted.load()) return;  // a failed comm stops
-    const auto flight = fake_profiler::PlanStart(c.profiler, c.rank, op.tasks);
-    fake_profiler::KernelBegin(flight);
-    const int rc = Execute(op);
-    fake_profiler::KernelEnd(flight);
-    if (rc != kSuccess && !c.aborted.load() && c.async_error.load() == kSuccess) {
-      c.SetError("fake nccl: " + op.name + ": a peer aborted");
-      c.async_error.store(rc);
-    }
+  CommImpl& c = *op.comm;
+  if (fake_gpu::Capturing(op.stream, c.device)) {
+    // Each run of the task (a replayed graph runs it again) is one plan.
+    auto task = std::make_shared<const fake_gpu::Task>([op] {
+      CommImpl& cc = *op.comm;
+      if (cc.async_error.load() != kSuccess || cc.aborted.load()) return;  // a failed comm stops
+      RunKernel(op, fake_profiler::PlanStart(cc.profiler, cc.rank, op.tasks));
+    });
+    fake_gpu::Enqueue(op.stream, c.device, std::move(task));
+    return;
+  }
+  // The plan's host half runs here, before the kernel has done anything (the fake queues the
+  // kernel after it so that the stream thread sees the plan's proxy ops: the plugin sees the
+  // same order of events either way).
+  std::shared_ptr<fake_profiler::Flight> flight;
+  if (c.async_error.load() == kSuccess && !c.aborted.load()) {
+    flight = fake_profiler::PlanStart(c.profiler, c.rank, op.tasks);
+  }
+  auto task = std::make_shared<const fake_gpu::Task>([op, flight] {
+    CommImpl& cc = *op.comm;
+    if (cc.async_error.load() != kSuccess || cc.aborted.load()) return;  // a failed comm stops
+    RunKernel(op, flight);
   });
-  fake_gpu::Enqueue(op.stream, op.comm->device, std::move(task));
+  fake_gpu::Enqueue(op.stream, c.device, std::move(task));
 }
 
 // An operation, checked as NCCL checks its arguments, then launched or deferred.

@@ -486,7 +486,8 @@ void AddProxies(const Comm& comm, const Task& t, std::vector<Proxy>* out) {
 
 // src/enqueue.cc, hostStreamPlanTask: ncclProfilerStartGroupEvent, StartTaskEvents,
 // uploadProxyOps and ncclProxyStart (the proxy thread starts the ProxyOps), StopTaskEvents,
-// StopGroupEvent; all before the kernel has done anything.
+// StopGroupEvent; all before the kernel has done anything. Called on the launching thread, or
+// on the stream for a captured plan (fake_nccl.cc, Launch).
 std::shared_ptr<Flight> PlanStart(Comm* comm, int rank, std::vector<Task> tasks) {
   if (comm == nullptr) return nullptr;
   auto f = std::make_shared<Flight>();

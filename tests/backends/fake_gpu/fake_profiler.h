@@ -9,8 +9,10 @@
 //   end, GroupEndApiStart and the GroupApi stop;
 // - at the launch, on the launching thread: KernelLaunch started and stopped around it, when
 //   asked for;
-// - on the stream, before the kernel (hostStreamPlanTask): Group start, Coll and P2p starts,
-//   the proxy ops handed to the proxy thread, Coll and P2p stops, Group stop: back to back;
+// - after the launch, on the launching thread (hostStreamPlanTask, called directly by
+//   ncclLaunchKernelAfter_NoCuda; on the stream, once per replay, only for a plan captured
+//   into a graph): Group start, Coll and P2p starts, the proxy ops handed to the proxy
+//   thread, Coll and P2p stops, Group stop: back to back;
 // - on the proxy thread of the communicator: ProxyOp (and ProxyStep when asked for) per
 //   channel and peer, and KernelCh start and stop per channel carrying the GPU timer
 //   (pTimer), whose clock is not the host's;
@@ -59,7 +61,8 @@ void Append(Comm* comm, int rank, Task* task);
 void GroupEnd();
 // ncclLaunchKernel: on the launching thread, around the kernel's launch.
 void KernelLaunch(Comm* comm, const std::vector<Task>& tasks);
-// hostStreamPlanTask: on the stream, before the kernel.
+// hostStreamPlanTask: on the launching thread after the launch (on the stream for a captured
+// plan), before the kernel has done anything.
 std::shared_ptr<Flight> PlanStart(Comm* comm, int rank, std::vector<Task> tasks);
 // The kernel starts and ends on the stream; the proxy thread sees it.
 void KernelBegin(const std::shared_ptr<Flight>& flight);
