@@ -107,7 +107,7 @@ WatchWindow JudgeWindow(int64_t start, int64_t end, const std::vector<const Insp
     watch::JudgeBucket(&b, nodes, options, baseline, &w.alerts);
     w.buckets.push_back(std::move(b));
   }
-  w.ranks = watch::RankLateness(rs, options, &w.alerts);
+  w.ranks = watch::RankLateness(rs, options, &w.alerts, &w.notes);
   return w;
 }
 

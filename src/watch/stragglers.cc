@@ -53,7 +53,8 @@ std::map<Key, Lateness> Measure(const std::vector<const InspectorRecord*>& recor
 }  // namespace
 
 std::vector<WatchRank> RankLateness(const std::vector<const InspectorRecord*>& records,
-                                    const WatchOptions& options, std::vector<std::string>* alerts) {
+                                    const WatchOptions& options, std::vector<std::string>* alerts,
+                                    std::vector<std::string>* notes) {
   std::vector<WatchRank> out;
   for (const auto& [key, lateness] : Measure(records)) {
     WatchRank r;
@@ -71,13 +72,37 @@ std::vector<WatchRank> RankLateness(const std::vector<const InspectorRecord*>& r
   std::sort(out.begin(), out.end(), [](const WatchRank& a, const WatchRank& b) {
     return a.median_late_us > b.median_late_us;
   });
-  for (const WatchRank& r : out) {
+  for (WatchRank& r : out) {
     if (!r.straggler) continue;
+    // The noise: how late the latest of the other ranks is. A rank is named only when it
+    // stands out of that by the threshold itself; a loaded host makes every rank's start
+    // skew milliseconds wide (2026-11-28, TSan beside busy loops: a healthy rank 1.9 ms late
+    // and last in 18 of 34), and naming one of them would send the user to a healthy node.
+    const WatchRank* next = nullptr;
+    for (const WatchRank& o : out) {
+      if (&o != &r) {
+        next = &o;
+        break;
+      }
+    }
+    const double noise_us = next == nullptr ? 0 : next->median_late_us;
+    const std::string node = r.node.empty() ? "?" : r.node;
+    if (r.median_late_us - noise_us < options.straggler_us) {
+      r.straggler = false;
+      notes->push_back(fmt::format(
+          "# straggler inconclusive: rank {} on node {} starts its collectives {:.1f} ms after "
+          "the first rank (median) and is the last in {} of {}, but rank {} is {:.1f} ms late "
+          "too: the start skew is noise of that size; watch a longer window, or run "
+          "`fabricscope locate` on those nodes to decide",
+          r.rank, node, r.median_late_us / 1e3, r.last, r.groups, next->rank, noise_us / 1e3));
+      continue;
+    }
     alerts->push_back(fmt::format(
         "ALERT straggler: rank {} on node {} starts its collectives {:.1f} ms after the first "
-        "rank (median) and is the last in {} of {}; the other ranks wait for it: look at that "
-        "rank's compute, data loading and GPU (fabricscope doctor, locate)",
-        r.rank, r.node.empty() ? "?" : r.node, r.median_late_us / 1e3, r.last, r.groups));
+        "rank (median; the next rank {:.1f} ms) and is the last in {} of {}; the other ranks "
+        "wait for it: look at that rank's compute, data loading and GPU (fabricscope doctor, "
+        "locate)",
+        r.rank, node, r.median_late_us / 1e3, noise_us / 1e3, r.last, r.groups));
   }
   return out;
 }

@@ -11,8 +11,11 @@
 
 namespace fabricscope::watch {
 
-// Ranks by median lateness, latest first; adds an alert line per straggler.
+// Ranks by median lateness, latest first; adds an alert line per straggler that stands out
+// of the other ranks' lateness by options.straggler_us, and an "inconclusive" note (with the
+// next rank's lateness, the noise) for one that does not.
 std::vector<WatchRank> RankLateness(const std::vector<const InspectorRecord*>& records,
-                                    const WatchOptions& options, std::vector<std::string>* alerts);
+                                    const WatchOptions& options, std::vector<std::string>* alerts,
+                                    std::vector<std::string>* notes);
 
 }  // namespace fabricscope::watch
