@@ -41,7 +41,8 @@ configure-run: deps-build
 build-run: configure-run
 	cmake --build $(BUILD) -j $(JOBS) --target fabricscope
 
-# The main job on the local default: a validated all_reduce sweep over 4 thread ranks.
+# The main job on the local default: a validated all_reduce sweep over up to 4 thread ranks
+# (no more than the cores).
 run: build-run
 	./$(BUILD)/fabricscope run
 
