@@ -35,7 +35,11 @@ fail() {
 # The job: two processes under mpirun (which finds its own ports), each with the plugin; the
 # fake NCCL makes rank 1 call every collective 20 ms late, so rank 0 waits for it. It runs
 # until the test has seen what it checks (then the exit trap stops it): rates need two
-# scrapes of each series while it still grows, whatever the load.
+# scrapes of each series while it still grows, whatever the load. Cycles of 20 (-N 0), not
+# one sweep of 100000 iterations: NCCL 2.30 starts a collective's events at its enqueue
+# (hostStreamPlanTask on the launching thread), so a host 100000 calls ahead of the GPU
+# would hold every one of the plugin's 256 in-flight slots, and rank 0's series would stop
+# growing once those had completed (seen once the fake did as NCCL does).
 mkdir -p "$work/targets"
 job=i17-prom-$$
 common=(NCCL_PROFILER_PLUGIN="$plugin" FABRICSCOPE_PROFILER_PROM_LISTEN=127.0.0.1:0
@@ -74,7 +78,7 @@ OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none \
   "$mpiexec" --allow-run-as-root --oversubscribe -np 2 "${exports[@]}" \
   -x FAKE_NCCL_SLOW=1:20000 \
   "$fabricscope" run --backend nccl --nccl-lib "$fake_nccl" --gpu-runtime-lib "$fake_cudart" \
-  -b 64K -e 64K -n 100000 >"$work/run.log" 2>&1 &
+  -b 64K -e 64K -n 20 -N 0 >"$work/run.log" 2>&1 &
 pids+=($!)
 
 # Poll the HTTP API until both ranks' series are stored (first samples take a few seconds).
