@@ -132,7 +132,12 @@ void* StartP2p(CommRecorder* comm, const Descr* d) {
   s.root = d->p2p.peer;
   s.channels = d->p2p.nChannels;
   s.p2p = true;
-  s.kernel_channels = d->p2p.nChannels;
+  // A send or receive to itself has no proxy op, and so no profiler proxy op and no KernelCh
+  // (NVIDIA/nccl v2.30.7-1 src/enqueue.cc, addP2pToPlan: `nProxyOps = selfSend ? 0 : 2`, and
+  // addProfilerProxyOpIfNeeded only beside a proxy op): waiting for nChannels KernelCh stops
+  // would hold its record (and a pool slot) for ever; it completes at its stop, timed on the
+  // CPU.
+  s.kernel_channels = d->p2p.peer == d->rank ? 0 : d->p2p.nChannels;
   return comm->Start(s);
 }
 

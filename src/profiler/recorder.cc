@@ -62,9 +62,11 @@ CommRecorder::CommRecorder(CommInfo info, const Settings& settings)
 
 ActiveEvent* CommRecorder::Start(const CollectiveStart& start) {
   if (min_bytes_ > 0) {
-    const uint64_t bytes =
-        start.count * NcclTypeSize(start.datatype != nullptr ? start.datatype : "");
-    if (bytes < min_bytes_) return nullptr;
+    // As NCCL's Inspector (NVIDIA/nccl v2.30.7-1 plugins/profiler/inspector/inspector_plugin.cc,
+    // inspectorShouldTrackColl): a type whose size is not known is kept. NCCL 2.30 names
+    // ncclUint8 "Unknown" (src/collectives.cc, ncclDatatypeToString has no case for it).
+    const size_t type_size = NcclTypeSize(start.datatype != nullptr ? start.datatype : "");
+    if (type_size > 0 && start.count * type_size < min_bytes_) return nullptr;
   }
   // Operations of a communicator complete in order: the next slot is almost always free.
   const uint64_t first = next_slot_.fetch_add(1, std::memory_order_relaxed);

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -318,6 +319,31 @@ TEST(WatchJudge, BusbwBelowThePlatformsBandAndASlowP99AreAlerts) {
 class WatchCli : public BinaryTest {
  protected:
   WatchCli() : BinaryTest("watch") {}
+
+  // A job of `procs` processes of `fabricscope run --backend nccl ARGS` on the fake NCCL
+  // (a TEST DOUBLE) with the profiler plugin, each with ENV too; process 0's store binds a
+  // port of its own and publishes it, the others read it. Their dumps go to profiles/.
+  fs::path RunFakeJob(const std::string& env, const std::string& args, int procs = 3) {
+    const fs::path out = dir_ / "profiles";
+    const std::string store =
+        " MASTER_ADDR=127.0.0.1 MASTER_PORT=0 FABRICSCOPE_PORT_FILE=" + (dir_ / "port").string();
+    std::string script;
+    for (int p = 0; p < procs; ++p) {
+      const std::string ps = std::to_string(p);
+      script += "(RANK=" + ps + " WORLD_SIZE=" + std::to_string(procs) + " LOCAL_RANK=" + ps +
+                store + " " + env + " NCCL_PROFILER_PLUGIN=" + PROFILER_PLUGIN_PATH +
+                " FABRICSCOPE_PROFILER_DUMP_DIR=" + out.string() + " " + FABRICSCOPE_BINARY +
+                " run --backend nccl --nccl-lib " + FAKE_NCCL_PATH + " --gpu-runtime-lib " +
+                FAKE_CUDART_PATH + " " + args + " >" + (dir_ / ("out" + ps)).string() +
+                " 2>&1; echo $? >" + (dir_ / ("rc" + ps)).string() + ") & ";
+    }
+    EXPECT_EQ(std::system(("timeout 120 sh -c '" + script + "wait'").c_str()), 0);
+    for (int p = 0; p < procs; ++p) {
+      EXPECT_EQ(Slurp(dir_ / ("rc" + std::to_string(p))), "0\n")
+          << Slurp(dir_ / ("out" + std::to_string(p)));
+    }
+    return out;
+  }
 };
 
 TEST_F(WatchCli, BadInputIsRefusedWithWhatAndHow) {
@@ -490,35 +516,21 @@ TEST_F(WatchCli, TheFakeNcclPassesTheEventsNcclPasses) {
     const size_t state = After(calls, "state " + kernel + " 22 timer=1\n", k);
     EXPECT_NE(After(calls, "stop " + kernel + "\n", state), std::string::npos) << calls;
   }
-  // The kernel's launch, under the GroupApi, before the plan's events.
-  EXPECT_LT(After(calls, "start \\d+ type=2048 parent=" + group_api + "\n", 0), group_start)
-      << calls;
-  EXPECT_NE(After(calls, "state " + group_api + " 24 ", 0), std::string::npos) << calls;
-  EXPECT_NE(After(calls, "stop " + group_api + "\n", 0), std::string::npos) << calls;
+  // The group's end (src/group.cc, ncclGroupEndInternal): GroupEndApiStart, then the launch,
+  // the kernel's launch under the GroupApi before the plan's events, and the GroupApi's stop
+  // after them.
+  const size_t launch = After(calls, "start \\d+ type=2048 parent=" + group_api + "\n", 0);
+  EXPECT_LT(launch, group_start) << calls;
+  const size_t end_state = After(calls, "state " + group_api + " 24 ", 0);
+  ASSERT_NE(end_state, std::string::npos) << calls;
+  EXPECT_LT(end_state, launch) << calls;
+  EXPECT_NE(After(calls, "stop " + group_api + "\n", group_stop), std::string::npos) << calls;
   EXPECT_NE(calls.find("finalize"), std::string::npos) << calls;
 }
 
 TEST_F(WatchCli, UnderTheFakeNcclWatchNamesTheSlowedRank) {
-  // Process 0's store binds a port of its own and publishes it; the others read it.
-  const std::string store =
-      " MASTER_ADDR=127.0.0.1 MASTER_PORT=0 FABRICSCOPE_PORT_FILE=" + (dir_ / "port").string();
-  const fs::path out = dir_ / "profiles";
-  std::string script;
-  for (int p = 0; p < 3; ++p) {
-    const std::string ps = std::to_string(p);
-    script += "(RANK=" + ps + " WORLD_SIZE=3 LOCAL_RANK=" + ps + store +
-              " FAKE_NCCL_SLOW=1:4000 NCCL_PROFILER_PLUGIN=" + PROFILER_PLUGIN_PATH +
-              " FABRICSCOPE_PROFILER_DUMP_DIR=" + out.string() + " " + FABRICSCOPE_BINARY +
-              " run --backend nccl --nccl-lib " + FAKE_NCCL_PATH + " --gpu-runtime-lib " +
-              FAKE_CUDART_PATH + " -b 64K -e 256K -f 4 -n 10 -w 2 >" +
-              (dir_ / ("out" + ps)).string() + " 2>&1; echo $? >" + (dir_ / ("rc" + ps)).string() +
-              ") & ";
-  }
-  ASSERT_EQ(std::system(("timeout 120 sh -c '" + script + "wait'").c_str()), 0);
-  for (int p = 0; p < 3; ++p) {
-    ASSERT_EQ(Slurp(dir_ / ("rc" + std::to_string(p))), "0\n")
-        << Slurp(dir_ / ("out" + std::to_string(p)));
-  }
+  const fs::path out = RunFakeJob("FAKE_NCCL_SLOW=1:4000", "-b 64K -e 256K -f 4 -n 10 -w 2");
+  ASSERT_FALSE(HasFailure());
   size_t files = 0;
   for (const auto& f : fs::directory_iterator(out)) files += f.path().extension() == ".jsonl";
   EXPECT_EQ(files, 3u);  // one per process
@@ -541,24 +553,8 @@ TEST_F(WatchCli, UnderTheFakeNcclWatchNamesTheSlowedRank) {
 // where a collective took 44 ms): watch names the pair, with the hosts, against the other
 // links of the ring.
 TEST_F(WatchCli, UnderTheFakeNcclWatchNamesTheSlowLink) {
-  const std::string store =
-      " MASTER_ADDR=127.0.0.1 MASTER_PORT=0 FABRICSCOPE_PORT_FILE=" + (dir_ / "port").string();
-  const fs::path out = dir_ / "profiles";
-  std::string script;
-  for (int p = 0; p < 3; ++p) {
-    const std::string ps = std::to_string(p);
-    script += "(RANK=" + ps + " WORLD_SIZE=3 LOCAL_RANK=" + ps + store +
-              " FAKE_NCCL_SLOW_PEER=1:2:10 NCCL_PROFILER_PLUGIN=" + PROFILER_PLUGIN_PATH +
-              " FABRICSCOPE_PROFILER_DUMP_DIR=" + out.string() + " " + FABRICSCOPE_BINARY +
-              " run --backend nccl --nccl-lib " + FAKE_NCCL_PATH + " --gpu-runtime-lib " +
-              FAKE_CUDART_PATH + " -b 64K -e 64K -n 10 -w 2 >" + (dir_ / ("out" + ps)).string() +
-              " 2>&1; echo $? >" + (dir_ / ("rc" + ps)).string() + ") & ";
-  }
-  ASSERT_EQ(std::system(("timeout 120 sh -c '" + script + "wait'").c_str()), 0);
-  for (int p = 0; p < 3; ++p) {
-    ASSERT_EQ(Slurp(dir_ / ("rc" + std::to_string(p))), "0\n")
-        << Slurp(dir_ / ("out" + std::to_string(p)));
-  }
+  const fs::path out = RunFakeJob("FAKE_NCCL_SLOW_PEER=1:2:10", "-b 64K -e 64K -n 10 -w 2");
+  ASSERT_FALSE(HasFailure());
   const Outcome o = Run(out.string() + " --window 600");
   EXPECT_EQ(o.exit_code, 1) << o.err << o.out;
   EXPECT_TRUE(std::regex_search(
@@ -568,6 +564,61 @@ TEST_F(WatchCli, UnderTheFakeNcclWatchNamesTheSlowLink) {
       << o.out;
   EXPECT_EQ(o.out.find("slow link: rank 0"), std::string::npos) << o.out;
   EXPECT_EQ(o.out.find("slow link: rank 2"), std::string::npos) << o.out;
+}
+
+// AlltoAll's send and receive of each rank to itself: NCCL 2.30 gives them a P2p event with
+// nChannels but no proxy op, so no KernelCh ever follows (src/enqueue.cc, addP2pToPlan:
+// nProxyOps = selfSend ? 0 : 2; the fake does the same). The plugin must complete them at
+// their stop: waiting for KernelCh would never write them, and hold a pool slot each.
+TEST_F(WatchCli, SendsToItselfCompleteWithoutKernelChEvents) {
+  const fs::path out = RunFakeJob("", "--collective alltoall -b 3K -e 3K -n 10 -w 1");
+  ASSERT_FALSE(HasFailure());
+  size_t files = 0;
+  for (const auto& f : fs::directory_iterator(out)) {
+    if (f.path().extension() != ".jsonl") continue;
+    ++files;
+    int self_sends = 0;
+    int next_sends = 0;
+    int dropped = 0;
+    std::istringstream text(Slurp(f.path()));
+    for (std::string line; std::getline(text, line);) {
+      const nlohmann::json j = nlohmann::json::parse(line);
+      if (j.contains("dump_stats"))
+        dropped += j["dump_stats"].value("coll_dropped_since_last_dump", 0);
+      if (!j.contains("p2p_perf") || j["p2p_perf"]["p2p"] != "Send") continue;
+      const int rank = j["header"]["rank"];
+      const int peer = j["p2p_perf"]["p2p_peer"];
+      if (peer == rank) {
+        ++self_sends;
+        EXPECT_EQ(j["p2p_perf"]["p2p_timing_source"], "collective_cpu") << line;
+      }
+      if (peer == (rank + 1) % 3) ++next_sends;
+    }
+    EXPECT_GT(next_sends, 0) << f.path();
+    EXPECT_EQ(self_sends, next_sends) << f.path();  // one of each per AlltoAll
+    EXPECT_EQ(dropped, 0) << f.path();
+  }
+  EXPECT_EQ(files, 3u);
+}
+
+// NCCL 2.30 names ncclUint8 "Unknown" in the descriptor (src/collectives.cc,
+// ncclDatatypeToString; the fake does the same), so its size is not known: as NCCL's
+// Inspector (inspectorShouldTrackColl), the plugin keeps such a collective whatever
+// FABRICSCOPE_PROFILER_MIN_BYTES says, and writes the datatype as NCCL gave it.
+TEST_F(WatchCli, ACollectiveOfATypeNcclDoesNotNameIsKeptAndSaysSo) {
+  const fs::path out = RunFakeJob("FABRICSCOPE_PROFILER_MIN_BYTES=1024",
+                                  "-d uint8 -o max -b 64K -e 64K -n 5 -w 1", 2);
+  ASSERT_FALSE(HasFailure());
+  size_t unknown = 0;
+  for (const auto& f : fs::directory_iterator(out)) {
+    std::istringstream text(Slurp(f.path()));
+    for (std::string line; std::getline(text, line);) {
+      const nlohmann::json j = nlohmann::json::parse(line);
+      if (!j.contains("coll_perf") || j["coll_perf"]["coll"] != "AllReduce") continue;
+      if (j["fabricscope"]["datatype"] == "Unknown") ++unknown;
+    }
+  }
+  EXPECT_GE(unknown, 2u * 6);  // each process: 5 + 1 timed and warm-up calls, at least
 }
 
 }  // namespace

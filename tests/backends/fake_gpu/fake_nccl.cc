@@ -864,6 +864,23 @@ int Submit(Op op) {
   return kSuccess;
 }
 
+// NVIDIA/nccl v2.30.7-1 src/enqueue.cc, ncclEnqueueCheck: the call's implicit
+// ncclGroupStartInternal, its tasks appended (taskAppend, where the GroupApi and CollApi or
+// P2pApi events are made, at NCCL's group depth: the user's groups and this implicit one), then
+// ncclGroupEndInternal (src/group.cc): GroupEndApiStart before the launch, which happens here
+// when the call is not inside a user's group, and the GroupApi's stop after it.
+int Enqueue(Op o) {
+  CommImpl& c = *o.comm;
+  fake_profiler::EnqueueBegin();
+  for (fake_profiler::Task& t : o.tasks) {
+    fake_profiler::Append(c.profiler, c.rank, &t, group.depth + 1);
+  }
+  fake_profiler::GroupEndBegin();
+  const int rc = Submit(std::move(o));
+  fake_profiler::GroupEndExit();
+  return rc;
+}
+
 int FlushGroup() {
   GroupState g = std::move(group);
   group = GroupState{};
@@ -1059,10 +1076,7 @@ int Collective(Kind kind, const char* name, const void* send, void* recv, size_t
   if (int rc = View(*c, recv, recv_bytes, "recvbuff", name, &o.recv); rc != kSuccess) return rc;
   if (c->slow_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(c->slow_us));
   o.tasks = TasksOf(kind, *c, send, recv, count, type, root);
-  for (fake_profiler::Task& t : o.tasks) fake_profiler::Append(c->profiler, c->rank, &t);
-  const int rc = Submit(std::move(o));
-  if (!Grouped()) fake_profiler::GroupEnd();  // the implicit group of an ungrouped call
-  return rc;
+  return Enqueue(std::move(o));
 }
 
 int PointToPoint(bool is_send, const char* name, const void* buffer, size_t count, int type,
@@ -1100,11 +1114,8 @@ int PointToPoint(bool is_send, const char* name, const void* buffer, size_t coun
   } else {
     task.recv = const_cast<void*>(buffer);
   }
-  fake_profiler::Append(c->profiler, c->rank, &task);
   o.tasks.push_back(task);
-  const int rc = Submit(std::move(o));
-  if (!Grouped()) fake_profiler::GroupEnd();
-  return rc;
+  return Enqueue(std::move(o));
 }
 
 }  // namespace
@@ -1265,10 +1276,14 @@ FAKE_EXPORT int ncclGroupStart() {
 
 FAKE_EXPORT int ncclGroupEnd() {
   if (group.depth == 0) return Fail(kInvalidUsage, "ncclGroupEnd without ncclGroupStart");
-  if (--group.depth > 0) return kSuccess;
+  fake_profiler::GroupEndBegin();  // src/group.cc, ncclGroupEndInternal: before the launch
+  if (--group.depth > 0) {
+    fake_profiler::GroupEndExit();
+    return kSuccess;
+  }
   const size_t ops = group.ops.size();
   const int rc = FlushGroup();
-  fake_profiler::GroupEnd();  // src/group.cc, ncclGroupEndInternal at depth 0
+  fake_profiler::GroupEndExit();  // and at its exit, after it
   fake_gpu::Trace("ncclGroupEnd ops=" + std::to_string(ops) + " result=" + std::to_string(rc));
   return rc;
 }

@@ -3,6 +3,7 @@
 #include "fake_profiler.h"
 
 #include <dlfcn.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -89,16 +90,25 @@ void Logger(ncclDebugLogLevel level, unsigned long, const char* file, int line, 
                   std::to_string(line) + " " + text);
 }
 
-// src/plugin.cc, ncclOpenProfilerPluginLib: the name as given, then libnccl-profiler-<name>.so.
+// src/plugin/profiler.cc, ncclProfilerPluginLoad:58-62: NCCL_PROFILER_PLUGIN=none loads
+// nothing; src/plugin/plugin_open.cc, openPluginLib: the name as given (libnccl-profiler.so
+// when unset), then libnccl-profiler-<name>.so, but only for a name that is neither a path
+// (no '/') nor a library's name (lib*.so). (NCCL then tries the net plugin's library, which
+// the fake does not have.)
+bool TryPrefixed(const std::string& name) {
+  if (name.empty() || name.find('/') != std::string::npos) return false;
+  const bool library =
+      name.rfind("lib", 0) == 0 && name.size() >= 3 && name.compare(name.size() - 3, 3, ".so") == 0;
+  return !library;
+}
+
 void* OpenAsNcclDoes() {
   const char* env = std::getenv("NCCL_PROFILER_PLUGIN");
+  const std::string given = env != nullptr ? env : "";
+  if (::strcasecmp(given.c_str(), "none") == 0) return nullptr;
   std::string names[2];
-  if (env != nullptr && env[0] != '\0') {
-    names[0] = env;
-    names[1] = std::string("libnccl-profiler-") + env + ".so";
-  } else {
-    names[0] = "libnccl-profiler.so";
-  }
+  names[0] = given.empty() ? "libnccl-profiler.so" : given;
+  if (TryPrefixed(given)) names[1] = "libnccl-profiler-" + given + ".so";
   for (const std::string& name : names) {
     if (name.empty()) continue;
     if (void* lib = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)) {
@@ -122,7 +132,8 @@ SlowPeer ReadSlowPeer() {
   return s;
 }
 
-// src/plugin/profiler.cc, ncclProfilerPluginLoad: v6, then v5, then v4.
+// src/plugin/profiler.cc, ncclProfilerPluginLoad:72-87: v6, then v5, then v4 (then v3, v2, v1,
+// which the fake leaves out: fabricscope's plugin exports v4 to v6 only).
 Plugin Load() {
   Plugin p;
   p.slow = ReadSlowPeer();
@@ -261,8 +272,12 @@ int LoadMask() { return __atomic_load_n(&g_event_mask, __ATOMIC_RELAXED); }
 
 // NCCL's proxy progress thread of a communicator (src/proxy.cc): the ProxyOp, ProxyStep and
 // KernelCh events are started and stopped there, not on the stream or the caller's thread.
+// Its progressOps loop advances every active operation on each pass, so one operation that
+// is slow to finish delays no other's events: work posted with a time (PostAt) runs when
+// due, and meanwhile the rest runs.
 class ProxyThread {
  public:
+  using Clock = std::chrono::steady_clock;
   ProxyThread() : thread_([this] { Run(); }) {}
   ~ProxyThread() {
     {
@@ -283,14 +298,38 @@ class ProxyThread {
     wake_.notify_one();
   }
 
+  // `work` at `when`, after what was posted before it is due; in time order among these.
+  void PostAt(Clock::time_point when, std::function<void()> work) {
+    {
+      const std::lock_guard lock(mutex_);
+      timed_.emplace(when, std::move(work));
+    }
+    wake_.notify_one();
+  }
+
  private:
+  bool Due() const { return !timed_.empty() && timed_.begin()->first <= Clock::now(); }
+
   void Run() {
     std::unique_lock lock(mutex_);
     for (;;) {
-      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and everything posted has run
-      auto work = std::move(queue_.front());
-      queue_.pop_front();
+      if (queue_.empty() && !Due()) {
+        if (stopping_ && timed_.empty()) return;  // everything posted has run
+        if (timed_.empty()) {
+          wake_.wait(lock, [this] { return stopping_ || !queue_.empty() || !timed_.empty(); });
+        } else {
+          wake_.wait_until(lock, timed_.begin()->first);
+        }
+        continue;
+      }
+      std::function<void()> work;
+      if (Due()) {
+        work = std::move(timed_.begin()->second);
+        timed_.erase(timed_.begin());
+      } else {
+        work = std::move(queue_.front());
+        queue_.pop_front();
+      }
       lock.unlock();
       work();
       lock.lock();
@@ -300,14 +339,20 @@ class ProxyThread {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::function<void()>> queue_;
+  std::multimap<Clock::time_point, std::function<void()>> timed_;
   bool stopping_ = false;
   std::thread thread_;
 };
 
-// ncclProfilerApiState (src/plugin/profiler.cc): thread-local, as the API calls are.
+// ncclProfilerApiState (src/include/profiler.h, src/plugin/profiler.cc): thread-local, as the
+// API calls are: the outermost group's GroupApi handle, the depth the profiler counts it at,
+// and its state (ncclProfilerGroupApiStartState*).
+enum class GroupApiState { kReset, kStarted, kStopped };
 struct ApiState {
   void* group_api = nullptr;
   int mask = 0;
+  int profiler_group_depth = 0;
+  GroupApiState state = GroupApiState::kReset;
 };
 thread_local ApiState api_state;
 
@@ -363,21 +408,48 @@ Comm* Init(uint64_t comm_id, int nnodes, int nranks, int rank) {
   return comm;
 }
 
-// src/enqueue.cc, collTaskAppend and p2pTaskAppend; src/plugin/profiler.cc,
-// ncclProfilerStartGroupApiEvent (outermost group only), ncclProfilerStartCollApiEvent,
-// ncclProfilerStartP2pApiEvent. The API event is stopped at the end of the append
-// (ncclProfilerStopCollApiEvent) but its handle stays the task's (t->collApiEventHandle).
-void Append(Comm* comm, int rank, Task* task) {
+// src/enqueue.cc, ncclEnqueueCheck:3132-3136: a GroupApi already started counts the call's
+// implicit ncclGroupStartInternal.
+void EnqueueBegin() {
+  if (api_state.profiler_group_depth > 0) ++api_state.profiler_group_depth;
+}
+
+namespace {
+
+// src/plugin/profiler.cc, ncclProfilerRecordGroupApiEventState: each state once, in order.
+void RecordGroupApiState(ncclProfilerEventState_t state) {
+  bool record = false;
+  if (state == ncclProfilerGroupStartApiStop && api_state.state == GroupApiState::kStarted) {
+    api_state.state = GroupApiState::kStopped;
+    record = true;
+  } else if (state == ncclProfilerGroupEndApiStart && api_state.state == GroupApiState::kStopped) {
+    api_state.state = GroupApiState::kReset;
+    record = true;
+  }
+  if (record) RecordState(api_state.group_api, state, nullptr);
+}
+
+}  // namespace
+
+// src/enqueue.cc, collTaskAppend and p2pTaskAppend (2629-2630, 2699-2700, 2772-2773);
+// src/plugin/profiler.cc, ncclProfilerStartGroupApiEvent (outermost group only: the profiler's
+// depth is 0; groupDepth is ncclGroupDepth, the call's implicit group included),
+// ncclProfilerStartCollApiEvent, ncclProfilerStartP2pApiEvent. The API event is stopped at the
+// end of the append (ncclProfilerStopCollApiEvent) but its handle stays the task's
+// (t->collApiEventHandle).
+void Append(Comm* comm, int rank, Task* task, int nccl_group_depth) {
   if (comm == nullptr) return;
   api_state.mask = LoadMask();
-  if ((api_state.mask & kGroupApiMask) != 0 && api_state.group_api == nullptr) {
+  if ((api_state.mask & kGroupApiMask) != 0 && api_state.profiler_group_depth == 0) {
     Descr g{};
     g.type = ncclProfileGroupApi;
     g.groupApi.graphCaptured = false;
-    g.groupApi.groupDepth = 1;
+    g.groupApi.groupDepth = nccl_group_depth;
     api_state.group_api = StartEvent(comm->context, &g);
-    RecordState(api_state.group_api, ncclProfilerGroupStartApiStop, nullptr);
+    api_state.profiler_group_depth = nccl_group_depth;
+    api_state.state = GroupApiState::kStarted;
   }
+  RecordGroupApiState(ncclProfilerGroupStartApiStop);
   Descr a{};
   a.parentObj = api_state.group_api;
   a.rank = 0;  // NCCL leaves the API events' rank unset
@@ -419,10 +491,17 @@ void KernelLaunch(Comm* comm, const std::vector<Task>& tasks) {
   }
 }
 
-// src/group.cc, ncclGroupEndInternal: GroupEndApiStart at depth 0, then the stop at its exit.
-void GroupEnd() {
-  if (api_state.group_api == nullptr) return;
-  RecordState(api_state.group_api, ncclProfilerGroupEndApiStart, nullptr);
+// src/group.cc, ncclGroupEndInternal:781-786: the profiler's depth counted down, and
+// GroupEndApiStart recorded when it reaches 0, before the group is launched.
+void GroupEndBegin() {
+  if (api_state.profiler_group_depth > 0) --api_state.profiler_group_depth;
+  if (api_state.profiler_group_depth == 0) RecordGroupApiState(ncclProfilerGroupEndApiStart);
+}
+
+// src/group.cc, ncclGroupEndInternal:876 (its exit, after the launch);
+// src/plugin/profiler.cc, ncclProfilerStopGroupApiEvent: the stop at depth 0 only.
+void GroupEndExit() {
+  if (api_state.group_api == nullptr || api_state.profiler_group_depth != 0) return;
   StopEvent(api_state.group_api);
   api_state.group_api = nullptr;
 }
@@ -470,8 +549,11 @@ void* StartTask(Comm* comm, int rank, void* group, Task& t) {
 }
 
 // The network operations of a task per channel: a ring's send to the next rank and receive
-// from the previous one; a send or receive towards its peer.
+// from the previous one; a send or receive towards its peer, none towards itself (src/proxy.cc,
+// ncclProxySaveOp: `if (op->root == comm->rank) return ncclSuccess;` for ncclPatternSend and
+// ncclPatternRecv; src/enqueue.cc, addP2pToPlan: `nProxyOps = selfSend ? 0 : 2`).
 void AddProxies(const Comm& comm, const Task& t, std::vector<Proxy>* out) {
+  if (t.p2p && t.root == comm.rank) return;
   for (int ch = 0; ch < t.channels; ++ch) {
     if (t.p2p) {
       out->push_back({t.root, ch, std::strcmp(t.func, "Send") == 0, nullptr});
@@ -546,6 +628,9 @@ void KernelBegin(const std::shared_ptr<Flight>& flight) {
       const Task& t = fl->tasks[i];
       fl->kernel[i].assign(t.channels, nullptr);
       if ((t.mask & ncclProfileKernelCh) == 0) continue;
+      // No proxy op for a send or receive to itself, so no profiler proxy op and no KernelCh
+      // (src/enqueue.cc, addP2pToPlan: nProxyOps = selfSend ? 0 : 2).
+      if (t.p2p && t.root == fl->rank) continue;
       for (int ch = 0; ch < t.channels; ++ch) {
         Descr d{};
         d.type = ncclProfileKernelCh;
@@ -566,11 +651,9 @@ bool SlowLink(const Plugin& p, int rank, const Proxy& proxy) {
 
 // src/plugin/profiler.cc: ProxyStep events per step when asked for
 // (ncclProfilerStartSendProxyStepEvent, RecordProxyStepEventState, StopProxyStepEvent),
-// then the ProxyOp's stop (ncclProfilerStopProxyOpEvent). A slow link's stop waits (factor - 1)
-// times the kernel's time (kernel_ns), so the link is slower by the same ratio whether a
-// collective takes 100 us (an optimised build) or 40 ms (ThreadSanitizer on a loaded machine).
-void FinishProxy(Flight* f, const Proxy& proxy, int mask, uint64_t kernel_ns) {
-  const Plugin& p = ThePlugin();
+// then the ProxyOp's stop (ncclProfilerStopProxyOpEvent; src/transport/net.cc,
+// sendProxyProgress and recvProxyProgress, once the op's own steps are done).
+void FinishProxy(Flight* f, const Proxy& proxy, int mask) {
   if ((mask & ncclProfileProxyStep) != 0 && proxy.handle != nullptr) {
     for (int step = 0; step < 4; ++step) {
       Descr d{};
@@ -586,10 +669,6 @@ void FinishProxy(Flight* f, const Proxy& proxy, int mask, uint64_t kernel_ns) {
       StopEvent(h);
     }
   }
-  if (SlowLink(p, f->rank, proxy)) {
-    std::this_thread::sleep_for(std::chrono::nanoseconds(
-        static_cast<uint64_t>((p.slow.factor - 1) * static_cast<double>(kernel_ns))));
-  }
   StopEvent(proxy.handle);
 }
 
@@ -597,16 +676,28 @@ void FinishProxy(Flight* f, const Proxy& proxy, int mask, uint64_t kernel_ns) {
 
 // The kernel has ended: on the proxy thread, the ProxyOps finish and each channel's KernelCh
 // gets ncclProfilerKernelChStop with the GPU's end timestamp, then its stop
-// (ncclProfilerStopKernelChEvent).
+// (ncclProfilerStopKernelChEvent). A slow link's send ProxyOps (FAKE_NCCL_SLOW_PEER) finish
+// (factor - 1) kernel times later, each on its own, the rest at once.
 void KernelEnd(const std::shared_ptr<Flight>& flight) {
   if (flight == nullptr) return;
   const uint64_t gpu_stop = GpuTimerNs();
   const uint64_t kernel_ns = gpu_stop - flight->gpu_start;
   std::shared_ptr<Flight> f = flight;
-  flight->comm->proxy->Post([f, gpu_stop, kernel_ns] {
+  ProxyThread* proxy_thread = flight->comm->proxy.get();
+  proxy_thread->Post([f, gpu_stop, kernel_ns, proxy_thread] {
+    const Plugin& p = ThePlugin();
     int mask = 0;
     for (const Task& t : f->tasks) mask |= t.mask;
-    for (const Proxy& proxy : f->proxies) FinishProxy(f.get(), proxy, mask, kernel_ns);
+    const auto late = std::chrono::nanoseconds(
+        static_cast<int64_t>((p.slow.factor - 1) * static_cast<double>(kernel_ns)));
+    for (const Proxy& proxy : f->proxies) {
+      if (SlowLink(p, f->rank, proxy)) {
+        proxy_thread->PostAt(ProxyThread::Clock::now() + late,
+                             [f, proxy, mask] { FinishProxy(f.get(), proxy, mask); });
+      } else {
+        FinishProxy(f.get(), proxy, mask);
+      }
+    }
     for (auto& channels : f->kernel) {
       for (void* h : channels) {
         if (h == nullptr) continue;
@@ -632,9 +723,10 @@ void Finalize(Comm* comm) {
   delete comm;
 }
 
+// src/collectives.cc, ncclDatatypeToString: no case for ncclUint8, which is "Unknown".
 const char* DatatypeName(int type) {
   static constexpr const char* kNames[] = {
-      "ncclInt8",   "ncclUint8",   "ncclInt32",   "ncclUint32",  "ncclInt64",
+      "ncclInt8",   "Unknown",     "ncclInt32",   "ncclUint32",  "ncclInt64",
       "ncclUint64", "ncclFloat16", "ncclFloat32", "ncclFloat64", "ncclBfloat16"};
   return type >= 0 && type < 10 ? kNames[type] : "Unknown";
 }

@@ -4,9 +4,9 @@
 // - loading: NCCL_PROFILER_PLUGIN as given, then libnccl-profiler-<name>.so; ncclProfiler_v6,
 //   then _v5, then _v4 (FAKE_NCCL_PROFILER_MAX_VERSION=5 or 4: as NCCL 2.28 or 2.27);
 // - one process-wide activation mask that every init writes and every task reads;
-// - at the host call, on the caller's thread: GroupApi (outermost only) with its
-//   GroupStartApiStop state, CollApi or P2pApi started and stopped; at the outermost group
-//   end, GroupEndApiStart and the GroupApi stop;
+// - at the host call, on the caller's thread: GroupApi (outermost only, its groupDepth
+//   NCCL's) with its GroupStartApiStop state, CollApi or P2pApi started and stopped; at the
+//   outermost group end, GroupEndApiStart before the launch and the GroupApi stop after it;
 // - at the launch, on the launching thread: KernelLaunch started and stopped around it, when
 //   asked for;
 // - after the launch, on the launching thread (hostStreamPlanTask, called directly by
@@ -15,13 +15,34 @@
 //   thread, Coll and P2p stops, Group stop: back to back;
 // - on the proxy thread of the communicator: ProxyOp (and ProxyStep when asked for) per
 //   channel and peer, and KernelCh start and stop per channel carrying the GPU timer
-//   (pTimer), whose clock is not the host's;
+//   (pTimer), whose clock is not the host's; none of them for a send or receive to itself;
 // - Broadcast (as AllGatherV) gets no Coll event; AlltoAll, Gather and Scatter are P2p
-//   tasks (Send, Recv per peer), as is a send or receive.
+//   tasks (Send, Recv per peer), as is a send or receive; ncclUint8 is named "Unknown".
+//
+// Not modelled (an audit against the same commit, 2026-11-28; each is a place where a plugin
+// could see more than the fake shows):
+// - ProxyOps only on the edges that cross nodes (src/proxy.cc, SaveProxy: no proxyProgress
+//   for P2P/SHM), in recv-then-send order, nSteps and chunkSize from the plan; the fake gives
+//   every ring edge a send then a receive ProxyOp of 4 steps of 512 KiB, one node or many;
+// - Broadcast with any root has no Group, KernelLaunch, ProxyOp or KernelCh either (its
+//   task's mask is 0: src/enqueue.cc, ncclPrepareTasks; geteActivationMask);
+// - one plan per communicator and group (ncclLaunchPrepare), so one Group and KernelLaunch
+//   for several Coll events; the fake makes a plan per collective;
+// - a captured plan's seqNumber grows per replay only with KernelCh on (src/plugin/
+//   profiler.cc, ncclProfilerStartTaskEvents), and without proxy ops it runs once, at capture
+//   (enqueue.cc: the host callback only `if (plan->hasProxyOps)`); graphCaptured is false;
+// - one-rank communicators and count 0 make no events (enqueue.cc, taskAppend);
+// - ProxyStep states beyond SendWait/RecvWait, spread over the kernel; ProxyOpInProgress_v4;
+//   ProxyCtrl events;
+// - API descriptor details: stream fields, per-peer p2p buffers, CollApi count and datatype
+//   for AllGather and Broadcast (the fake gives bytes and ncclInt8);
+// - init after the bootstrap with config.commName, unload at the last finalize, profiler
+//   versions v3 to v1, the net plugin's library as a fallback; ncclGetVersion says 2.28.9.
 // FAKE_NCCL_SLOW_PEER=src:dst:factor makes rank src's link to rank dst slow: its send
-// ProxyOps towards dst end (factor - 1) kernel times later (the proxy thread waits), so they
-// last about `factor` times the other links' whatever the build's speed; the kernels' GPU
-// times are left as they are.
+// ProxyOps towards dst end (factor - 1) kernel times after the kernel, each on its own while
+// the proxy thread goes on with the rest (as NCCL's progressOps advances every operation),
+// so they last about `factor` times the other links' whatever the build's speed; the
+// kernels' GPU times are left as they are.
 #pragma once
 
 #include <cstddef>
@@ -55,10 +76,15 @@ struct Flight;
 
 // Null when no plugin is loaded or its init failed (NCCL then runs without it).
 Comm* Init(uint64_t comm_id, int nnodes, int nranks, int rank);
-// collTaskAppend / p2pTaskAppend: on the calling thread, at the API call.
-void Append(Comm* comm, int rank, Task* task);
-// ncclGroupEndInternal at depth 0 (or the implicit group of an ungrouped call).
-void GroupEnd();
+// ncclEnqueueCheck: at each collective or send/receive call, before its task is appended.
+void EnqueueBegin();
+// collTaskAppend / p2pTaskAppend: on the calling thread, at the API call. nccl_group_depth is
+// NCCL's ncclGroupDepth then: the user's groups plus the call's own implicit one.
+void Append(Comm* comm, int rank, Task* task, int nccl_group_depth);
+// ncclGroupEndInternal, for every group end (the implicit one of each call included): its
+// entry, before any launch, and its exit, after it.
+void GroupEndBegin();
+void GroupEndExit();
 // ncclLaunchKernel: on the launching thread, around the kernel's launch.
 void KernelLaunch(Comm* comm, const std::vector<Task>& tasks);
 // hostStreamPlanTask: on the launching thread after the launch (on the stream for a captured
