@@ -470,7 +470,11 @@ void Append(Comm* comm, int rank, Task* task, int nccl_group_depth) {
     task->api = StartEvent(comm->context, &a);
     StopEvent(task->api);
   }
-  task->mask = api_state.mask;  // t->eActivationMask
+  // t->eActivationMask. A Broadcast's is 0: with one root in the group ncclPrepareTasks
+  // rebuilds its task from pool memory (src/enqueue.cc:368-383, eActivationMask left 0), with
+  // several it runs as AllGatherV, whose mask geteActivationMask gives as 0: no Group,
+  // KernelLaunch, Coll, ProxyOp or KernelCh, only its GroupApi and CollApi.
+  task->mask = task->coll_event ? api_state.mask : 0;
   task->group_api = api_state.group_api;
 }
 

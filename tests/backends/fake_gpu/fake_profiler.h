@@ -16,16 +16,15 @@
 // - on the proxy thread of the communicator: ProxyOp (and ProxyStep when asked for) per
 //   channel and peer, and KernelCh start and stop per channel carrying the GPU timer
 //   (pTimer), whose clock is not the host's; none of them for a send or receive to itself;
-// - Broadcast (as AllGatherV) gets no Coll event; AlltoAll, Gather and Scatter are P2p
-//   tasks (Send, Recv per peer), as is a send or receive; ncclUint8 is named "Unknown".
+// - Broadcast gets only its GroupApi and CollApi (its task's mask is 0); AlltoAll, Gather
+//   and Scatter are P2p tasks (Send, Recv per peer), as is a send or receive; ncclUint8 is
+//   named "Unknown".
 //
 // Not modelled (an audit against the same commit, 2026-11-28; each is a place where a plugin
 // could see more than the fake shows):
 // - ProxyOps only on the edges that cross nodes (src/proxy.cc, SaveProxy: no proxyProgress
 //   for P2P/SHM), in recv-then-send order, nSteps and chunkSize from the plan; the fake gives
 //   every ring edge a send then a receive ProxyOp of 4 steps of 512 KiB, one node or many;
-// - Broadcast with any root has no Group, KernelLaunch, ProxyOp or KernelCh either (its
-//   task's mask is 0: src/enqueue.cc, ncclPrepareTasks; geteActivationMask);
 // - one plan per communicator and group (ncclLaunchPrepare), so one Group and KernelLaunch
 //   for several Coll events; the fake makes a plan per collective;
 // - a captured plan's seqNumber grows per replay only with KernelCh on (src/plugin/
@@ -63,7 +62,7 @@ struct Task {
   int root = 0;      // P2p: the peer
   const char* datatype = nullptr;
   bool p2p = false;
-  bool coll_event = true;  // false: Broadcast, which NCCL 2.30 runs as AllGatherV
+  bool coll_event = true;  // false: Broadcast, whose task NCCL 2.30 runs with mask 0
   uint8_t channels = 2;
   // Set by Append: what the host call left for the launch.
   int mask = 0;
