@@ -52,10 +52,13 @@ int RunCommandLine(const std::vector<std::string>& argv, std::ostream& out, std:
                    Terminals terminals = {});
 
 // Exit codes shared by every command: 0 success (PASS), 1 a result is wrong or failed a
-// threshold, 2 bad usage or unsupported request, 3 a failure while running.
+// threshold, 2 bad usage or unsupported request, 3 a failure while running, and for the
+// diagnoses (locate, watch) 4: the evidence did not decide and nobody was named
+// (docs/output.md, "Diagnoses: one exit rule").
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitRuntime = 3;
+inline constexpr int kExitInconclusive = 4;
 
 }  // namespace fabricscope::cli

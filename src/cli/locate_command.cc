@@ -373,7 +373,6 @@ int PrintPlan(const LocateFlags& f, const LaunchInfo& launch, std::ostream& out)
 }
 
 // Exit 4: nobody named, but not cleared either (inconclusive or ambiguous).
-constexpr int kExitUndecided = 4;
 
 int ExitCode(const LocateReport& report) {
   switch (report.status) {
@@ -385,7 +384,7 @@ int ExitCode(const LocateReport& report) {
     case LocateStatus::kAmbiguous:
       break;
   }
-  return kExitUndecided;
+  return kExitInconclusive;
 }
 
 int Execute(const LocateFlags& f, const CommandContext& ctx) {

@@ -119,6 +119,14 @@ bool AnyAlert(const std::vector<WatchWindow>& windows) {
   return false;
 }
 
+// The diagnoses' one rule (docs/output.md): an alert is 1; no alert but a judgement that did
+// not decide (an "inconclusive" note: a straggler or slow link within the noise) is 4; else 0.
+int ExitOf(const std::vector<WatchWindow>& windows, bool* inconclusive) {
+  if (AnyAlert(windows)) return kExitFailed;
+  for (const WatchWindow& w : windows) *inconclusive = *inconclusive || !w.notes.empty();
+  return *inconclusive ? kExitInconclusive : kExitOk;
+}
+
 int Once(WatchSource& source, const WatchFlags& f, const WatchOutput& output) {
   const InspectorRead read = source.Poll();
   Report(read.diagnostics, output);
@@ -130,7 +138,8 @@ int Once(WatchSource& source, const WatchFlags& f, const WatchOutput& output) {
   WatchBaseline baseline;
   const auto windows = JudgeWindows(read, f.options, &baseline);
   Print(windows, output);
-  return AnyAlert(windows) ? kExitFailed : kExitOk;
+  bool inconclusive = false;
+  return ExitOf(windows, &inconclusive);
 }
 
 int Follow(WatchSource& source, WatchFlags f, const WatchOutput& output) {
@@ -139,17 +148,20 @@ int Follow(WatchSource& source, WatchFlags f, const WatchOutput& output) {
   f.options.window_s = 0;
   WatchBaseline baseline;
   const auto start = std::chrono::steady_clock::now();
+  bool inconclusive = false;  // in any window so far
   while (true) {
     const InspectorRead read = source.Poll();
     Report(read.diagnostics, output);
     if (!read.records.empty() || !read.links.empty()) {
       const auto windows = JudgeWindows(read, f.options, &baseline);
       Print(windows, output);
-      if (AnyAlert(windows)) return kExitFailed;
+      if (ExitOf(windows, &inconclusive) == kExitFailed) return kExitFailed;
     }
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (f.duration_s > 0 && elapsed >= f.duration_s) return kExitOk;
+    if (f.duration_s > 0 && elapsed >= f.duration_s) {
+      return inconclusive ? kExitInconclusive : kExitOk;
+    }
     std::this_thread::sleep_for(std::chrono::duration<double>(interval));
   }
 }
@@ -158,14 +170,17 @@ int Follow(WatchSource& source, WatchFlags f, const WatchOutput& output) {
 int FromPrometheus(const WatchFlags& f, const WatchOutput& output) {
   WatchBaseline baseline;
   const auto start = std::chrono::steady_clock::now();
+  bool inconclusive = false;  // in any window so far
   while (true) {
     const std::vector<WatchWindow> windows = {
         QueryPrometheus(f.prometheus, f.job, f.options, &baseline)};
     Print(windows, output);
-    if (AnyAlert(windows)) return kExitFailed;
+    if (ExitOf(windows, &inconclusive) == kExitFailed) return kExitFailed;
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (!f.follow || (f.duration_s > 0 && elapsed >= f.duration_s)) return kExitOk;
+    if (!f.follow || (f.duration_s > 0 && elapsed >= f.duration_s)) {
+      return inconclusive ? kExitInconclusive : kExitOk;
+    }
     std::this_thread::sleep_for(
         std::chrono::duration<double>(f.interval_s > 0 ? f.interval_s : f.options.window_s));
   }

@@ -55,7 +55,8 @@ constexpr int kProxyOpMask =
 struct SlowPeer {
   int src = -1;
   int dst = -1;
-  double factor = 1;  // the link's send ProxyOps last this many times the kernel's time
+  double factor = 1;    // the link's send ProxyOps last this many times the kernel's time
+  int64_t link_us = 0;  // FAKE_NCCL_LINK_US: every ProxyOp's network time after the kernel
 };
 
 struct Plugin {
@@ -137,6 +138,7 @@ SlowPeer ReadSlowPeer() {
 Plugin Load() {
   Plugin p;
   p.slow = ReadSlowPeer();
+  p.slow.link_us = fake_gpu::EnvInt("FAKE_NCCL_LINK_US", 0);
 #if defined(FAKE_NCCL_VERSION) && FAKE_NCCL_VERSION < 22700
   return p;  // as an NCCL before 2.27, which knows none of v4, v5, v6
 #endif
@@ -692,15 +694,20 @@ void KernelEnd(const std::shared_ptr<Flight>& flight) {
     const Plugin& p = ThePlugin();
     int mask = 0;
     for (const Task& t : f->tasks) mask |= t.mask;
-    const auto late = std::chrono::nanoseconds(
-        static_cast<int64_t>((p.slow.factor - 1) * static_cast<double>(kernel_ns)));
+    // The network's time after the kernel: FAKE_NCCL_LINK_US for every link (factor times it
+    // for the slow one), or, without it, (factor - 1) kernel times for the slow link only.
+    const double link_ns = static_cast<double>(p.slow.link_us) * 1000;
+    const double slow_ns = link_ns > 0 ? p.slow.factor * link_ns
+                                       : (p.slow.factor - 1) * static_cast<double>(kernel_ns);
+    const auto now = ProxyThread::Clock::now();
     for (const Proxy& proxy : f->proxies) {
-      if (SlowLink(p, f->rank, proxy)) {
-        proxy_thread->PostAt(ProxyThread::Clock::now() + late,
-                             [f, proxy, mask] { FinishProxy(f.get(), proxy, mask); });
-      } else {
+      const double after_ns = SlowLink(p, f->rank, proxy) ? slow_ns : link_ns;
+      if (after_ns <= 0) {
         FinishProxy(f.get(), proxy, mask);
+        continue;
       }
+      proxy_thread->PostAt(now + std::chrono::nanoseconds(static_cast<int64_t>(after_ns)),
+                           [f, proxy, mask] { FinishProxy(f.get(), proxy, mask); });
     }
     for (auto& channels : f->kernel) {
       for (void* h : channels) {

@@ -41,7 +41,9 @@
 // ProxyOps towards dst end (factor - 1) kernel times after the kernel, each on its own while
 // the proxy thread goes on with the rest (as NCCL's progressOps advances every operation),
 // so they last about `factor` times the other links' whatever the build's speed; the
-// kernels' GPU times are left as they are.
+// kernels' GPU times are left as they are. FAKE_NCCL_LINK_US=us gives every link a network
+// time: each ProxyOp ends `us` after the kernel (the slow link's factor x us), so that the
+// links' times are the network's rather than the ranks' arrival skew.
 #pragma once
 
 #include <cstddef>
