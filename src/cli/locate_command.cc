@@ -373,7 +373,6 @@ int PrintPlan(const LocateFlags& f, const LaunchInfo& launch, std::ostream& out)
 }
 
 // Exit 4: nobody named, but not cleared either (inconclusive or ambiguous).
-
 int ExitCode(const LocateReport& report) {
   switch (report.status) {
     case LocateStatus::kClear:

@@ -119,12 +119,19 @@ bool AnyAlert(const std::vector<WatchWindow>& windows) {
   return false;
 }
 
+// A judgement that did not decide: an "inconclusive" note (a straggler or slow link within
+// the noise).
+bool AnyInconclusive(const std::vector<WatchWindow>& windows) {
+  for (const WatchWindow& w : windows) {
+    if (!w.notes.empty()) return true;
+  }
+  return false;
+}
+
 // The diagnoses' one rule (docs/output.md): an alert is 1; no alert but a judgement that did
-// not decide (an "inconclusive" note: a straggler or slow link within the noise) is 4; else 0.
-int ExitOf(const std::vector<WatchWindow>& windows, bool* inconclusive) {
-  if (AnyAlert(windows)) return kExitFailed;
-  for (const WatchWindow& w : windows) *inconclusive = *inconclusive || !w.notes.empty();
-  return *inconclusive ? kExitInconclusive : kExitOk;
+// not decide is 4; else 0.
+int ExitOf(bool alert, bool inconclusive) {
+  return alert ? kExitFailed : inconclusive ? kExitInconclusive : kExitOk;
 }
 
 int Once(WatchSource& source, const WatchFlags& f, const WatchOutput& output) {
@@ -138,8 +145,7 @@ int Once(WatchSource& source, const WatchFlags& f, const WatchOutput& output) {
   WatchBaseline baseline;
   const auto windows = JudgeWindows(read, f.options, &baseline);
   Print(windows, output);
-  bool inconclusive = false;
-  return ExitOf(windows, &inconclusive);
+  return ExitOf(AnyAlert(windows), AnyInconclusive(windows));
 }
 
 int Follow(WatchSource& source, WatchFlags f, const WatchOutput& output) {
@@ -155,13 +161,12 @@ int Follow(WatchSource& source, WatchFlags f, const WatchOutput& output) {
     if (!read.records.empty() || !read.links.empty()) {
       const auto windows = JudgeWindows(read, f.options, &baseline);
       Print(windows, output);
-      if (ExitOf(windows, &inconclusive) == kExitFailed) return kExitFailed;
+      if (AnyAlert(windows)) return kExitFailed;
+      inconclusive = inconclusive || AnyInconclusive(windows);
     }
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (f.duration_s > 0 && elapsed >= f.duration_s) {
-      return inconclusive ? kExitInconclusive : kExitOk;
-    }
+    if (f.duration_s > 0 && elapsed >= f.duration_s) return ExitOf(false, inconclusive);
     std::this_thread::sleep_for(std::chrono::duration<double>(interval));
   }
 }
@@ -175,11 +180,12 @@ int FromPrometheus(const WatchFlags& f, const WatchOutput& output) {
     const std::vector<WatchWindow> windows = {
         QueryPrometheus(f.prometheus, f.job, f.options, &baseline)};
     Print(windows, output);
-    if (ExitOf(windows, &inconclusive) == kExitFailed) return kExitFailed;
+    if (AnyAlert(windows)) return kExitFailed;
+    inconclusive = inconclusive || AnyInconclusive(windows);
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!f.follow || (f.duration_s > 0 && elapsed >= f.duration_s)) {
-      return inconclusive ? kExitInconclusive : kExitOk;
+      return ExitOf(false, inconclusive);
     }
     std::this_thread::sleep_for(
         std::chrono::duration<double>(f.interval_s > 0 ? f.interval_s : f.options.window_s));

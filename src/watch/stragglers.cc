@@ -78,16 +78,11 @@ std::vector<WatchRank> RankLateness(const std::vector<const InspectorRecord*>& r
     // stands out of that by the threshold itself; a loaded host makes every rank's start
     // skew milliseconds wide (2026-11-28, TSan beside busy loops: a healthy rank 1.9 ms late
     // and last in 18 of 34), and naming one of them would send the user to a healthy node.
-    const WatchRank* next = nullptr;
-    for (const WatchRank& o : out) {
-      if (&o != &r) {
-        next = &o;
-        break;
-      }
-    }
+    // `out` is latest first: the next rank is the first one that is not r.
+    const WatchRank* next = &r != &out.front() ? &out.front() : out.size() > 1 ? &out[1] : nullptr;
     const double noise_us = next == nullptr ? 0 : next->median_late_us;
     const std::string node = r.node.empty() ? "?" : r.node;
-    if (r.median_late_us - noise_us < options.straggler_us) {
+    if (next != nullptr && r.median_late_us - noise_us < options.straggler_us) {
       r.straggler = false;
       notes->push_back(fmt::format(
           "# straggler inconclusive: rank {} on node {} starts its collectives {:.1f} ms after "

@@ -315,6 +315,14 @@ TEST(WatchJudge, BusbwBelowThePlatformsBandAndASlowP99AreAlerts) {
 // ---------------------------------------------------------------------------------------
 // The binary.
 
+// The JSON objects of a JSONL file, one a line.
+std::vector<nlohmann::json> JsonLines(const fs::path& file) {
+  std::vector<nlohmann::json> out;
+  std::istringstream text(Slurp(file));
+  for (std::string line; std::getline(text, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
 class WatchCli : public BinaryTest {
  protected:
   WatchCli() : BinaryTest("watch") {}
@@ -596,9 +604,7 @@ TEST_F(WatchCli, SendsToItselfCompleteWithoutKernelChEvents) {
     int self_sends = 0;
     int next_sends = 0;
     int dropped = 0;
-    std::istringstream text(Slurp(f.path()));
-    for (std::string line; std::getline(text, line);) {
-      const nlohmann::json j = nlohmann::json::parse(line);
+    for (const nlohmann::json& j : JsonLines(f.path())) {
       if (j.contains("dump_stats"))
         dropped += j["dump_stats"].value("coll_dropped_since_last_dump", 0);
       if (!j.contains("p2p_perf") || j["p2p_perf"]["p2p"] != "Send") continue;
@@ -606,7 +612,7 @@ TEST_F(WatchCli, SendsToItselfCompleteWithoutKernelChEvents) {
       const int peer = j["p2p_perf"]["p2p_peer"];
       if (peer == rank) {
         ++self_sends;
-        EXPECT_EQ(j["p2p_perf"]["p2p_timing_source"], "collective_cpu") << line;
+        EXPECT_EQ(j["p2p_perf"]["p2p_timing_source"], "collective_cpu") << j.dump();
       }
       if (peer == (rank + 1) % 3) ++next_sends;
     }
@@ -627,9 +633,7 @@ TEST_F(WatchCli, ACollectiveOfATypeNcclDoesNotNameIsKeptAndSaysSo) {
   ASSERT_FALSE(HasFailure());
   size_t unknown = 0;
   for (const auto& f : fs::directory_iterator(out)) {
-    std::istringstream text(Slurp(f.path()));
-    for (std::string line; std::getline(text, line);) {
-      const nlohmann::json j = nlohmann::json::parse(line);
+    for (const nlohmann::json& j : JsonLines(f.path())) {
       if (!j.contains("coll_perf") || j["coll_perf"]["coll"] != "AllReduce") continue;
       if (j["fabricscope"]["datatype"] == "Unknown") ++unknown;
     }

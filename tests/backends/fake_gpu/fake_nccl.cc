@@ -793,6 +793,9 @@ thread_local std::map<std::string, const CommImpl*> ungrouped_driver;
 
 bool Grouped() { return group.depth > 0; }
 
+// A communicator that failed or was aborted runs no more kernels.
+bool Failed(const CommImpl& c) { return c.async_error.load() != kSuccess || c.aborted.load(); }
+
 // The kernel's run on the stream: KernelCh events around the work, ProxyOps finished after.
 void RunKernel(const Op& op, const std::shared_ptr<fake_profiler::Flight>& flight) {
   CommImpl& c = *op.comm;
@@ -815,27 +818,16 @@ void RunKernel(const Op& op, const std::shared_ptr<fake_profiler::Flight>& fligh
 void Launch(Op op) {
   fake_profiler::KernelLaunch(op.comm->profiler, op.tasks);
   CommImpl& c = *op.comm;
-  if (fake_gpu::Capturing(op.stream, c.device)) {
-    // Each run of the task (a replayed graph runs it again) is one plan.
-    auto task = std::make_shared<const fake_gpu::Task>([op] {
-      CommImpl& cc = *op.comm;
-      if (cc.async_error.load() != kSuccess || cc.aborted.load()) return;  // a failed comm stops
-      RunKernel(op, fake_profiler::PlanStart(cc.profiler, cc.rank, op.tasks));
-    });
-    fake_gpu::Enqueue(op.stream, c.device, std::move(task));
-    return;
-  }
-  // The plan's host half runs here, before the kernel has done anything (the fake queues the
-  // kernel after it so that the stream thread sees the plan's proxy ops: the plugin sees the
-  // same order of events either way).
+  // A captured plan's host half runs on the stream, once per replay; any other's here, before
+  // the kernel has done anything (the fake queues the kernel after it so that the stream
+  // thread sees the plan's proxy ops: the plugin sees the same order of events either way).
+  const bool captured = fake_gpu::Capturing(op.stream, c.device);
   std::shared_ptr<fake_profiler::Flight> flight;
-  if (c.async_error.load() == kSuccess && !c.aborted.load()) {
-    flight = fake_profiler::PlanStart(c.profiler, c.rank, op.tasks);
-  }
-  auto task = std::make_shared<const fake_gpu::Task>([op, flight] {
+  if (!captured && !Failed(c)) flight = fake_profiler::PlanStart(c.profiler, c.rank, op.tasks);
+  auto task = std::make_shared<const fake_gpu::Task>([op, captured, flight] {
     CommImpl& cc = *op.comm;
-    if (cc.async_error.load() != kSuccess || cc.aborted.load()) return;  // a failed comm stops
-    RunKernel(op, flight);
+    if (Failed(cc)) return;  // a failed comm stops
+    RunKernel(op, captured ? fake_profiler::PlanStart(cc.profiler, cc.rank, op.tasks) : flight);
   });
   fake_gpu::Enqueue(op.stream, c.device, std::move(task));
 }

@@ -55,8 +55,7 @@ constexpr int kProxyOpMask =
 struct SlowPeer {
   int src = -1;
   int dst = -1;
-  double factor = 1;    // the link's send ProxyOps last this many times the kernel's time
-  int64_t link_us = 0;  // FAKE_NCCL_LINK_US: every ProxyOp's network time after the kernel
+  double factor = 1;  // the link's send ProxyOps last this many times the others'
 };
 
 struct Plugin {
@@ -65,7 +64,8 @@ struct Plugin {
   ncclProfiler_v6_t* v6 = nullptr;
   ncclProfiler_v5_t* v5 = nullptr;
   ncclProfiler_v4_t* v4 = nullptr;
-  SlowPeer slow;  // FAKE_NCCL_SLOW_PEER
+  SlowPeer slow;        // FAKE_NCCL_SLOW_PEER
+  int64_t link_us = 0;  // FAKE_NCCL_LINK_US: every ProxyOp's network time after the kernel
 };
 
 // ncclProfilerEventMask (src/plugin/profiler.cc): one int for the whole process, written by
@@ -138,7 +138,7 @@ SlowPeer ReadSlowPeer() {
 Plugin Load() {
   Plugin p;
   p.slow = ReadSlowPeer();
-  p.slow.link_us = fake_gpu::EnvInt("FAKE_NCCL_LINK_US", 0);
+  p.link_us = fake_gpu::EnvInt("FAKE_NCCL_LINK_US", 0);
 #if defined(FAKE_NCCL_VERSION) && FAKE_NCCL_VERSION < 22700
   return p;  // as an NCCL before 2.27, which knows none of v4, v5, v6
 #endif
@@ -655,6 +655,20 @@ bool SlowLink(const Plugin& p, int rank, const Proxy& proxy) {
   return p.slow.factor > 1 && rank == p.slow.src && proxy.send && proxy.peer == p.slow.dst;
 }
 
+// How long after the kernel a ProxyOp's network work ends: FAKE_NCCL_LINK_US on every link
+// (factor times it on the slow one), or, without it, (factor - 1) kernel times on the slow
+// link only.
+std::chrono::nanoseconds NetworkTime(const Plugin& p, int rank, const Proxy& proxy,
+                                     uint64_t kernel_ns) {
+  const double link_ns = static_cast<double>(p.link_us) * 1000;
+  double ns = link_ns;
+  if (SlowLink(p, rank, proxy)) {
+    ns = link_ns > 0 ? p.slow.factor * link_ns
+                     : (p.slow.factor - 1) * static_cast<double>(kernel_ns);
+  }
+  return std::chrono::nanoseconds(static_cast<int64_t>(ns));
+}
+
 // src/plugin/profiler.cc: ProxyStep events per step when asked for
 // (ncclProfilerStartSendProxyStepEvent, RecordProxyStepEventState, StopProxyStepEvent),
 // then the ProxyOp's stop (ncclProfilerStopProxyOpEvent; src/transport/net.cc,
@@ -682,8 +696,8 @@ void FinishProxy(Flight* f, const Proxy& proxy, int mask) {
 
 // The kernel has ended: on the proxy thread, the ProxyOps finish and each channel's KernelCh
 // gets ncclProfilerKernelChStop with the GPU's end timestamp, then its stop
-// (ncclProfilerStopKernelChEvent). A slow link's send ProxyOps (FAKE_NCCL_SLOW_PEER) finish
-// (factor - 1) kernel times later, each on its own, the rest at once.
+// (ncclProfilerStopKernelChEvent). A ProxyOp with a network time (NetworkTime) finishes that
+// long after, on its own while the proxy thread goes on; the rest at once.
 void KernelEnd(const std::shared_ptr<Flight>& flight) {
   if (flight == nullptr) return;
   const uint64_t gpu_stop = GpuTimerNs();
@@ -694,20 +708,14 @@ void KernelEnd(const std::shared_ptr<Flight>& flight) {
     const Plugin& p = ThePlugin();
     int mask = 0;
     for (const Task& t : f->tasks) mask |= t.mask;
-    // The network's time after the kernel: FAKE_NCCL_LINK_US for every link (factor times it
-    // for the slow one), or, without it, (factor - 1) kernel times for the slow link only.
-    const double link_ns = static_cast<double>(p.slow.link_us) * 1000;
-    const double slow_ns = link_ns > 0 ? p.slow.factor * link_ns
-                                       : (p.slow.factor - 1) * static_cast<double>(kernel_ns);
     const auto now = ProxyThread::Clock::now();
     for (const Proxy& proxy : f->proxies) {
-      const double after_ns = SlowLink(p, f->rank, proxy) ? slow_ns : link_ns;
-      if (after_ns <= 0) {
+      const std::chrono::nanoseconds after = NetworkTime(p, f->rank, proxy, kernel_ns);
+      if (after.count() <= 0) {
         FinishProxy(f.get(), proxy, mask);
-        continue;
+      } else {
+        proxy_thread->PostAt(now + after, [f, proxy, mask] { FinishProxy(f.get(), proxy, mask); });
       }
-      proxy_thread->PostAt(now + std::chrono::nanoseconds(static_cast<int64_t>(after_ns)),
-                           [f, proxy, mask] { FinishProxy(f.get(), proxy, mask); });
     }
     for (auto& channels : f->kernel) {
       for (void* h : channels) {
