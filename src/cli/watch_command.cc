@@ -70,7 +70,8 @@ void AddFlags(CLI::App& app, WatchFlags& f) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 100.0));
   app.add_option("--straggler-us", f.options.straggler_us,
-                 "a rank starting this many us after the first (median) may straggle")
+                 "a rank starting this many us after the first (median), and as much after "
+                 "the next rank, may straggle")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--straggler-share", f.options.straggler_share,
@@ -216,6 +217,10 @@ int ExecuteWatch(WatchFlags f, const CommandContext& ctx) {
 CommandAction SetupWatchCommand(CLI::App& app) {
   auto flags = std::make_shared<WatchFlags>();
   AddFlags(app, *flags);
+  app.footer(
+      "Exit codes: 0 no alert and nothing undecided, 1 an alert, 2 bad usage or no records, 3 a "
+      "failure while running (Prometheus unreachable), 4 inconclusive (a straggler or slow link "
+      "within the noise: nobody named, not cleared). docs/watch.md.");
   return [flags](const CommandContext& ctx) { return ExecuteWatch(*flags, ctx); };
 }
 
