@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "fabricscope/finding.h"
+
 namespace fabricscope::cli {
 
 // Which of the process's standard streams are terminals: progress lines only for someone
@@ -60,5 +62,11 @@ inline constexpr int kExitFailed = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitRuntime = 3;
 inline constexpr int kExitInconclusive = 4;
+
+// A diagnosis's outcome (fabricscope/finding.h's one rule) as its exit code: 0, 1 or 4.
+inline int ExitCodeOf(Outcome outcome) {
+  constexpr int kCodes[] = {kExitOk, kExitFailed, kExitInconclusive};  // Outcome's order
+  return kCodes[static_cast<int>(outcome)];
+}
 
 }  // namespace fabricscope::cli
