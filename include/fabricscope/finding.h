@@ -3,6 +3,7 @@
 // "Findings").
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -25,6 +26,7 @@ struct Finding {
   std::string where{};                  // the node, rank, link, switch or test; "" none
   std::vector<std::string> evidence{};  // what it rests on: "file:line: text", "path: value"
   std::string fix{};                    // what to do; "" nothing
+  std::map<std::string, double> figures{};  // the numbers behind `what`, for programs
   // false: the evidence did not decide (an inconclusive straggler, an undecided pair). The
   // finding then says the noise figure and what would decide, and the diagnosis exits 4.
   bool decided = true;
@@ -61,8 +63,8 @@ struct FindingTextStyle {
 std::string FindingsText(const std::vector<Finding>& findings, const FindingTextStyle& style = {});
 
 // The one JSON form of a finding and of a list: {"severity": "WARN", "source": ...,
-// "what": ..., "where": ..., "evidence": [...], "fix": ..., "decided": true}. Every key is
-// always present ("" and [] when empty), so programs need no existence checks.
+// "what": ..., "where": ..., "evidence": [...], "fix": ..., "figures": {...}, "decided": true}.
+// Every key is always present ("" and [] when empty), so programs need no existence checks.
 nlohmann::ordered_json FindingJson(const Finding& finding);
 nlohmann::ordered_json FindingsJson(const std::vector<Finding>& findings);
 

@@ -74,6 +74,8 @@ nlohmann::ordered_json FindingJson(const Finding& finding) {
           {"where", finding.where},
           {"evidence", finding.evidence},
           {"fix", finding.fix},
+          {"figures", finding.figures.empty() ? nlohmann::ordered_json::object()
+                                              : nlohmann::ordered_json(finding.figures)},
           {"decided", finding.decided}};
 }
 

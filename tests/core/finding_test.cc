@@ -12,7 +12,8 @@ Finding Problem() {
           "runs at 4x HDR, the others at 4x NDR",
           "mlx5_0 port 1",
           {"/sys/class/infiniband/mlx5_0/ports/1/rate: 200 Gb/sec (4X HDR)"},
-          "reseat or replace the cable"};
+          "reseat or replace the cable",
+          {{"rate_gbps", 200}}};
 }
 
 TEST(Finding, SeveritiesAreOrderedWorstLast) {
@@ -76,10 +77,12 @@ TEST(Finding, JsonHasEveryKeyAlways) {
             R"j({"severity":"WARN","source":"ib-ports","what":"runs at 4x HDR, the others at )j"
             R"j(4x NDR","where":"mlx5_0 port 1","evidence":["/sys/class/infiniband/mlx5_0/)j"
             R"j(ports/1/rate: 200 Gb/sec (4X HDR)"],"fix":"reseat or replace the cable",)j"
+            R"j("figures":{"rate_gbps":200.0},)j"
             R"j("decided":true})j");
   EXPECT_EQ(j[1]["where"].get<std::string>(), "");
   EXPECT_TRUE(j[1]["evidence"].is_array());
   EXPECT_EQ(j[1]["fix"].get<std::string>(), "");
+  EXPECT_TRUE(j[1]["figures"].is_object());
 }
 
 }  // namespace
