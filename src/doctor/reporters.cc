@@ -93,6 +93,7 @@ class TextReporter : public DoctorReporter {
     }
     out_ << fmt::format("\n# drift: {} fact(s) differ between nodes\n", drift.size());
     std::vector<Finding> findings;
+    findings.reserve(drift.size());
     for (const Drift& d : drift) findings.push_back(DriftFinding(d));
     out_ << FindingsText(findings, findings_style_);
   }
