@@ -9,25 +9,14 @@
 #include <string_view>
 #include <vector>
 
+#include "fabricscope/finding.h"
 #include "fabricscope/launch.h"
 
 namespace fabricscope::doctor {
 
-// How bad a finding is. Ordered so that the worst of several is the largest.
-enum class Severity { kOk = 0, kSkipped = 1, kWarn = 2, kCritical = 3 };
-
-// "OK", "SKIPPED", "WARN", "CRITICAL".
-std::string_view SeverityName(Severity severity);
-
-// One observation: what was found, what it rests on, and how to fix it.
-struct Finding {
-  Severity severity = Severity::kOk;
-  std::string message;
-  std::vector<std::string> evidence;  // "where: what was read" lines
-  std::string fix;                    // empty when there is nothing to do
-};
-
-// The outcome of one check: at least one finding.
+// The outcome of one check: at least one finding, each with the check's name as its
+// `source`. A check that cannot run here (no GPU, no RDMA device, no log given) ends in one
+// INFO finding that says why.
 struct CheckResult {
   std::string name;
   std::string description;
@@ -44,7 +33,7 @@ struct NodeReport {
   // Configuration values that should agree across the nodes of a cluster (driver, port
   // rates, MTU, NCCL variables, ...): the input of FindDrift.
   std::map<std::string, std::string> facts;
-  Severity severity() const;  // CRITICAL, WARN, or OK (SKIPPED checks count as OK)
+  Severity severity() const;  // CRITICAL, WARN, or OK (INFO findings count as OK)
 };
 
 // One node's value of a drifted fact.
@@ -54,7 +43,8 @@ struct NodeValue {
   std::string value;  // "(absent)" when the node does not have the fact at all
 };
 
-// A fact on which some nodes differ from the majority.
+// A fact on which some nodes differ from the majority. The record keeps the majority and
+// every outlier's value for programs; DriftFinding says the same as a finding.
 struct Drift {
   std::string key;
   Severity severity = Severity::kWarn;
@@ -103,6 +93,11 @@ NodeReport RunDoctor(const DoctorOptions& options);
 // CRITICAL (NCCL expects the same tuning on every rank); other facts WARN.
 std::vector<Drift> FindDrift(const std::vector<NodeReport>& nodes);
 
+// A drifted fact as a finding: source "drift", where the fact's key, the majority and the
+// outliers in `what`, one line of evidence per outlier ("rank 2 (node-c): 200 Gb/sec"), and
+// the node and majority counts as figures.
+Finding DriftFinding(const Drift& drift);
+
 // The JSON form of one node's report: the --format json node object and the wire format
 // reports travel in to process 0. FromJson throws UsageError for a malformed document.
 std::string NodeReportToJson(const NodeReport& report);
@@ -124,7 +119,7 @@ class DoctorReporter {
 
 // How much a reporter shows.
 struct ReportStyle {
-  bool verbose = false;  // evidence and fixes of OK findings too
+  bool verbose = false;  // every finding of every node, and the evidence of OK and INFO ones
 };
 
 // A --format choice.

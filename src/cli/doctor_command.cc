@@ -12,6 +12,7 @@
 #include "cli/output.h"
 #include "fabricscope/doctor.h"
 #include "fabricscope/error.h"
+#include "fabricscope/finding.h"
 #include "fabricscope/launch.h"
 
 namespace fabricscope::cli {
@@ -88,15 +89,15 @@ int ExecuteDoctor(const DoctorFlags& flags, const CommandContext& ctx) {
 
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(flags.timeout * 1000));
   const doctor::ClusterReport cluster = doctor::GatherReports(mine, launch, timeout);
-  const doctor::Severity worst = launch.process_rank == 0 ? cluster.severity() : mine.severity();
+  // Every process answers for what it reports: rank 0 for the cluster, the others for their node.
+  const Severity worst = launch.process_rank == 0 ? cluster.severity() : mine.severity();
   if (launch.process_rank == 0) {
     Output output(ctx.out, flags.output);
     format.render({cluster, {flags.verbose}}, output.stream());
     output.Close();
   }
-  if (worst == doctor::Severity::kCritical) return kExitFailed;
-  if (worst == doctor::Severity::kWarn && flags.strict) return kExitFailed;
-  return kExitOk;
+  // Every finding is decided: the doctor reads files, it does not measure.
+  return ExitCodeOf(OutcomeOf(worst, /*undecided=*/false, flags.strict));
 }
 
 }  // namespace
@@ -125,7 +126,8 @@ CommandAction SetupDoctorCommand(CLI::App& app) {
   AddFormatOption(app, flags->format, DoctorFormats());
   app.add_option("--output", flags->output, "write the report to this file instead of stdout");
   app.add_flag("--strict", flags->strict, "exit 1 on WARN too (default: only on CRITICAL)");
-  app.add_flag("-v,--verbose", flags->verbose, "show the evidence of OK findings too");
+  app.add_flag("-v,--verbose", flags->verbose,
+               "every finding of every node, and the evidence of OK and INFO findings too");
   app.add_option("--launcher", flags->launcher,
                  "auto, single, mpi or env: under mpi/env every node's report goes to rank 0, "
                  "which points out the nodes that differ from the majority")
@@ -133,8 +135,9 @@ CommandAction SetupDoctorCommand(CLI::App& app) {
   app.add_option("--timeout", flags->timeout, "seconds rank 0 waits for the other nodes' reports")
       ->capture_default_str();
   app.footer(
-      "Exit status: 0 every check OK, SKIPPED or WARN; 1 a CRITICAL finding or drift (or a "
-      "WARN with --strict); 2 bad usage or input; 3 a failure while running.");
+      "Exit status: 0 every finding OK, INFO or WARN; 1 a CRITICAL finding or drift (or a "
+      "WARN with --strict); 2 bad usage or input; 3 a failure while running. INFO: a check "
+      "that does not apply here or could not read what it needs, and says why.");
   return [flags](const CommandContext& ctx) { return ExecuteDoctor(*flags, ctx); };
 }
 

@@ -32,10 +32,15 @@ struct NodeContext {
   std::string platform_from{};           // "--platform", "detected: DMI product name ..."
 };
 
+// A finding of a check; RunDoctor fills in `source` (the check's name) afterwards.
+Finding MakeFinding(Severity severity, std::string what, std::vector<std::string> evidence = {},
+                    std::string fix = "");
+
 // A check's findings and the facts it contributes to drift detection.
 class CheckOutput {
  public:
-  Finding& Add(Severity severity, std::string message, std::vector<std::string> evidence = {},
+  // The finding added, for the callers that also say `where` it points.
+  Finding& Add(Severity severity, std::string what, std::vector<std::string> evidence = {},
                std::string fix = "");
   void Fact(const std::string& key, const std::string& value) { facts_[key] = value; }
 
@@ -48,7 +53,7 @@ class CheckOutput {
 };
 
 // One diagnosis. SkipReason is nvbandwidth's filter(): why the check cannot run on this
-// node (no GPU, no RDMA device, no log given), reported as SKIPPED; Run does the work.
+// node (no GPU, no RDMA device, no log given), reported as an INFO finding; Run does the work.
 class Check {
  public:
   virtual ~Check() = default;

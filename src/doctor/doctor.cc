@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <exception>
 
 #include "doctor/check.h"
@@ -53,23 +52,14 @@ std::vector<const CheckEntry*> Select(const std::vector<std::string>& wanted) {
 
 }  // namespace
 
-// Indexed by Severity's value, in its declaration order.
-constexpr std::array<std::string_view, 4> kSeverityNames = {"OK", "SKIPPED", "WARN", "CRITICAL"};
+Severity CheckResult::severity() const { return Worst(findings); }
 
-std::string_view SeverityName(Severity severity) { return NameOf(severity, kSeverityNames); }
-
-Severity CheckResult::severity() const {
-  Severity worst = Severity::kOk;
-  for (const auto& f : findings) worst = std::max(worst, f.severity);
-  return worst;
-}
-
-// A node (or cluster) whose checks are OK or SKIPPED is OK: a check that cannot run here
+// A node (or cluster) whose findings are OK or INFO is OK: a check that cannot run here
 // is not a problem of the node.
 Severity NodeReport::severity() const {
   Severity worst = Severity::kOk;
   for (const auto& c : checks) worst = std::max(worst, c.severity());
-  return worst == Severity::kSkipped ? Severity::kOk : worst;
+  return worst == Severity::kInfo ? Severity::kOk : worst;
 }
 
 Severity ClusterReport::severity() const {
@@ -79,10 +69,20 @@ Severity ClusterReport::severity() const {
   return worst;
 }
 
-Finding& CheckOutput::Add(Severity severity, std::string message, std::vector<std::string> evidence,
+Finding& CheckOutput::Add(Severity severity, std::string what, std::vector<std::string> evidence,
                           std::string fix) {
-  findings_.push_back({severity, std::move(message), std::move(evidence), std::move(fix)});
+  findings_.push_back(MakeFinding(severity, std::move(what), std::move(evidence), std::move(fix)));
   return findings_.back();
+}
+
+Finding MakeFinding(Severity severity, std::string what, std::vector<std::string> evidence,
+                    std::string fix) {
+  Finding f;
+  f.severity = severity;
+  f.what = std::move(what);
+  f.evidence = std::move(evidence);
+  f.fix = std::move(fix);
+  return f;
 }
 
 std::string FormatBytes(uint64_t bytes) {
@@ -214,7 +214,7 @@ NodeReport RunDoctor(const DoctorOptions& options) {
     CheckOutput out;
     try {
       if (auto reason = check->SkipReason(node)) {
-        out.Add(Severity::kSkipped, *reason);
+        out.Add(Severity::kInfo, *reason);
       } else {
         check->Run(node, out);
       }
@@ -225,6 +225,7 @@ NodeReport RunDoctor(const DoctorOptions& options) {
     }
     if (out.findings().empty()) out.Add(Severity::kOk, "nothing to report");
     result.findings = std::move(out.findings());
+    for (Finding& f : result.findings) f.source = result.name;
     for (auto& [key, value] : out.facts()) report.facts[key] = value;
     report.checks.push_back(std::move(result));
   }

@@ -1,4 +1,6 @@
 // Configuration drift: the facts on which some nodes of a job differ from the others.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -56,6 +58,31 @@ std::vector<Drift> FindDrift(const std::vector<NodeReport>& nodes) {
   std::stable_sort(out.begin(), out.end(),
                    [](const Drift& a, const Drift& b) { return a.severity > b.severity; });
   return out;
+}
+
+Finding DriftFinding(const Drift& drift) {
+  Finding f;
+  f.severity = drift.severity;
+  f.source = "drift";
+  f.where = drift.key;
+  const size_t outliers = drift.outliers.size();
+  f.what =
+      drift.majority.empty()
+          ? fmt::format("no value is held by a majority of the {} nodes", drift.node_count)
+          : fmt::format("{} of {} node(s) differ from the majority: {} on {} of {}", outliers,
+                        drift.node_count, drift.majority, drift.majority_count, drift.node_count);
+  for (const NodeValue& v : drift.outliers) {
+    f.evidence.push_back(fmt::format("rank {} ({}): {}", v.rank, v.host, v.value));
+  }
+  // The same NCCL tuning on every rank is NCCL's requirement; other facts may differ on
+  // purpose (a node of another batch), so the fix says to look rather than what to set.
+  f.fix = drift.key.starts_with("env.")
+              ? "give every rank the same NCCL variables (the launcher's environment and "
+                "/etc/nccl.conf)"
+              : "bring the differing node(s) in line with the others, unless the difference is "
+                "deliberate";
+  f.figures = {{"majority_count", drift.majority_count}, {"node_count", drift.node_count}};
+  return f;
 }
 
 }  // namespace fabricscope::doctor

@@ -37,18 +37,19 @@ bool BelowModelRate(const NodeContext& node, const IbPort& p, CheckOutput& out) 
           ? node.root.Show(dev_dir + "/device/device") + ": " + device->pci_device
           : node.root.Show(dev_dir + "/hca_type") + ": " + device->hca_type;
   const bool fewer_lanes = p.rate.lanes > 0 && p.rate.lanes < model->lanes;
-  out.Add(
-      fewer_lanes ? Severity::kCritical : Severity::kWarn,
-      fmt::format("{} runs at {} while its {} can run {}X {} ({:g} Gb/s): {:g}% of the card's "
-                  "rate{}",
-                  p.name(), p.rate.text, model->name, model->lanes, model->generation, model->gbps,
-                  100.0 * p.rate.gbps / model->gbps,
-                  fewer_lanes ? ", the link trained down to fewer lanes" : ""),
-      {node.root.Show(PortDir(p) + "/rate") + ": " + p.rate.text, identity},
-      fmt::format("if the switch port and cable are rated for {} (check with iblinkinfo), "
-                  "reseat or replace the cable/transceiver; if this card is a slower SKU or "
-                  "the fabric runs at {}, nothing is wrong",
-                  model->generation, p.rate.generation.empty() ? p.rate.text : p.rate.generation));
+  out.Add(fewer_lanes ? Severity::kCritical : Severity::kWarn,
+          fmt::format("runs at {} while its {} can run {}X {} ({:g} Gb/s): {:g}% of the card's "
+                      "rate{}",
+                      p.rate.text, model->name, model->lanes, model->generation, model->gbps,
+                      100.0 * p.rate.gbps / model->gbps,
+                      fewer_lanes ? ", the link trained down to fewer lanes" : ""),
+          {node.root.Show(PortDir(p) + "/rate") + ": " + p.rate.text, identity},
+          fmt::format("if the switch port and cable are rated for {} (check with iblinkinfo), "
+                      "reseat or replace the cable/transceiver; if this card is a slower SKU or "
+                      "the fabric runs at {}, nothing is wrong",
+                      model->generation,
+                      p.rate.generation.empty() ? p.rate.text : p.rate.generation))
+      .where = p.name();
   return true;
 }
 
@@ -92,9 +93,9 @@ bool BelowCatalogRate(const NodeContext& node, const IbPort& p, int at_rate, Che
   }
   const bool card_can = slower_card.empty();
   out.Add(Severity::kCritical,
-          fmt::format("{} runs at {} where {} has {} x {:g} Gb/s {} NICs: {:g}% of the "
+          fmt::format("runs at {} where {} has {} x {:g} Gb/s {} NICs: {:g}% of the "
                       "platform's NIC rate; every ring through it runs at that speed{}",
-                      p.name(), p.rate.text, platform.name, platform.nics, platform.nic_rate_gbps,
+                      p.rate.text, platform.name, platform.nics, platform.nic_rate_gbps,
                       platform.nic_model.empty() ? platform.transport : platform.nic_model,
                       100.0 * p.rate.gbps / platform.nic_rate_gbps, slower_card),
           {node.root.Show(PortDir(p) + "/rate") + ": " + p.rate.text,
@@ -109,7 +110,8 @@ bool BelowCatalogRate(const NodeContext& node, const IbPort& p, int at_rate, Che
                                  platform.nic_rate_gbps, platform.name)
                    : fmt::format("this card is not the platform's NIC: fit a {} (or name the "
                                  "right platform with --platform)",
-                                 platform.nic_model.empty() ? "faster NIC" : platform.nic_model));
+                                 platform.nic_model.empty() ? "faster NIC" : platform.nic_model))
+      .where = p.name();
   return true;
 }
 
@@ -124,25 +126,27 @@ bool CheckState(const Root& root, const IbPort& p, CheckOutput& out) {
     ok = false;
     if (p.phys_state == "LinkUp") {
       out.Add(Severity::kCritical,
-              p.name() + " has a physical link but is " + p.state +
-                  ": no subnet manager has configured it",
+              "has a physical link but is " + p.state + ": no subnet manager has configured it",
               state_evidence,
               p.roce() ? "check the switch port and the interface (ip link set <if> up)"
                        : "start a subnet manager (opensm, or the switch's SM) for this "
-                         "fabric");
+                         "fabric")
+          .where = p.name();
     } else if (p.phys_state == "Disabled") {
-      out.Add(Severity::kWarn, p.name() + " is administratively disabled (physical state Disabled)",
+      out.Add(Severity::kWarn, "is administratively disabled (physical state Disabled)",
               state_evidence,
               "if the port should carry traffic, enable it (ibportstate / ip link set up); "
-              "otherwise keep NCCL off it with NCCL_IB_HCA");
+              "otherwise keep NCCL off it with NCCL_IB_HCA")
+          .where = p.name();
     } else {
       out.Add(Severity::kCritical,
-              p.name() + " is " + (p.state.empty() ? "in an unknown state" : p.state) +
+              std::string("is ") + (p.state.empty() ? "in an unknown state" : p.state) +
                   " (physical state " + (p.phys_state.empty() ? "?" : p.phys_state) +
                   "): no traffic can use it",
               state_evidence,
               "check the cable, the transceiver and the switch port; `ibstat " + p.device +
-                  "` shows the same");
+                  "` shows the same")
+          .where = p.name();
     }
   }
   return ok;
@@ -163,18 +167,18 @@ bool CheckAgainstFastest(const Root& root, const std::vector<const IbPort*>& por
     const bool degraded = !p.rate.generation.empty() &&
                           p.rate.generation == faster->rate.generation &&
                           p.rate.lanes < faster->rate.lanes;
-    out.Add(
-        degraded ? Severity::kCritical : Severity::kWarn,
-        fmt::format("{} runs at {} ({:g}% of the node's fastest port, {} at {}){}", p.name(),
-                    p.rate.text, 100.0 * p.rate.gbps / fastest, faster->name(), faster->rate.text,
-                    degraded ? ": the link trained down to fewer lanes" : ""),
-        {root.Show(dir + "/rate") + ": " + p.rate.text,
-         root.Show(PortDir(*faster) + "/rate") + ": " + faster->rate.text},
-        degraded ? "reseat or replace the cable/transceiver; a ring runs at the speed of "
-                   "its slowest link"
-                 : "if this port carries GPU traffic, it slows every ring through it; "
-                   "otherwise exclude it with NCCL_IB_HCA=^" +
-                       p.device);
+    out.Add(degraded ? Severity::kCritical : Severity::kWarn,
+            fmt::format("runs at {} ({:g}% of the node's fastest port, {} at {}){}", p.rate.text,
+                        100.0 * p.rate.gbps / fastest, faster->name(), faster->rate.text,
+                        degraded ? ": the link trained down to fewer lanes" : ""),
+            {root.Show(dir + "/rate") + ": " + p.rate.text,
+             root.Show(PortDir(*faster) + "/rate") + ": " + faster->rate.text},
+            degraded ? "reseat or replace the cable/transceiver; a ring runs at the speed of "
+                       "its slowest link"
+                     : "if this port carries GPU traffic, it slows every ring through it; "
+                       "otherwise exclude it with NCCL_IB_HCA=^" +
+                           p.device)
+        .where = p.name();
   }
   return ok;
 }
@@ -191,12 +195,12 @@ bool CheckRoceGids(const NodeContext& node, const IbPort& p, const std::string& 
     if (v2 == p.gids.end()) {
       ok = false;
       out.Add(Severity::kCritical,
-              p.name() +
-                  " is RoCE but has no RoCE v2 GID: the interface has no IP address "
-                  "(or the kernel lacks RoCE v2)",
+              "is RoCE but has no RoCE v2 GID: the interface has no IP address "
+              "(or the kernel lacks RoCE v2)",
               {root.Show(dir + "/gid_attrs/types") + ": no 'RoCE v2' entry"},
               "give the port's interface (" + NetdevsOf(node.ib, p.device) +
-                  ") an IP address: RoCE v2 GIDs are made from it");
+                  ") an IP address: RoCE v2 GIDs are made from it")
+          .where = p.name();
     } else {
       // Link-local GIDs (fe80::) exist without any address; only the others route.
       const auto routable = std::find_if(p.gids.begin(), p.gids.end(), [](const Gid& g) {
@@ -205,11 +209,11 @@ bool CheckRoceGids(const NodeContext& node, const IbPort& p, const std::string& 
       if (routable == p.gids.end()) {
         ok = false;
         out.Add(Severity::kWarn,
-                p.name() + " has only link-local RoCE v2 GIDs: its interface (" +
-                    NetdevsOf(node.ib, p.device) +
+                "has only link-local RoCE v2 GIDs: its interface (" + NetdevsOf(node.ib, p.device) +
                     ") has no IP address, so RoCE cannot leave the local subnet",
                 {root.Show(dir + "/gids") + ": only fe80:: entries"},
-                "give the interface its IP address on the RDMA network");
+                "give the interface its IP address on the RDMA network")
+            .where = p.name();
       } else {
         out.Fact(key + ".roce_v2_gid", std::to_string(routable->index));
       }
@@ -231,12 +235,13 @@ bool CheckCounters(const Root& root, const IbPort& p, CheckOutput& out) {
   }
   if (!counters.empty()) {
     ok = false;
-    out.Add(Severity::kWarn,
-            fmt::format("{} has {} non-zero error counter(s) since the driver loaded", p.name(),
-                        counters.size()),
-            counters,
-            "watch whether they grow during a run (perfquery -x / rdma statistic); symbol "
-            "and link errors point at the cable or transceiver, discards at congestion");
+    out.Add(
+           Severity::kWarn,
+           fmt::format("has {} non-zero error counter(s) since the driver loaded", counters.size()),
+           counters,
+           "watch whether they grow during a run (perfquery -x / rdma statistic); symbol "
+           "and link errors point at the cable or transceiver, discards at congestion")
+        .where = p.name();
   }
   return ok;
 }

@@ -83,9 +83,10 @@ class MtuCheck : public Check {
         }
       }
       if (netdevs.empty()) {
-        out.Add(Severity::kWarn, d.name + " is RoCE but no network interface belongs to it",
+        out.Add(Severity::kWarn, "is RoCE but no network interface belongs to it",
                 {node.root.Show("/sys/class/infiniband/" + d.name + "/device/net") + ": absent"},
-                "check that the Ethernet driver (mlx5_core) created its interface");
+                "check that the Ethernet driver (mlx5_core) created its interface")
+            .where = d.name;
         continue;
       }
       for (const std::string& netdev : netdevs) {
@@ -93,8 +94,9 @@ class MtuCheck : public Check {
         std::string why;
         const auto mtu = node.root.ReadInt(file, &why);
         if (!mtu) {
-          out.Add(Severity::kWarn, "cannot read the MTU of " + netdev + " (" + d.name + ")",
-                  {node.root.Show(file) + ": " + why});
+          out.Add(Severity::kWarn, "cannot read the MTU (of " + d.name + ")",
+                  {node.root.Show(file) + ": " + why})
+              .where = netdev;
           continue;
         }
         out.Fact("mtu." + netdev, std::to_string(*mtu));

@@ -42,7 +42,7 @@ class NcclEnvCheck : public Check {
     }
     std::vector<Finding> findings = LintNcclSettings(context);
     const bool problems = std::any_of(findings.begin(), findings.end(), [](const Finding& f) {
-      return f.severity > Severity::kSkipped;
+      return f.severity > Severity::kInfo;
     });
     if (node.env.empty()) {
       out.Add(Severity::kOk,

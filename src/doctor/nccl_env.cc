@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "doctor/check.h"
 #include "fabricscope/joined.h"
 
 namespace fabricscope::doctor {
@@ -83,17 +84,17 @@ void GdrLevel(const std::string& name, const EnvSetting& s, const LintContext&,
   static const std::set<std::string> kValid = {"LOC", "PIX", "PXB", "PHB", "SYS", "NVL",
                                                "0",   "1",   "2",   "3",   "4",   "5"};
   if (v == "0" || v == "LOC") {
-    out.push_back({Severity::kCritical,
-                   name + "=" + v +
-                       " switches GPUDirect RDMA off: every inter-node byte is "
-                       "staged through host memory (30-60% less bandwidth)",
-                   {Quote(name, s)},
-                   "unset " + name + " (NCCL picks the distance itself), or give PXB/PHB/SYS"});
+    out.push_back(
+        MakeFinding(Severity::kCritical,
+                    name + "=" + v +
+                        " switches GPUDirect RDMA off: every inter-node byte is "
+                        "staged through host memory (30-60% less bandwidth)",
+                    {Quote(name, s)},
+                    "unset " + name + " (NCCL picks the distance itself), or give PXB/PHB/SYS"));
   } else if (!kValid.contains(v)) {
-    out.push_back({Severity::kWarn,
-                   name + "='" + v + "' is not a level NCCL knows",
-                   {Quote(name, s)},
-                   "give one of LOC, PIX, PXB, PHB, SYS (or unset it)"});
+    out.push_back(MakeFinding(Severity::kWarn, name + "='" + v + "' is not a level NCCL knows",
+                              {Quote(name, s)},
+                              "give one of LOC, PIX, PXB, PHB, SYS (or unset it)"));
   }
 }
 
@@ -101,77 +102,72 @@ void IbDisable(const std::string& name, const EnvSetting& s, const LintContext& 
                std::vector<Finding>& out) {
   if (!IsOne(s.value)) return;
   if (c.ib.devices.empty()) {
-    out.push_back({Severity::kOk,
-                   name + "=1, and this node has no RDMA device anyway",
-                   {Quote(name, s)},
-                   ""});
+    out.push_back(MakeFinding(Severity::kOk, name + "=1, and this node has no RDMA device anyway",
+                              {Quote(name, s)}, ""));
     return;
   }
   std::vector<std::string> names;
   for (const auto& d : c.ib.devices) names.push_back(d.name);
-  out.push_back({Severity::kCritical,
-                 name + "=1 turns InfiniBand/RoCE off: NCCL falls back to TCP sockets although "
-                        "RDMA devices are present",
-                 {Quote(name, s), "RDMA devices: " + JoinList(names)},
-                 "unset " + name});
+  out.push_back(
+      MakeFinding(Severity::kCritical,
+                  name + "=1 turns InfiniBand/RoCE off: NCCL falls back to TCP sockets although "
+                         "RDMA devices are present",
+                  {Quote(name, s), "RDMA devices: " + JoinList(names)}, "unset " + name));
 }
 
 void P2pDisable(const std::string& name, const EnvSetting& s, const LintContext&,
                 std::vector<Finding>& out) {
   if (!IsOne(s.value)) return;
-  out.push_back({Severity::kCritical,
-                 name + "=1 turns off GPU peer-to-peer (NVLink and PCIe): GPUs of a node talk "
-                        "through host memory",
-                 {Quote(name, s)},
-                 "unset " + name});
+  out.push_back(
+      MakeFinding(Severity::kCritical,
+                  name + "=1 turns off GPU peer-to-peer (NVLink and PCIe): GPUs of a node talk "
+                         "through host memory",
+                  {Quote(name, s)}, "unset " + name));
 }
 
 void P2pLevel(const std::string& name, const EnvSetting& s, const LintContext&,
               std::vector<Finding>& out) {
   const std::string v(Trim(s.value));
   if (v == "0" || v == "LOC") {
-    out.push_back({Severity::kCritical,
-                   name + "=" + v + " never uses GPU peer-to-peer, not even over NVLink",
-                   {Quote(name, s)},
-                   "unset " + name});
+    out.push_back(MakeFinding(Severity::kCritical,
+                              name + "=" + v + " never uses GPU peer-to-peer, not even over NVLink",
+                              {Quote(name, s)}, "unset " + name));
   }
 }
 
 void ShmDisable(const std::string& name, const EnvSetting& s, const LintContext&,
                 std::vector<Finding>& out) {
   if (!IsOne(s.value)) return;
-  out.push_back({Severity::kWarn,
-                 name + "=1: where peer-to-peer is impossible, GPUs of one node go through "
-                        "the network instead of shared memory",
-                 {Quote(name, s)},
-                 "unset " + name + " unless it works around a known problem"});
+  out.push_back(
+      MakeFinding(Severity::kWarn,
+                  name + "=1: where peer-to-peer is impossible, GPUs of one node go through "
+                         "the network instead of shared memory",
+                  {Quote(name, s)}, "unset " + name + " unless it works around a known problem"));
 }
 
 void Forced(const std::string& name, const EnvSetting& s, const LintContext&,
             std::vector<Finding>& out) {
-  out.push_back({Severity::kWarn,
-                 name + "=" + s.value +
-                     " forces NCCL's choice for every size: measured "
-                     "bandwidth reflects the forced choice, not the tuned one",
-                 {Quote(name, s)},
-                 "unset " + name +
-                     " for production; keep it only for a deliberate measurement "
-                     "(e.g. NCCL_ALGO=Ring to measure the network)"});
+  out.push_back(MakeFinding(Severity::kWarn,
+                            name + "=" + s.value +
+                                " forces NCCL's choice for every size: measured "
+                                "bandwidth reflects the forced choice, not the tuned one",
+                            {Quote(name, s)},
+                            "unset " + name +
+                                " for production; keep it only for a deliberate measurement "
+                                "(e.g. NCCL_ALGO=Ring to measure the network)"));
 }
 
 void NetForce(const std::string& name, const EnvSetting& s, const LintContext& c,
               std::vector<Finding>& out) {
   const std::string v(Trim(s.value));
   if (v == "Socket" && !c.ib.devices.empty()) {
-    out.push_back({Severity::kCritical,
-                   name + "=Socket forces TCP sockets although RDMA devices are present",
-                   {Quote(name, s)},
-                   "unset " + name});
+    out.push_back(MakeFinding(Severity::kCritical,
+                              name + "=Socket forces TCP sockets although RDMA devices are present",
+                              {Quote(name, s)}, "unset " + name));
   } else if (v == "IB" && c.ib.devices.empty()) {
-    out.push_back({Severity::kCritical,
-                   name + "=IB but this node has no RDMA device: NCCL cannot initialize",
-                   {Quote(name, s), c.ib.unavailable},
-                   "load the RDMA driver (mlx5_ib) or unset " + name});
+    out.push_back(MakeFinding(
+        Severity::kCritical, name + "=IB but this node has no RDMA device: NCCL cannot initialize",
+        {Quote(name, s), c.ib.unavailable}, "load the RDMA driver (mlx5_ib) or unset " + name));
   }
 }
 
@@ -184,16 +180,16 @@ void IbHca(const std::string& name, const EnvSetting& s, const LintContext& c,
   const auto missing = list.Missing(present);
   std::vector<std::string> evidence = {Quote(name, s), "RDMA devices here: " + JoinList(present)};
   if (selected.empty()) {
-    out.push_back({Severity::kCritical,
-                   name + " selects no RDMA device of this node: NCCL falls back to sockets",
-                   evidence,
-                   "name devices from /sys/class/infiniband (prefixes, or '=' for exact names)"});
+    out.push_back(MakeFinding(
+        Severity::kCritical,
+        name + " selects no RDMA device of this node: NCCL falls back to sockets", evidence,
+        "name devices from /sys/class/infiniband (prefixes, or '=' for exact names)"));
     return;
   }
   if (!list.exclude && !missing.empty()) {
-    out.push_back({Severity::kWarn,
-                   name + " names devices this node does not have: " + JoinList(missing), evidence,
-                   "drop them, or fix the names (a typo, or a node with fewer HCAs)"});
+    out.push_back(MakeFinding(
+        Severity::kWarn, name + " names devices this node does not have: " + JoinList(missing),
+        evidence, "drop them, or fix the names (a typo, or a node with fewer HCAs)"));
   }
   for (const auto& e : list.entries) {
     if (e.port < 0 || list.exclude) continue;
@@ -202,11 +198,11 @@ void IbHca(const std::string& name, const EnvSetting& s, const LintContext& c,
       const bool has = std::any_of(d.ports.begin(), d.ports.end(),
                                    [&](const IbPort& p) { return p.port == e.port; });
       if (!has) {
-        out.push_back({Severity::kWarn,
-                       name + " names port " + std::to_string(e.port) + " of " + d.name +
-                           ", which has no such port",
-                       evidence,
-                       "use a port listed under /sys/class/infiniband/" + d.name + "/ports"});
+        out.push_back(MakeFinding(
+            Severity::kWarn,
+            name + " names port " + std::to_string(e.port) + " of " + d.name +
+                ", which has no such port",
+            evidence, "use a port listed under /sys/class/infiniband/" + d.name + "/ports"));
       }
     }
   }
@@ -219,46 +215,45 @@ void SocketIfname(const std::string& name, const EnvSetting& s, const LintContex
   std::vector<std::string> evidence = {Quote(name, s),
                                        "interfaces here: " + JoinList(c.interfaces)};
   if (selected.empty()) {
-    out.push_back({Severity::kCritical,
-                   name + " selects no network interface of this node: NCCL's bootstrap fails "
-                          "('no socket interface found')",
-                   evidence, "name interfaces from /sys/class/net (prefixes, or '=' for exact)"});
+    out.push_back(
+        MakeFinding(Severity::kCritical,
+                    name + " selects no network interface of this node: NCCL's bootstrap fails "
+                           "('no socket interface found')",
+                    evidence, "name interfaces from /sys/class/net (prefixes, or '=' for exact)"));
     return;
   }
   if (!list.exclude) {
     if (const auto missing = list.Missing(c.interfaces); !missing.empty()) {
-      out.push_back({Severity::kWarn,
-                     name + " names interfaces this node does not have: " + JoinList(missing),
-                     evidence, "drop them or fix the names"});
+      out.push_back(MakeFinding(
+          Severity::kWarn, name + " names interfaces this node does not have: " + JoinList(missing),
+          evidence, "drop them or fix the names"));
     }
   }
   if (std::all_of(selected.begin(), selected.end(),
                   [](const std::string& i) { return i == "lo" || i.starts_with("docker"); })) {
-    out.push_back(
-        {Severity::kWarn,
-         name + " selects only " + JoinList(selected) + ", which other nodes cannot reach",
-         evidence, "name the interface of the cluster network"});
+    out.push_back(MakeFinding(
+        Severity::kWarn,
+        name + " selects only " + JoinList(selected) + ", which other nodes cannot reach", evidence,
+        "name the interface of the cluster network"));
   }
 }
 
 void CrossNic(const std::string& name, const EnvSetting& s, const LintContext&,
               std::vector<Finding>& out) {
   if (!IsOne(s.value)) return;
-  out.push_back({Severity::kWarn,
-                 name + "=1 lets a ring leave a node on a different NIC than it entered: on a "
-                        "rail-optimized fabric that traffic crosses the spine",
-                 {Quote(name, s)},
-                 "unset it (NCCL decides), or 0 on rail-optimized fabrics"});
+  out.push_back(
+      MakeFinding(Severity::kWarn,
+                  name + "=1 lets a ring leave a node on a different NIC than it entered: on a "
+                         "rail-optimized fabric that traffic crosses the spine",
+                  {Quote(name, s)}, "unset it (NCCL decides), or 0 on rail-optimized fabrics"));
 }
 
 void GidIndex(const std::string& name, const EnvSetting& s, const LintContext& c,
               std::vector<Finding>& out) {
   const auto index = ParseInt(s.value);
   if (!index) {
-    out.push_back({Severity::kWarn,
-                   name + "='" + s.value + "' is not a number",
-                   {Quote(name, s)},
-                   "give the index of a RoCE v2 GID"});
+    out.push_back(MakeFinding(Severity::kWarn, name + "='" + s.value + "' is not a number",
+                              {Quote(name, s)}, "give the index of a RoCE v2 GID"));
     return;
   }
   int roce = 0;
@@ -270,25 +265,25 @@ void GidIndex(const std::string& name, const EnvSetting& s, const LintContext& c
     const std::string where =
         "/sys/class/infiniband/" + p->device + "/ports/" + std::to_string(p->port);
     if (gid == p->gids.end()) {
-      out.push_back({Severity::kCritical,
-                     name + "=" + s.value + " but " + p->name() + " has no GID at that index",
-                     {Quote(name, s), c.root.Show(where + "/gids/" + s.value) + ": empty"},
-                     "pick the index of a RoCE v2 IPv4 GID (see gid_attrs/types), or unset it "
-                     "(NCCL 2.21+ selects one)"});
-    } else if (gid->type != "RoCE v2") {
       out.push_back(
-          {Severity::kWarn,
-           name + "=" + s.value + " is a " + (gid->type.empty() ? "?" : gid->type) + " GID on " +
-               p->name() + ": RoCE v1 is not routable across subnets",
-           {Quote(name, s), c.root.Show(where + "/gid_attrs/types/" + s.value) + ": " + gid->type},
-           "pick the index of a RoCE v2 GID"});
+          MakeFinding(Severity::kCritical,
+                      name + "=" + s.value + " but " + p->name() + " has no GID at that index",
+                      {Quote(name, s), c.root.Show(where + "/gids/" + s.value) + ": empty"},
+                      "pick the index of a RoCE v2 IPv4 GID (see gid_attrs/types), or unset it "
+                      "(NCCL 2.21+ selects one)"));
+    } else if (gid->type != "RoCE v2") {
+      out.push_back(MakeFinding(
+          Severity::kWarn,
+          name + "=" + s.value + " is a " + (gid->type.empty() ? "?" : gid->type) + " GID on " +
+              p->name() + ": RoCE v1 is not routable across subnets",
+          {Quote(name, s), c.root.Show(where + "/gid_attrs/types/" + s.value) + ": " + gid->type},
+          "pick the index of a RoCE v2 GID"));
     }
   }
   if (roce == 0) {
-    out.push_back({Severity::kOk,
-                   name + " is set; no RoCE port here, InfiniBand ignores it",
-                   {Quote(name, s)},
-                   ""});
+    out.push_back(MakeFinding(Severity::kOk,
+                              name + " is set; no RoCE port here, InfiniBand ignores it",
+                              {Quote(name, s)}, ""));
   }
 }
 
@@ -296,52 +291,49 @@ void SocketThreads(const std::string& name, const EnvSetting& s, const LintConte
                    std::vector<Finding>& out) {
   const auto v = ParseInt(s.value);
   if (!v || *v < 1 || *v > 16) {
-    out.push_back({Severity::kWarn,
-                   name + "=" + s.value + " is outside 1..16",
-                   {Quote(name, s)},
-                   "give 1 to 16"});
+    out.push_back(MakeFinding(Severity::kWarn, name + "=" + s.value + " is outside 1..16",
+                              {Quote(name, s)}, "give 1 to 16"));
   }
 }
 
 void TopoFile(const std::string& name, const EnvSetting& s, const LintContext& c,
               std::vector<Finding>& out) {
   if (!c.root.Exists(s.value)) {
-    out.push_back({Severity::kWarn,
-                   name + " names a file that does not exist: NCCL ignores it and detects "
-                          "the topology itself",
-                   {Quote(name, s), c.root.Show(s.value) + ": absent"},
-                   "fix the path or unset it"});
+    out.push_back(MakeFinding(
+        Severity::kWarn,
+        name + " names a file that does not exist: NCCL ignores it and detects "
+               "the topology itself",
+        {Quote(name, s), c.root.Show(s.value) + ": absent"}, "fix the path or unset it"));
   }
 }
 
 void GdrRead(const std::string& name, const EnvSetting& s, const LintContext&,
              std::vector<Finding>& out) {
   if (Trim(s.value) == "0") {
-    out.push_back({Severity::kWarn,
-                   name + "=0: sends stage GPU data through host memory even where the NIC "
-                          "could read it directly",
-                   {Quote(name, s)},
-                   "unset it"});
+    out.push_back(MakeFinding(Severity::kWarn,
+                              name +
+                                  "=0: sends stage GPU data through host memory even where the NIC "
+                                  "could read it directly",
+                              {Quote(name, s)}, "unset it"));
   }
 }
 
 void IgnoreAffinity(const std::string& name, const EnvSetting& s, const LintContext&,
                     std::vector<Finding>& out) {
   if (!IsOne(s.value)) return;
-  out.push_back({Severity::kWarn,
-                 name + "=1: NCCL's threads may run on the socket far from their GPU and NIC",
-                 {Quote(name, s)},
-                 "unset it unless the job binds CPUs itself"});
+  out.push_back(MakeFinding(
+      Severity::kWarn, name + "=1: NCCL's threads may run on the socket far from their GPU and NIC",
+      {Quote(name, s)}, "unset it unless the job binds CPUs itself"));
 }
 
 void Renamed(const std::string& name, const EnvSetting& s, const LintContext&,
              std::vector<Finding>& out) {
   for (const auto& v : NcclVariables()) {
     if (v.name == name && !v.replaced_by.empty()) {
-      out.push_back({Severity::kWarn,
-                     name + " is obsolete: current versions read " + std::string(v.replaced_by),
-                     {Quote(name, s)},
-                     "rename it to " + std::string(v.replaced_by)});
+      out.push_back(
+          MakeFinding(Severity::kWarn,
+                      name + " is obsolete: current versions read " + std::string(v.replaced_by),
+                      {Quote(name, s)}, "rename it to " + std::string(v.replaced_by)));
     }
   }
 }
@@ -584,13 +576,14 @@ std::vector<Finding> LintNcclSettings(const LintContext& context) {
                      [&name = name](const auto& p) { return name.starts_with(p.first); });
     if (prefix != NcclVariablePrefixes().end()) continue;
     const std::string suggestion = ClosestVariable(name);
-    out.push_back({Severity::kWarn,
-                   name + " is not a variable NCCL reads" +
-                       (suggestion.empty() ? "" : ": did you mean " + suggestion + "?"),
-                   {Quote(name, setting)},
-                   suggestion.empty() ? "remove it, or check the spelling against NCCL's "
-                                        "environment-variable documentation"
-                                      : "rename it to " + suggestion});
+    out.push_back(MakeFinding(Severity::kWarn,
+                              name + " is not a variable NCCL reads" +
+                                  (suggestion.empty() ? "" : ": did you mean " + suggestion + "?"),
+                              {Quote(name, setting)},
+                              suggestion.empty()
+                                  ? "remove it, or check the spelling against NCCL's "
+                                    "environment-variable documentation"
+                                  : "rename it to " + suggestion));
   }
   // Rules that involve two variables.
   const auto threads = context.env.find("NCCL_SOCKET_NTHREADS");
@@ -603,10 +596,11 @@ std::vector<Finding> LintNcclSettings(const LintContext& context) {
       std::vector<std::string> evidence;
       if (threads != context.env.end()) evidence.push_back(Quote(threads->first, threads->second));
       if (socks != context.env.end()) evidence.push_back(Quote(socks->first, socks->second));
-      out.push_back({Severity::kWarn,
-                     "NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = " + std::to_string(t * s) +
-                         " exceeds NCCL's limit of 64 sockets per connection: NCCL cuts it",
-                     evidence, "keep the product at 64 or less (e.g. 4 x 8)"});
+      out.push_back(
+          MakeFinding(Severity::kWarn,
+                      "NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = " + std::to_string(t * s) +
+                          " exceeds NCCL's limit of 64 sockets per connection: NCCL cuts it",
+                      evidence, "keep the product at 64 or less (e.g. 4 x 8)"));
     }
   }
   return out;

@@ -104,33 +104,34 @@ void AnalyzeAffinity(const PciTopology& t, const std::string& evidence_prefix, b
         break;
       case PathType::kSys:
         out.Add(Severity::kCritical,
-                who +
-                    ": the closest NIC is across the socket (SYS): traffic crosses the CPU "
-                    "interconnect and NCCL turns GPUDirect RDMA off at that distance",
+                "the closest NIC is across the socket (SYS): traffic crosses the CPU "
+                "interconnect and NCCL turns GPUDirect RDMA off at that distance",
                 evidence,
                 "give each socket's GPUs a NIC on the same socket (check which slots the NICs "
                 "sit in, and BIOS NUMA settings); meanwhile bind each rank to a NIC on its "
-                "GPU's socket with NCCL_IB_HCA");
+                "GPU's socket with NCCL_IB_HCA")
+            .where = who;
         break;
       case PathType::kUnknown:
-        out.Add(Severity::kWarn,
-                who + ": cannot tell how close any NIC is (no PCIe path and no NUMA node)",
+        out.Add(Severity::kWarn, "cannot tell how close any NIC is (no PCIe path and no NUMA node)",
                 evidence,
-                "give the output of `nvidia-smi topo -m` or NCCL's topology dump (--topo-file)");
+                "give the output of `nvidia-smi topo -m` or NCCL's topology dump (--topo-file)")
+            .where = who;
         break;
       case PathType::kPhb:
       case PathType::kNode:
         out.Add(
-            Severity::kWarn,
-            fmt::format("{}: the closest NIC is {}, not behind the GPU's own PCIe switch: "
-                        "GPUDirect RDMA goes through the {} and NCCL may turn it off at its "
-                        "default distance",
-                        who, name,
-                        path == PathType::kPhb ? "CPU's host bridge" : "CPU between host bridges"),
-            evidence,
-            "prefer a NIC under the GPU's PCIe switch; if none exists, set "
-            "NCCL_NET_GDR_LEVEL=" +
-                name + " to keep GPUDirect RDMA");
+               Severity::kWarn,
+               fmt::format(
+                   "the closest NIC is {}, not behind the GPU's own PCIe switch: "
+                   "GPUDirect RDMA goes through the {} and NCCL may turn it off at its "
+                   "default distance",
+                   name, path == PathType::kPhb ? "CPU's host bridge" : "CPU between host bridges"),
+               evidence,
+               "prefer a NIC under the GPU's PCIe switch; if none exists, set "
+               "NCCL_NET_GDR_LEVEL=" +
+                   name + " to keep GPUDirect RDMA")
+            .where = who;
         break;
     }
   }
@@ -178,29 +179,31 @@ class PciCheck : public Check {
                     nics.size() == 1 ? "" : "s", rdma, rdma_names.empty() ? "" : ": " + rdma_names),
         evidence);
     if (gpus.empty()) {
-      summary.message += "; no GPU on the PCI bus (class 0x03/0x12 from NVIDIA, AMD or Habana)";
+      summary.what += "; no GPU on the PCI bus (class 0x03/0x12 from NVIDIA, AMD or Habana)";
     }
     for (const PciDevice& d : t.devices) {
       const std::string dir = "/sys/bus/pci/devices/" + d.bdf;
       if (d.kind == DeviceKind::kGpu && d.driver.empty()) {
-        out.Add(Severity::kCritical, Describe(d) + " has no kernel driver bound: it cannot be used",
+        out.Add(Severity::kCritical, "has no kernel driver bound: it cannot be used",
                 {node.root.Show(dir + "/driver") + ": absent"},
-                "load the GPU driver (modprobe nvidia) and check dmesg for why it did not bind");
+                "load the GPU driver (modprobe nvidia) and check dmesg for why it did not bind")
+            .where = Describe(d);
       } else if (d.kind == DeviceKind::kGpu && d.vendor == 0x10de && d.driver != "nvidia") {
-        out.Add(Severity::kWarn, Describe(d) + " is bound to '" + d.driver + "', not 'nvidia'",
+        out.Add(Severity::kWarn, "is bound to '" + d.driver + "', not 'nvidia'",
                 {node.root.Show(dir + "/driver") + " -> " + d.driver},
-                "unbind it and load the NVIDIA driver, unless it is passed to a VM on purpose");
+                "unbind it and load the NVIDIA driver, unless it is passed to a VM on purpose")
+            .where = Describe(d);
       }
       if (d.link_width > 0 && d.max_link_width > d.link_width) {
         out.Add(Severity::kWarn,
-                fmt::format("{} runs its PCIe link at x{} of x{}: at most {}% of its PCIe "
+                fmt::format("runs its PCIe link at x{} of x{}: at most {}% of its PCIe "
                             "bandwidth",
-                            Describe(d), d.link_width, d.max_link_width,
-                            100 * d.link_width / d.max_link_width),
+                            d.link_width, d.max_link_width, 100 * d.link_width / d.max_link_width),
                 {node.root.Show(dir + "/current_link_width") + ": " + std::to_string(d.link_width),
                  node.root.Show(dir + "/max_link_width") + ": " + std::to_string(d.max_link_width)},
                 "reseat the card or riser, check the slot's wiring and the BIOS bifurcation "
-                "setting");
+                "setting")
+            .where = Describe(d);
       }
     }
   }
@@ -310,14 +313,15 @@ class TopoFileCheck : public Check {
   }
   void Run(const NodeContext& node, CheckOutput& out) const override {
     const PciTopology& t = *node.topo_file;
-    out.Add(Severity::kOk,
-            fmt::format("{}: {} GPU(s), {} NIC(s)", t.source, t.Gpus().size(), t.Nics().size()));
+    out.Add(Severity::kOk, fmt::format("{} GPU(s), {} NIC(s)", t.Gpus().size(), t.Nics().size()))
+        .where = t.source;
     for (const std::string& note : t.notes) {
       out.Add(Severity::kWarn, note, {note},
               "check nvidia_peermem (gpudirect check) and NCCL_NET_GDR_LEVEL for this NIC");
     }
     if (t.Gpus().empty() || t.Nics().empty()) {
-      out.Add(Severity::kWarn, "the file has no GPU or no NIC: no affinity to judge");
+      out.Add(Severity::kWarn, "the file has no GPU or no NIC: no affinity to judge").where =
+          t.source;
       return;
     }
     AnalyzeAffinity(t, "", false, out);

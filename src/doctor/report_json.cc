@@ -10,52 +10,60 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
+constexpr Severity kSeverities[] = {Severity::kOk, Severity::kInfo, Severity::kWarn,
+                                    Severity::kCritical};
+
 Severity SeverityFromName(const std::string& name) {
-  for (Severity s : {Severity::kOk, Severity::kSkipped, Severity::kWarn, Severity::kCritical}) {
+  for (Severity s : kSeverities) {
     if (SeverityName(s) == name) return s;
   }
-  throw UsageError("unknown status '" + name + "' in a doctor report");
+  throw UsageError("unknown severity '" + name + "' in a doctor report");
+}
+
+// The inverse of FindingJson, for the reports the other nodes send to rank 0.
+Finding FindingFromJson(const json& j) {
+  Finding f;
+  f.severity = SeverityFromName(j.at("severity").get<std::string>());
+  f.source = j.at("source").get<std::string>();
+  f.what = j.at("what").get<std::string>();
+  f.where = j.at("where").get<std::string>();
+  f.evidence = j.at("evidence").get<std::vector<std::string>>();
+  f.fix = j.at("fix").get<std::string>();
+  f.figures = j.at("figures").get<std::map<std::string, double>>();
+  f.decided = j.at("decided").get<bool>();
+  return f;
 }
 
 }  // namespace
 
 json ToJson(const NodeReport& report) {
   json checks = json::array();
-  std::map<std::string, int> summary;
-  for (Severity s : {Severity::kOk, Severity::kSkipped, Severity::kWarn, Severity::kCritical}) {
-    summary[std::string(SeverityName(s))] = 0;
-  }
+  std::map<Severity, int> counts;  // checks by their worst finding
   for (const CheckResult& c : report.checks) {
-    json findings = json::array();
-    for (const Finding& f : c.findings) {
-      findings.push_back({{"status", SeverityName(f.severity)},
-                          {"message", f.message},
-                          {"evidence", f.evidence},
-                          {"fix", f.fix}});
-    }
-    ++summary[std::string(SeverityName(c.severity()))];
+    ++counts[c.severity()];
     checks.push_back({{"name", c.name},
                       {"description", c.description},
                       {"status", SeverityName(c.severity())},
-                      {"findings", findings}});
+                      {"findings", FindingsJson(c.findings)}});
   }
+  json summary = json::object();
+  for (Severity s : kSeverities) summary[std::string(SeverityName(s))] = counts[s];
   return {{"rank", report.rank},  {"host", report.host},
           {"root", report.root},  {"status", SeverityName(report.severity())},
           {"summary", summary},   {"checks", checks},
           {"facts", report.facts}};
 }
 
+// The finding, then what only drift has: the majority value and each outlier's.
 json ToJson(const Drift& drift) {
+  json out = FindingJson(DriftFinding(drift));
   json outliers = json::array();
   for (const NodeValue& v : drift.outliers) {
     outliers.push_back({{"rank", v.rank}, {"host", v.host}, {"value", v.value}});
   }
-  return {{"key", drift.key},
-          {"status", SeverityName(drift.severity)},
-          {"majority", drift.majority.empty() ? json(nullptr) : json(drift.majority)},
-          {"majority_count", drift.majority_count},
-          {"node_count", drift.node_count},
-          {"outliers", outliers}};
+  out["majority"] = drift.majority.empty() ? json(nullptr) : json(drift.majority);
+  out["outliers"] = outliers;
+  return out;
 }
 
 json ToJson(const ClusterReport& report) {
@@ -65,6 +73,7 @@ json ToJson(const ClusterReport& report) {
   for (const Drift& d : report.drift) drift.push_back(ToJson(d));
   return {{"tool", "fabricscope doctor"},
           {"version", kVersion},
+          {"findings_version", kFindingsVersion},
           {"status", SeverityName(report.severity())},
           {"nodes", nodes},
           {"drift", drift}};
@@ -80,12 +89,7 @@ NodeReport NodeFromJson(const json& j) {
       CheckResult result;
       result.name = c.at("name").get<std::string>();
       result.description = c.at("description").get<std::string>();
-      for (const json& f : c.at("findings")) {
-        result.findings.push_back({SeverityFromName(f.at("status").get<std::string>()),
-                                   f.at("message").get<std::string>(),
-                                   f.at("evidence").get<std::vector<std::string>>(),
-                                   f.at("fix").get<std::string>()});
-      }
+      for (const json& f : c.at("findings")) result.findings.push_back(FindingFromJson(f));
       r.checks.push_back(std::move(result));
     }
     r.facts = j.at("facts").get<std::map<std::string, std::string>>();

@@ -1,4 +1,4 @@
-// The doctor's reporters (a table, JSON) and the --format registry.
+// The doctor's reporters (the findings' text form, JSON) and the --format registry.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,8 +13,7 @@
 namespace fabricscope::doctor {
 namespace {
 
-constexpr Severity kAll[] = {Severity::kOk, Severity::kWarn, Severity::kCritical,
-                             Severity::kSkipped};
+constexpr Severity kAll[] = {Severity::kOk, Severity::kInfo, Severity::kWarn, Severity::kCritical};
 
 std::map<Severity, int> CountChecks(const NodeReport& node) {
   std::map<Severity, int> counts;
@@ -23,47 +22,64 @@ std::map<Severity, int> CountChecks(const NodeReport& node) {
 }
 
 std::string Tally(const NodeReport& node) {
-  const auto counts = CountChecks(node);
+  auto counts = CountChecks(node);
   std::string out = fmt::format("{} checks:", node.checks.size());
-  for (Severity s : kAll) {
-    const auto it = counts.find(s);
-    out += fmt::format(" {} {},", it == counts.end() ? 0 : it->second, SeverityName(s));
-  }
+  for (Severity s : kAll) out += fmt::format(" {} {},", counts[s], SeverityName(s));
   out.pop_back();
   return out;
 }
 
-// One table row per finding; evidence and fix below the problems.
+std::vector<Finding> FindingsOf(const NodeReport& node) {
+  std::vector<Finding> out;
+  for (const auto& c : node.checks) out.insert(out.end(), c.findings.begin(), c.findings.end());
+  return out;
+}
+
+// One source column for every block of findings of a report, so that they line up.
+size_t SourceWidth(const ClusterReport& report) {
+  size_t width = report.drift.empty() ? 0 : std::string_view("drift").size();
+  for (const auto& n : report.nodes) {
+    for (const auto& c : n.checks) width = std::max(width, c.name.size());
+  }
+  return width;
+}
+
+// The findings in their one text form, between the doctor's own header and tally lines.
 class TextReporter : public DoctorReporter {
  public:
   TextReporter(std::ostream& out, const ReportStyle& style) : out_(out), style_(style) {}
 
   void Write(const ClusterReport& report) override {
+    findings_style_.source_width = SourceWidth(report);
+    findings_style_.ok_details = style_.verbose;
     if (report.nodes.size() == 1 && report.drift.empty()) {
       const NodeReport& n = report.nodes.front();
       out_ << fmt::format("# fabricscope doctor {} on {} (root {})\n", kVersion, n.host, n.root);
-      Table(n, /*problems_only=*/false);
+      // One node: every check's line, so that the report also says what is fine.
+      findings_style_.problems_only = false;
+      out_ << FindingsText(FindingsOf(n), findings_style_);
       out_ << fmt::format("# {}: {}\n", Tally(n), SeverityName(n.severity()));
       return;
     }
     out_ << fmt::format("# fabricscope doctor {}: {} nodes\n", kVersion, report.nodes.size());
     size_t host_width = 4;
     for (const auto& n : report.nodes) host_width = std::max(host_width, n.host.size());
-    out_ << fmt::format("{:<6}{:<{}}  {:<10}{:>4}{:>6}{:>10}{:>9}\n", "RANK", "HOST", host_width,
-                        "STATUS", "OK", "WARN", "CRITICAL", "SKIPPED");
+    out_ << fmt::format("{:<6}{:<{}}  {:<10}{:>4}{:>6}{:>6}{:>10}\n", "RANK", "HOST", host_width,
+                        "STATUS", "OK", "INFO", "WARN", "CRITICAL");
     for (const auto& n : report.nodes) {
       auto counts = CountChecks(n);
-      out_ << fmt::format("{:<6}{:<{}}  {:<10}{:>4}{:>6}{:>10}{:>9}\n", n.rank, n.host, host_width,
+      out_ << fmt::format("{:<6}{:<{}}  {:<10}{:>4}{:>6}{:>6}{:>10}\n", n.rank, n.host, host_width,
                           SeverityName(n.severity()), counts[Severity::kOk],
-                          counts[Severity::kWarn], counts[Severity::kCritical],
-                          counts[Severity::kSkipped]);
+                          counts[Severity::kInfo], counts[Severity::kWarn],
+                          counts[Severity::kCritical]);
     }
     Drifts(report.drift);
+    // Many nodes: only their problems, unless asked for everything.
+    findings_style_.problems_only = !style_.verbose;
     for (const auto& n : report.nodes) {
-      const bool problems = n.severity() > Severity::kSkipped;
-      if (!problems && !style_.verbose) continue;
+      if (n.severity() == Severity::kOk && !style_.verbose) continue;
       out_ << fmt::format("\n# rank {} ({}, root {})\n", n.rank, n.host, n.root);
-      Table(n, !style_.verbose);
+      out_ << FindingsText(FindingsOf(n), findings_style_);
     }
     out_ << fmt::format("# {} nodes, {} drifted fact(s): {}\n", report.nodes.size(),
                         report.drift.size(), SeverityName(report.severity()));
@@ -76,51 +92,15 @@ class TextReporter : public DoctorReporter {
       return;
     }
     out_ << fmt::format("\n# drift: {} fact(s) differ between nodes\n", drift.size());
-    size_t key_width = 4, majority_width = 8;
-    std::vector<std::string> majorities;
-    for (const auto& d : drift) {
-      key_width = std::max(key_width, d.key.size());
-      majorities.push_back(d.majority.empty() ? "(no majority)"
-                                              : fmt::format("{} ({}/{})", d.majority,
-                                                            d.majority_count, d.node_count));
-      majority_width = std::max(majority_width, majorities.back().size());
-    }
-    out_ << fmt::format("{:<{}}  {:<10}{:<{}}  {}\n", "FACT", key_width, "STATUS", "MAJORITY",
-                        majority_width, "DIFFERS ON");
-    for (size_t i = 0; i < drift.size(); ++i) {
-      const Drift& d = drift[i];
-      std::string differs;
-      for (const auto& o : d.outliers) {
-        differs +=
-            fmt::format("{}rank {} ({}): {}", differs.empty() ? "" : "; ", o.rank, o.host, o.value);
-      }
-      out_ << fmt::format("{:<{}}  {:<10}{:<{}}  {}\n", d.key, key_width, SeverityName(d.severity),
-                          majorities[i], majority_width, differs);
-    }
-  }
-
-  void Table(const NodeReport& n, bool problems_only) {
-    size_t name_width = 5;
-    for (const auto& c : n.checks) name_width = std::max(name_width, c.name.size());
-    const std::string indent(name_width + 2 + 10, ' ');
-    out_ << fmt::format("{:<{}}  {:<10}{}\n", "CHECK", name_width, "STATUS", "FINDING");
-    for (const auto& c : n.checks) {
-      bool first = true;
-      for (const Finding& f : c.findings) {
-        const bool problem = f.severity > Severity::kSkipped;
-        if (problems_only && !problem) continue;
-        out_ << fmt::format("{:<{}}  {:<10}{}\n", first ? c.name : "", name_width,
-                            SeverityName(f.severity), f.message);
-        first = false;
-        if (!problem && !style_.verbose) continue;
-        for (const auto& e : f.evidence) out_ << indent << "evidence: " << e << "\n";
-        if (!f.fix.empty()) out_ << indent << "fix: " << f.fix << "\n";
-      }
-    }
+    std::vector<Finding> findings;
+    findings.reserve(drift.size());
+    for (const Drift& d : drift) findings.push_back(DriftFinding(d));
+    out_ << FindingsText(findings, findings_style_);
   }
 
   std::ostream& out_;
   ReportStyle style_;
+  FindingTextStyle findings_style_;
 };
 
 // One JSON document: the nodes, their checks and facts, and the drift.
@@ -137,7 +117,7 @@ class JsonReporter : public DoctorReporter {
 
 const std::vector<DoctorReporterEntry>& DoctorReporters() {
   static const std::vector<DoctorReporterEntry> kEntries = {
-      {"text", "a table: one line per finding, evidence and fix under each problem (default)",
+      {"text", "one line per finding, evidence and fix under each problem (default)",
        [](std::ostream& out, const ReportStyle& style) -> std::unique_ptr<DoctorReporter> {
          return std::make_unique<TextReporter>(out, style);
        }},

@@ -146,9 +146,7 @@ TEST(NcclNodes, TheDoctorsLogCheckCarriesTheComparison) {
 
 TEST(NcclNodes, DoctorNamesTheNodeInAWarnWithItsLines) {
   using doctor::DoctorOptions;
-  using doctor::Finding;
   using doctor::NodeReport;
-  using doctor::Severity;
   const std::filesystem::path dir = std::filesystem::temp_directory_path() /
                                     ("fabricscope-i14-nccl-nodes-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir / "root");
@@ -163,11 +161,12 @@ TEST(NcclNodes, DoctorNamesTheNodeInAWarnWithItsLines) {
   ASSERT_EQ(report.checks.size(), 1u);
   const Finding* differs = nullptr;
   for (const Finding& f : report.checks[0].findings) {
-    if (Has(f.message, "node gpu-002 differs")) differs = &f;
+    if (Has(f.what, "node gpu-002 differs")) differs = &f;
   }
   ASSERT_NE(differs, nullptr);
   EXPECT_EQ(differs->severity, Severity::kWarn);
-  EXPECT_EQ(differs->message,
+  EXPECT_EQ(differs->source, "nccl_log");
+  EXPECT_EQ(differs->what,
             "node gpu-002 differs from most nodes (3 of 4) in transport: NET/IB; P2P/CUMEM/read "
             "(most: NET/IB/GDRDMA; P2P/CUMEM/read)");
   ASSERT_EQ(differs->evidence.size(), 1u);

@@ -43,6 +43,11 @@ class DoctorCliTest : public ::testing::Test {
     std::ofstream(dir_ / name) << text;
     return (dir_ / name).string();
   }
+  // A check's name as the source column of the text form prints it: as wide as the longest
+  // check name (gpu_nic_affinity), then two spaces.
+  static std::string SourceColumn(const std::string& check) {
+    return check + std::string(std::string_view("gpu_nic_affinity").size() + 2 - check.size(), ' ');
+  }
   fs::path dir_;
   std::unique_ptr<NodeTree> tree_;
 };
@@ -54,12 +59,15 @@ TEST_F(DoctorCliTest, HealthyNodeExitsZeroWithATable) {
   EXPECT_NE(o.out.find("# fabricscope doctor"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("on gpu-node (root " + tree_->root().string() + ")"), std::string::npos)
       << o.out;
-  EXPECT_NE(o.out.find("CHECK             STATUS    FINDING"), std::string::npos) << o.out;
+  // One node: a line for every check, fine or not, in the findings' text form.
   for (const char* check : {"pci", "numa", "gpu_nic_affinity", "topo_file", "gpudirect", "ib_ports",
                             "mtu", "shm", "memlock", "nccl_env", "nccl_log"}) {
-    EXPECT_NE(o.out.find("\n" + std::string(check) + " "), std::string::npos) << check << o.out;
+    EXPECT_NE(o.out.find(" " + SourceColumn(check)), std::string::npos) << check << o.out;
   }
-  EXPECT_NE(o.out.find("# 11 checks: 8 OK, 0 WARN, 0 CRITICAL, 3 SKIPPED: OK"), std::string::npos)
+  EXPECT_NE(o.out.find("\nOK            pci               8 GPUs"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("\nINFO          topo_file         no --topo-file given"), std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("# 11 checks: 8 OK, 3 INFO, 0 WARN, 0 CRITICAL: OK"), std::string::npos)
       << o.out;
   EXPECT_EQ(o.out.find("evidence:"), std::string::npos);  // only problems show evidence
   const Outcome verbose = Doctor({"--root", tree_->root().string(), "-v"});
@@ -71,7 +79,8 @@ TEST_F(DoctorCliTest, CriticalFindingExitsOneWithEvidenceAndFix) {
   spec.peermem = false;
   const Outcome o = Doctor({"--root", Tree(spec)});
   EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
-  EXPECT_NE(o.out.find("gpudirect         CRITICAL  GPUDirect RDMA is inactive"), std::string::npos)
+  EXPECT_NE(o.out.find("\nCRITICAL      gpudirect         GPUDirect RDMA is inactive"),
+            std::string::npos)
       << o.out;
   EXPECT_NE(o.out.find("evidence: " + tree_->root().string() + "/proc/modules: no nvidia_peermem"),
             std::string::npos)
@@ -86,7 +95,9 @@ TEST_F(DoctorCliTest, WarningsExitZeroUnlessStrict) {
   const std::string root = Tree(spec);
   Outcome o = Doctor({"--root", root});
   EXPECT_EQ(o.exit_code, 0) << o.out;
-  EXPECT_NE(o.out.find("mtu               WARN"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("\nWARN          mtu               8 RoCE interface(s) have MTU 1500"),
+            std::string::npos)
+      << o.out;
   o = Doctor({"--root", root, "--strict"});
   EXPECT_EQ(o.exit_code, 1) << o.out;
 }
@@ -100,18 +111,24 @@ TEST_F(DoctorCliTest, JsonReport) {
   EXPECT_TRUE(o.out.empty());
   const json j = json::parse(Slurp(out_file));
   EXPECT_EQ(j["tool"], "fabricscope doctor");
+  EXPECT_EQ(j["findings_version"], 1);
   EXPECT_EQ(j["status"], "WARN");
   ASSERT_EQ(j["nodes"].size(), 1u);
   const json& node = j["nodes"][0];
   EXPECT_EQ(node["host"], "gpu-node");
   EXPECT_EQ(node["checks"].size(), 11u);
   EXPECT_EQ(node["summary"]["WARN"], 1);
+  EXPECT_EQ(node["summary"]["INFO"], 3);
   EXPECT_EQ(node["facts"]["ib.mlx5_1/1.rate"], "400 Gb/sec (4X NDR)");
   for (const json& c : node["checks"]) {
     if (c["name"] != "ib_ports") continue;
     EXPECT_EQ(c["status"], "WARN");
     bool counter = false;
     for (const json& f : c["findings"]) {
+      if (f["severity"] == "WARN") {
+        EXPECT_EQ(f["where"], "mlx5_1/1") << f.dump(2);
+        EXPECT_EQ(f["what"], "has 2 non-zero error counter(s) since the driver loaded");
+      }
       for (const json& e : f["evidence"]) {
         counter = counter || e.get<std::string>().find("symbol_error: 17") != std::string::npos;
       }
@@ -119,6 +136,60 @@ TEST_F(DoctorCliTest, JsonReport) {
     EXPECT_TRUE(counter) << c.dump(2);
   }
   EXPECT_TRUE(j["drift"].empty());
+}
+
+// The text report's findings are the findings' one text form, line for line, and every JSON
+// finding has every key of the one JSON form.
+TEST_F(DoctorCliTest, TextAndJsonAreTheSharedFindingForms) {
+  NodeSpec spec;
+  spec.peermem = false;
+  spec.rate[5] = "200 Gb/sec (2X NDR)";
+  spec.gpu0_link_width = 8;
+  const std::string root = Tree(spec);
+  const Outcome text = Doctor({"--root", root});
+  const Outcome doc = Doctor({"--root", root, "--format", "json"});
+  EXPECT_EQ(text.exit_code, 1) << text.err;
+  EXPECT_EQ(doc.exit_code, 1) << doc.err;
+  // In the order FindingJson writes them.
+  const nlohmann::ordered_json j = nlohmann::ordered_json::parse(doc.out);
+  EXPECT_EQ(j["findings_version"], kFindingsVersion);
+  const std::vector<std::string> keys = {"severity", "source", "what",    "where",
+                                         "evidence", "fix",    "figures", "decided"};
+  FindingTextStyle style;
+  style.source_width = std::string_view("gpu_nic_affinity").size();
+  int problems = 0, placed = 0;
+  for (const auto& c : j["nodes"][0]["checks"]) {
+    for (const auto& f : c["findings"]) {
+      std::vector<std::string> have;
+      for (const auto& item : f.items()) have.push_back(item.key());
+      EXPECT_EQ(have, keys) << f.dump(2);
+      Finding finding;
+      for (Severity s : {Severity::kOk, Severity::kInfo, Severity::kWarn, Severity::kCritical}) {
+        if (SeverityName(s) == f["severity"].get<std::string>()) finding.severity = s;
+      }
+      finding.source = f["source"];
+      finding.what = f["what"];
+      finding.where = f["where"];
+      finding.evidence = f["evidence"].get<std::vector<std::string>>();
+      finding.fix = f["fix"];
+      EXPECT_EQ(finding.source, c["name"]);
+      EXPECT_TRUE(f["decided"].get<bool>());
+      problems += finding.severity >= Severity::kWarn ? 1 : 0;
+      placed += finding.where.empty() ? 0 : 1;
+      const std::string lines = FindingsText({finding}, style);
+      EXPECT_NE(text.out.find(lines), std::string::npos) << lines << "\n" << text.out;
+    }
+  }
+  EXPECT_GE(problems, 3);  // gpudirect, the slow port, GPU0's narrow link
+  EXPECT_GE(placed, 2);    // the port and the GPU say where they are
+  EXPECT_NE(
+      text.out.find("\nCRITICAL      ib_ports          mlx5_5/1: runs at 200 Gb/sec (2X NDR)"),
+      std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("\nWARN          pci               GPU0 (0000:1a:00.0): runs its PCIe "
+                          "link at x8 of x16"),
+            std::string::npos)
+      << text.out;
 }
 
 TEST_F(DoctorCliTest, ThisMachineGivesASaneReport) {
@@ -132,18 +203,21 @@ TEST_F(DoctorCliTest, ThisMachineGivesASaneReport) {
   std::map<std::string, std::string> status;
   for (const json& c : node["checks"]) {
     status[c["name"]] = c["status"];
-    for (const json& f : c["findings"]) EXPECT_FALSE(f["message"].get<std::string>().empty());
+    for (const json& f : c["findings"]) {
+      EXPECT_FALSE(f["what"].get<std::string>().empty());
+      EXPECT_EQ(f["source"], c["name"]);
+    }
   }
-  EXPECT_EQ(status["nccl_log"], "SKIPPED");
-  EXPECT_EQ(status["topo_file"], "SKIPPED");
+  EXPECT_EQ(status["nccl_log"], "INFO");
+  EXPECT_EQ(status["topo_file"], "INFO");
   if (node["facts"].value("gpus", "0") == "0") {
-    EXPECT_EQ(status["gpu_nic_affinity"], "SKIPPED");
-    EXPECT_EQ(status["gpudirect"], "SKIPPED");
+    EXPECT_EQ(status["gpu_nic_affinity"], "INFO");
+    EXPECT_EQ(status["gpudirect"], "INFO");
   }
   if (!fs::exists("/sys/class/infiniband")) {
-    EXPECT_EQ(status["ib_ports"], "SKIPPED");
-    EXPECT_EQ(status["mtu"], "SKIPPED");
-    EXPECT_EQ(status["memlock"], "SKIPPED");
+    EXPECT_EQ(status["ib_ports"], "INFO");
+    EXPECT_EQ(status["mtu"], "INFO");
+    EXPECT_EQ(status["memlock"], "INFO");
   }
   o = Doctor({"--root", "/"});
   EXPECT_TRUE(o.exit_code == 0 || o.exit_code == 1) << o.err;
@@ -154,13 +228,14 @@ TEST_F(DoctorCliTest, EnvironmentIsLintedUnlessNoEnv) {
   const std::string root = Tree({});
   Outcome o = Doctor({"--root", root}, {{"NCCL_IB_DISABLE", "1"}, {"NCCL_SOCKET_IFNAM", "eno1"}});
   EXPECT_EQ(o.exit_code, 1) << o.out;
-  EXPECT_NE(o.out.find("nccl_env          CRITICAL  NCCL_IB_DISABLE=1 turns InfiniBand/RoCE off"),
-            std::string::npos)
+  EXPECT_NE(
+      o.out.find("\nCRITICAL      nccl_env          NCCL_IB_DISABLE=1 turns InfiniBand/RoCE off"),
+      std::string::npos)
       << o.out;
   EXPECT_NE(o.out.find("did you mean NCCL_SOCKET_IFNAME?"), std::string::npos) << o.out;
   o = Doctor({"--root", root, "--no-env"}, {{"NCCL_IB_DISABLE", "1"}});
   EXPECT_EQ(o.exit_code, 0) << o.out;
-  EXPECT_NE(o.out.find("nccl_env          SKIPPED   --no-env"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("\nINFO          nccl_env          --no-env"), std::string::npos) << o.out;
 }
 
 TEST_F(DoctorCliTest, NcclLogAndTopoFile) {

@@ -75,20 +75,27 @@ TEST_F(MultiNodeTest, RankZeroNamesTheDriftedNode) {
   EXPECT_EQ(j["nodes"][2]["rank"], 2);
   EXPECT_EQ(j["nodes"][2]["status"], "CRITICAL");
   std::map<std::string, json> drift;
-  for (const json& d : j["drift"]) drift[d["key"]] = d;
+  for (const json& d : j["drift"]) drift[d["where"]] = d;
   for (const char* key : {"ib.mlx5_3/1.rate", "driver.nvidia", "env.NCCL_ALGO"}) {
     ASSERT_TRUE(drift.count(key)) << key << "\n" << j["drift"].dump(2);
     const json& d = drift[key];
-    EXPECT_EQ(d["majority_count"], 2) << key;
+    EXPECT_EQ(d["source"], "drift") << key;
+    EXPECT_EQ(d["figures"]["majority_count"], 2) << key;
+    EXPECT_EQ(d["figures"]["node_count"], 3) << key;
     ASSERT_EQ(d["outliers"].size(), 1u) << key;
     EXPECT_EQ(d["outliers"][0]["rank"], 2) << key;
     EXPECT_EQ(d["outliers"][0]["host"], "node-c") << key;
+    ASSERT_EQ(d["evidence"].size(), 1u) << key;
+    EXPECT_EQ(d["evidence"][0].get<std::string>().rfind("rank 2 (node-c): ", 0), 0u) << key;
   }
   EXPECT_EQ(drift["ib.mlx5_3/1.rate"]["majority"], "400 Gb/sec (4X NDR)");
   EXPECT_EQ(drift["ib.mlx5_3/1.rate"]["outliers"][0]["value"], "200 Gb/sec (2X NDR)");
-  EXPECT_EQ(drift["env.NCCL_ALGO"]["status"], "CRITICAL");
+  EXPECT_EQ(drift["ib.mlx5_3/1.rate"]["what"],
+            "1 of 3 node(s) differ from the majority: 400 Gb/sec (4X NDR) on 2 of 3");
+  EXPECT_EQ(drift["env.NCCL_ALGO"]["severity"], "CRITICAL");
   EXPECT_EQ(drift["env.NCCL_ALGO"]["majority"], "(absent)");
-  EXPECT_EQ(drift["driver.nvidia"]["status"], "WARN");
+  EXPECT_EQ(drift["driver.nvidia"]["severity"], "WARN");
+  EXPECT_EQ(j["findings_version"], 1);
   // Only node-c differs: no fact names another node.
   for (const json& d : j["drift"]) {
     for (const json& o : d["outliers"]) EXPECT_EQ(o["rank"], 2) << d.dump();
@@ -108,17 +115,25 @@ TEST_F(MultiNodeTest, TextReportOfTwoNodesWithoutMajority) {
   EXPECT_EQ(one.exit_code, 0) << one.err;
   const std::string& out = zero.out;
   EXPECT_NE(out.find("# fabricscope doctor 0.1.0: 2 nodes"), std::string::npos) << out;
-  EXPECT_NE(out.find("RANK  HOST    STATUS      OK  WARN  CRITICAL  SKIPPED"), std::string::npos)
+  EXPECT_NE(out.find("RANK  HOST    STATUS      OK  INFO  WARN  CRITICAL"), std::string::npos)
       << out;
-  EXPECT_NE(out.find("1     node-b  WARN         7     1         0        3"), std::string::npos)
+  EXPECT_NE(out.find("1     node-b  WARN         7     3     1         0"), std::string::npos)
       << out;
-  EXPECT_NE(out.find("shm.size  WARN      (no majority)  rank 0 (node-a): 64 GiB; rank 1 "
-                     "(node-b): 512 MiB"),
+  // The drift in the findings' text form, the source column as wide as the longest check.
+  const std::string under(14 + 16 + 2, ' ');
+  EXPECT_NE(out.find("WARN          drift             shm.size: no value is held by a majority "
+                     "of the 2 nodes\n" +
+                     under + "evidence: rank 0 (node-a): 64 GiB\n" + under +
+                     "evidence: rank 1 (node-b): 512 MiB\n"),
             std::string::npos)
       << out;
   EXPECT_NE(out.find("# rank 1 (node-b, root"), std::string::npos) << out;
   EXPECT_EQ(out.find("# rank 0 (node-a"), std::string::npos) << out;  // nothing to show there
-  EXPECT_NE(out.find("/dev/shm is 512 MiB, below the 1 GiB"), std::string::npos) << out;
+  EXPECT_NE(out.find("WARN          shm               /dev/shm is 512 MiB, below the 1 GiB"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("OK            shm"), std::string::npos) << out;  // problems only
+  EXPECT_NE(out.find("# 2 nodes, 1 drifted fact(s): WARN"), std::string::npos) << out;
 }
 
 TEST_F(MultiNodeTest, MissingRankEndsWithItsNumber) {

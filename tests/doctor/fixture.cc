@@ -253,20 +253,19 @@ const CheckResult& Find(const NodeReport& report, const std::string& check) {
 
 bool Has(const CheckResult& check, Severity severity, const std::string& text) {
   for (const Finding& f : check.findings) {
-    if (f.severity == severity && f.message.find(text) != std::string::npos) return true;
+    // The sentence as the text form prints it: "where: what".
+    const std::string sentence = f.where.empty() ? f.what : f.where + ": " + f.what;
+    if (f.severity == severity && sentence.find(text) != std::string::npos) return true;
   }
   return false;
 }
 
 std::string Dump(const NodeReport& report) {
-  std::ostringstream out;
-  for (const auto& c : report.checks) {
-    for (const auto& f : c.findings) {
-      out << c.name << " " << SeverityName(f.severity) << " " << f.message << "\n";
-      for (const auto& e : f.evidence) out << "    " << e << "\n";
-    }
-  }
-  return out.str();
+  FindingTextStyle style;
+  style.ok_details = true;
+  std::string out;
+  for (const auto& c : report.checks) out += FindingsText(c.findings, style);
+  return out;
 }
 
 }  // namespace fabricscope::doctor::testing

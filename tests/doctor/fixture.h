@@ -66,10 +66,11 @@ NodeReport Diagnose(const std::filesystem::path& root,
 // The result of one check; fails the test when it is missing.
 const CheckResult& Find(const NodeReport& report, const std::string& check);
 
-// True when some finding of the check has this severity and contains `text`.
+// True when some finding of the check has this severity and its sentence as the text form
+// shows it ("where: what") contains `text`.
 bool Has(const CheckResult& check, Severity severity, const std::string& text);
 
-// Every finding, one per line, for failure messages.
+// Every finding in the text form, evidence included, for failure messages.
 std::string Dump(const NodeReport& report);
 
 }  // namespace fabricscope::doctor::testing

@@ -276,9 +276,9 @@ def lint(binary, variables, interfaces, work, hcas=()):
     problems = []
     for check in report["nodes"][0]["checks"]:
         for f in check.get("findings", []):
-            allowed = f["status"] == "WARN" and "forces NCCL's choice" in f["message"]
-            if f["status"] in ("CRITICAL", "WARN") and not allowed:
-                problems.append(f"{f['status']}: {f['message']}")
+            allowed = f["severity"] == "WARN" and "forces NCCL's choice" in f["what"]
+            if f["severity"] in ("CRITICAL", "WARN") and not allowed:
+                problems.append(f"{f['severity']}: {f['what']}")
     return problems
 
 

@@ -186,7 +186,7 @@ test_locate() {
     "$bin" doctor --format json --timeout 60 >"$tmp/doctor.out" 2>"$tmp/doctor.err" || rc=$?
   check "doctor under srun gathered 3 nodes" equal "$(jq '.nodes | length' "$tmp/doctor.out")" 3
   check "the drift names the third node" equal \
-    "$(jq -r '.drift[] | select(.key == "env.NCCL_ALGO") | .outliers[0].host' "$tmp/doctor.out")" \
+    "$(jq -r '.drift[] | select(.where == "env.NCCL_ALGO") | .outliers[0].host' "$tmp/doctor.out")" \
     "$prefix-n3"
   check "drift makes doctor exit 1" equal "$rc" 1
 }
