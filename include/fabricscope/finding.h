@@ -68,6 +68,11 @@ std::string FindingsText(const std::vector<Finding>& findings, const FindingText
 nlohmann::ordered_json FindingJson(const Finding& finding);
 nlohmann::ordered_json FindingsJson(const std::vector<Finding>& findings);
 
+// The inverse of FindingJson, for findings another process sent (doctor's nodes to rank 0).
+// Throws nlohmann's json::exception for a missing key or a wrong type, UsageError for an
+// unknown severity.
+Finding FindingFromJson(const nlohmann::ordered_json& j);
+
 // The version of the finding object above, written as "findings_version" beside every
 // document's "findings" (docs/output.md lists its changes).
 inline constexpr int kFindingsVersion = 1;

@@ -85,4 +85,18 @@ nlohmann::ordered_json FindingsJson(const std::vector<Finding>& findings) {
   return list;
 }
 
+Finding FindingFromJson(const nlohmann::ordered_json& j) {
+  Finding f;
+  f.severity =
+      ParseName<Severity>(j.at("severity").get<std::string>(), kSeverityNames, "finding severity");
+  f.source = j.at("source").get<std::string>();
+  f.what = j.at("what").get<std::string>();
+  f.where = j.at("where").get<std::string>();
+  f.evidence = j.at("evidence").get<std::vector<std::string>>();
+  f.fix = j.at("fix").get<std::string>();
+  f.figures = j.at("figures").get<std::map<std::string, double>>();
+  f.decided = j.at("decided").get<bool>();
+  return f;
+}
+
 }  // namespace fabricscope

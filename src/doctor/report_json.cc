@@ -6,34 +6,12 @@
 #include "fabricscope/version.h"
 
 namespace fabricscope::doctor {
-namespace {
 
 using json = nlohmann::ordered_json;
 
+namespace {
 constexpr Severity kSeverities[] = {Severity::kOk, Severity::kInfo, Severity::kWarn,
                                     Severity::kCritical};
-
-Severity SeverityFromName(const std::string& name) {
-  for (Severity s : kSeverities) {
-    if (SeverityName(s) == name) return s;
-  }
-  throw UsageError("unknown severity '" + name + "' in a doctor report");
-}
-
-// The inverse of FindingJson, for the reports the other nodes send to rank 0.
-Finding FindingFromJson(const json& j) {
-  Finding f;
-  f.severity = SeverityFromName(j.at("severity").get<std::string>());
-  f.source = j.at("source").get<std::string>();
-  f.what = j.at("what").get<std::string>();
-  f.where = j.at("where").get<std::string>();
-  f.evidence = j.at("evidence").get<std::vector<std::string>>();
-  f.fix = j.at("fix").get<std::string>();
-  f.figures = j.at("figures").get<std::map<std::string, double>>();
-  f.decided = j.at("decided").get<bool>();
-  return f;
-}
-
 }  // namespace
 
 json ToJson(const NodeReport& report) {

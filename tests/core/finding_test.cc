@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "fabricscope/error.h"
+
 namespace fabricscope {
 namespace {
 
@@ -83,6 +85,21 @@ TEST(Finding, JsonHasEveryKeyAlways) {
   EXPECT_TRUE(j[1]["evidence"].is_array());
   EXPECT_EQ(j[1]["fix"].get<std::string>(), "");
   EXPECT_TRUE(j[1]["figures"].is_object());
+}
+
+TEST(Finding, JsonReadsBackWhatItWrote) {
+  Finding undecided{Severity::kInfo, "straggler",         "rank 3 is late",   "rank 3",
+                    {"noise: 0.13"}, "rerun with -n 200", {{"late_us", 1900}}};
+  undecided.decided = false;
+  for (const Finding& f : {Problem(), undecided}) {
+    const Finding back = FindingFromJson(FindingJson(f));
+    EXPECT_EQ(FindingJson(back), FindingJson(f));
+  }
+  auto bad = FindingJson(Problem());
+  bad["severity"] = "FAIL";
+  EXPECT_THROW(FindingFromJson(bad), UsageError);
+  bad.erase("severity");
+  EXPECT_THROW(FindingFromJson(bad), nlohmann::json::exception);
 }
 
 }  // namespace
