@@ -34,7 +34,8 @@ constexpr std::array<std::string_view, 9> kFixes = {
     "look at the node's own interconnect (NVLink, PCIe, NUMA placement): `fabricscope doctor` "
     "on it",
     // kUplink
-    "look at the leaf switch's uplinks, their errors and speeds (`fabricscope fabric`)",
+    "look at what is named (a leaf: all its uplinks; leaf-spine: that cable and its two "
+    "ports), their errors and speeds (`fabricscope fabric`)",
     // kSpineLink
     "look at that cable and its two ports (`fabricscope fabric`)",
     // kSomeUplinks
