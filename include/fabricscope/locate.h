@@ -16,6 +16,7 @@
 
 #include "fabricscope/backend.h"
 #include "fabricscope/fabric_sim.h"
+#include "fabricscope/finding.h"
 #include "fabricscope/host_list.h"  // ExpandHostList, for topology.conf
 #include "fabricscope/launch.h"
 #include "fabricscope/options.h"
@@ -320,10 +321,22 @@ struct LocateReport {
   std::optional<RankTimes> world_times;
   std::vector<Straggler> stragglers;
   std::vector<std::string> notes;
+  // The verdict above as findings of the one model (LocateFindings): what the text and JSON
+  // print as findings, and what the exit code comes from.
+  std::vector<Finding> findings;
 
   // True when locate names a culprit (the exit code says so).
   bool Found() const { return !suspects.empty(); }
 };
+
+// The report's verdict as findings, for people and programs alike: each named culprit a
+// CRITICAL finding (source its kind: "node", "link", "uplink", "rail", ...; where the nodes or
+// the element; what its evidence); each undecided suspect, and an inconclusive or ambiguous
+// verdict, an undecided finding (WARN, decided = false) with the noise and, as its fix, the
+// command that would decide; a cleared cluster one OK finding ("verdict"); each straggler a
+// WARN finding; each note an INFO one. OutcomeOf of them is the exit code's outcome: failed
+// when a culprit is named, inconclusive when nobody is and something is undecided.
+std::vector<Finding> LocateFindings(const LocateReport& report);
 
 // Runs the procedure against `measurer`: the per-node round, the pair rounds, the
 // classifier, remeasurement of what is undecided (within the budget), the collective over
@@ -506,8 +519,8 @@ LocateReport RunLocateJob(const LocateJobOptions& options, Backend& backend,
 // ---------------------------------------------------------------------------------------
 // Output
 
-// The report as people read it: the node x node matrix (up to 16 nodes), the suspects and
-// their evidence, stragglers, rounds.
+// The report as people read it: what ran, the node x node matrix (up to 16 nodes), the
+// verdict line, then report.findings in the one text form (FindingsText).
 void WriteLocateText(const LocateReport& report, std::ostream& out);
 // The whole report as one JSON document.
 std::string LocateJson(const LocateReport& report);

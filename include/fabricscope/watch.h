@@ -1,7 +1,8 @@
 // `fabricscope watch`: a running job judged from its collectives (NCCL Inspector JSONL or
 // libnccl-profiler-fabricscope.so's), window by window: time p50/p99 per collective and size
 // bucket, busbw against the platform's expectation, the straggler ranks, and drops against
-// the job's own baseline. Every crossed threshold is an alert.
+// the job's own baseline. Every crossed threshold is an alert: a CRITICAL finding
+// (fabricscope/finding.h); a judgement within the noise an undecided one.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "fabricscope/finding.h"
 #include "fabricscope/inspector.h"
 #include "fabricscope/platform.h"
 
@@ -68,8 +70,12 @@ struct WatchWindow {
   // Records timed at enqueue (coll_timing_source "collective_cpu"): NCCL 2.30 stops a Coll
   // event before its kernel runs, so their times say nothing of the collective; not judged.
   size_t enqueue_timed = 0;
-  std::vector<std::string> alerts;
-  std::vector<std::string> notes;  // what was looked at and did not decide ("inconclusive")
+  // What the window's judgements found, in the order judged (buckets, ranks, links): an
+  // alert is CRITICAL; a straggler or slow link within the noise is undecided (decided =
+  // false, WARN) with the noise in `what` and what would decide in `fix`; what was left
+  // unjudged is INFO. Sources: "healthy-band", "drop", "p99", "straggler", "slow-link",
+  // "enqueue-timed" (docs/watch.md).
+  std::vector<Finding> findings;
 };
 
 // What watch has learnt so far; carried from window to window (and across live reads).
@@ -95,7 +101,8 @@ std::vector<WatchWindow> JudgeWindows(const InspectorRead& read, const WatchOpti
 WatchWindow QueryPrometheus(const std::string& url, const std::string& job,
                             const WatchOptions& options, WatchBaseline* baseline);
 
-// Text, one block a window with "ALERT ..." lines, and JSON.
+// Text, one block a window: its tables, then its findings in the one text form
+// (FindingsText); and JSON, each window with "findings" and "findings_version".
 std::string WatchText(const std::vector<WatchWindow>& windows);
 std::string WatchJson(const std::vector<WatchWindow>& windows);
 

@@ -16,6 +16,7 @@
 #include "fabricscope/backend.h"
 #include "fabricscope/check.h"
 #include "fabricscope/error.h"
+#include "fabricscope/finding.h"
 #include "fabricscope/joined.h"
 #include "fabricscope/launch.h"
 #include "fabricscope/locate.h"
@@ -69,10 +70,10 @@ struct LocateFlags {
 const OutputFormats<LocateReport>& LocateFormats() {
   static const OutputFormats<LocateReport> formats = {
       {"text",
-       "the node x node matrix (up to 16 nodes), the suspects and their evidence, "
-       "stragglers and rounds, for people",
+       "the node x node matrix (up to 16 nodes), rounds, the verdict line and the findings "
+       "(culprits with their evidence, undecided suspects, stragglers), for people",
        [](const LocateReport& report, std::ostream& out) { WriteLocateText(report, out); }},
-      {"json", "the whole report as one JSON document, for programs",
+      {"json", "the whole report, with its findings, as one JSON document, for programs",
        [](const LocateReport& report, std::ostream& out) { out << LocateJson(report); }},
   };
   return formats;
@@ -372,18 +373,11 @@ int PrintPlan(const LocateFlags& f, const LaunchInfo& launch, std::ostream& out)
   return kExitOk;
 }
 
-// Exit 4: nobody named, but not cleared either (inconclusive or ambiguous).
+// The diagnoses' one rule (docs/output.md) over the report's findings: 1 a culprit named (a
+// CRITICAL finding), 4 nobody named but not cleared either (inconclusive or ambiguous: an
+// undecided finding), 0 cleared.
 int ExitCode(const LocateReport& report) {
-  switch (report.status) {
-    case LocateStatus::kClear:
-      return kExitOk;
-    case LocateStatus::kFound:
-      return kExitFailed;
-    case LocateStatus::kInconclusive:
-    case LocateStatus::kAmbiguous:
-      break;
-  }
-  return kExitInconclusive;
+  return ExitCodeOf(OutcomeOf(report.findings, /*strict=*/false));
 }
 
 int Execute(const LocateFlags& f, const CommandContext& ctx) {

@@ -11,6 +11,7 @@
 
 #include "cli/output.h"
 #include "fabricscope/error.h"
+#include "fabricscope/finding.h"
 #include "fabricscope/joined.h"
 #include "fabricscope/watch.h"
 
@@ -35,9 +36,10 @@ using Windows = std::vector<WatchWindow>;
 
 const OutputFormats<Windows>& WatchFormats() {
   static const OutputFormats<Windows> formats = {
-      {"text", "one block a window, with an \"ALERT ...\" line per alert, for people",
+      {"text",
+       "one block a window: its tables, then a line per finding (CRITICAL: an alert), for people",
        [](const Windows& windows, std::ostream& out) { out << WatchText(windows); }},
-      {"json", "the windows and their alerts as JSON, for programs",
+      {"json", "the windows and their findings as JSON, for programs",
        [](const Windows& windows, std::ostream& out) { out << WatchJson(windows); }},
   };
   return formats;
@@ -113,27 +115,23 @@ void Print(const Windows& windows, const WatchOutput& output) {
   output.out << std::flush;
 }
 
-bool AnyAlert(const std::vector<WatchWindow>& windows) {
-  for (const WatchWindow& w : windows) {
-    if (!w.alerts.empty()) return true;
-  }
-  return false;
-}
+// How the windows read so far end, by the diagnoses' one rule (docs/output.md): a CRITICAL
+// finding (an alert) is 1; none, but one that did not decide (a straggler or slow link within
+// the noise), 4; else 0. Kept as the worst severity and whether anything was undecided, so
+// that a long --follow keeps no findings.
+struct Verdict {
+  Severity worst = Severity::kOk;
+  bool undecided = false;
 
-// A judgement that did not decide: an "inconclusive" note (a straggler or slow link within
-// the noise).
-bool AnyInconclusive(const std::vector<WatchWindow>& windows) {
-  for (const WatchWindow& w : windows) {
-    if (!w.notes.empty()) return true;
+  void Add(const Windows& windows) {
+    for (const WatchWindow& w : windows) {
+      worst = Worst(w.findings, worst);
+      undecided = undecided || AnyUndecided(w.findings);
+    }
   }
-  return false;
-}
-
-// The diagnoses' one rule (docs/output.md): an alert is 1; no alert but a judgement that did
-// not decide is 4; else 0.
-int ExitOf(bool alert, bool inconclusive) {
-  return alert ? kExitFailed : inconclusive ? kExitInconclusive : kExitOk;
-}
+  Outcome outcome() const { return OutcomeOf(worst, undecided, /*strict=*/false); }
+  int ExitCode() const { return ExitCodeOf(outcome()); }
+};
 
 int Once(WatchSource& source, const WatchFlags& f, const WatchOutput& output) {
   const InspectorRead read = source.Poll();
@@ -146,7 +144,9 @@ int Once(WatchSource& source, const WatchFlags& f, const WatchOutput& output) {
   WatchBaseline baseline;
   const auto windows = JudgeWindows(read, f.options, &baseline);
   Print(windows, output);
-  return ExitOf(AnyAlert(windows), AnyInconclusive(windows));
+  Verdict verdict;
+  verdict.Add(windows);
+  return verdict.ExitCode();
 }
 
 int Follow(WatchSource& source, WatchFlags f, const WatchOutput& output) {
@@ -155,19 +155,19 @@ int Follow(WatchSource& source, WatchFlags f, const WatchOutput& output) {
   f.options.window_s = 0;
   WatchBaseline baseline;
   const auto start = std::chrono::steady_clock::now();
-  bool inconclusive = false;  // in any window so far
+  Verdict verdict;  // of every window so far
   while (true) {
     const InspectorRead read = source.Poll();
     Report(read.diagnostics, output);
     if (!read.records.empty() || !read.links.empty()) {
       const auto windows = JudgeWindows(read, f.options, &baseline);
       Print(windows, output);
-      if (AnyAlert(windows)) return kExitFailed;
-      inconclusive = inconclusive || AnyInconclusive(windows);
+      verdict.Add(windows);
+      if (verdict.outcome() == Outcome::kFailed) return verdict.ExitCode();
     }
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (f.duration_s > 0 && elapsed >= f.duration_s) return ExitOf(false, inconclusive);
+    if (f.duration_s > 0 && elapsed >= f.duration_s) return verdict.ExitCode();
     std::this_thread::sleep_for(std::chrono::duration<double>(interval));
   }
 }
@@ -176,17 +176,17 @@ int Follow(WatchSource& source, WatchFlags f, const WatchOutput& output) {
 int FromPrometheus(const WatchFlags& f, const WatchOutput& output) {
   WatchBaseline baseline;
   const auto start = std::chrono::steady_clock::now();
-  bool inconclusive = false;  // in any window so far
+  Verdict verdict;  // of every window so far
   while (true) {
     const std::vector<WatchWindow> windows = {
         QueryPrometheus(f.prometheus, f.job, f.options, &baseline)};
     Print(windows, output);
-    if (AnyAlert(windows)) return kExitFailed;
-    inconclusive = inconclusive || AnyInconclusive(windows);
+    verdict.Add(windows);
+    if (verdict.outcome() == Outcome::kFailed) return verdict.ExitCode();
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!f.follow || (f.duration_s > 0 && elapsed >= f.duration_s)) {
-      return ExitOf(false, inconclusive);
+      return verdict.ExitCode();
     }
     std::this_thread::sleep_for(
         std::chrono::duration<double>(f.interval_s > 0 ? f.interval_s : f.options.window_s));
@@ -218,9 +218,10 @@ CommandAction SetupWatchCommand(CLI::App& app) {
   auto flags = std::make_shared<WatchFlags>();
   AddFlags(app, *flags);
   app.footer(
-      "Exit codes: 0 no alert and nothing undecided, 1 an alert, 2 bad usage or no records, 3 a "
-      "failure while running (Prometheus unreachable), 4 inconclusive (a straggler or slow link "
-      "within the noise: nobody named, not cleared). docs/watch.md.");
+      "Exit codes: 0 no alert and nothing undecided, 1 an alert (a CRITICAL finding), 2 bad "
+      "usage or no records, 3 a failure while running (Prometheus unreachable), 4 inconclusive "
+      "(an INCONCLUSIVE finding: a straggler or slow link within the noise, nobody named, not "
+      "cleared). docs/watch.md.");
   return [flags](const CommandContext& ctx) { return ExecuteWatch(*flags, ctx); };
 }
 

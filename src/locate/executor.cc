@@ -383,6 +383,7 @@ LocateReport RunLocateJob(const LocateJobOptions& job, Backend& backend, const L
           report = std::move(mine);
           report.ranks = std::move(ranks);
           report.notes.insert(report.notes.end(), notes.begin(), notes.end());
+          report.findings = LocateFindings(report);  // the notes added are findings too
         }
       });
   if (report.ranks.empty()) return report;  // not global rank 0's process

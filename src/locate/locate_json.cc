@@ -1,9 +1,10 @@
 // The whole locate report as one JSON document: what ran, every measurement, the matrix,
-// the suspects with their evidence, stragglers and the verdict.
+// the suspects with their evidence, stragglers, the verdict, and the verdict as findings.
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "fabricscope/finding.h"
 #include "fabricscope/locate.h"
 #include "locate/matrix.h"
 
@@ -186,6 +187,8 @@ std::string LocateJson(const LocateReport& report) {
   j["verdict"] = locate::Verdict(report);
   j["unknown"] = report.unknown;
   j["next_step"] = report.next_step;
+  j["findings"] = FindingsJson(report.findings);
+  j["findings_version"] = kFindingsVersion;
   return j.dump(2) + "\n";
 }
 

@@ -283,6 +283,7 @@ LocateReport Locate(const LocateOptions& options, const ClusterLayout& layout,
   DecidePairs(MeasurePairs(schedule, measurer, report), report);
   AddIntraNode(std::move(inside), report);
   if (options.stragglers) FindStragglersOf(measurer, report);
+  report.findings = LocateFindings(report);
   return report;
 }
 

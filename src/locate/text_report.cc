@@ -1,11 +1,13 @@
-// The report as people read it: what ran, the matrix, the suspects with their evidence,
-// stragglers, and the verdict last, where the eye lands.
+// The report as people read it: what ran, the matrix, and the verdict last, where the eye
+// lands: its one line, then the findings (culprits, undecided suspects, stragglers, notes)
+// in the one text form of every diagnosis.
 #include <fmt/format.h>
 
 #include <cmath>
 #include <ostream>
 #include <string>
 
+#include "fabricscope/finding.h"
 #include "fabricscope/locate.h"
 #include "locate/matrix.h"
 
@@ -44,18 +46,6 @@ void WriteMatrix(const LocateReport& report, const locate::PairGrid& grid,
   }
 }
 
-void WriteSuspects(const LocateReport& report, const std::vector<Suspect>& list,
-                   std::ostream& out) {
-  for (const Suspect& s : list) {
-    // No ratio (NaN) is a node that could not be measured (classifier.cc's UnmeasuredNode).
-    const std::string ratio =
-        std::isfinite(s.ratio) ? fmt::format("{:.2f}x", s.ratio) : std::string("unmeasured");
-    out << fmt::format("#  {:<28} {}  confidence {:.2f} ({} of {})\n#      {}\n",
-                       locate::Describe(report, s), ratio, s.confidence, s.agreeing, s.measurements,
-                       s.evidence);
-  }
-}
-
 }  // namespace
 
 void WriteLocateText(const LocateReport& report, std::ostream& out) {
@@ -80,7 +70,6 @@ void WriteLocateText(const LocateReport& report, std::ostream& out) {
         "# noise{}: {:.3f} (sd of log bandwidth between repeats of one pair, {:.0f} df)\n",
         layout.rails > 1 ? fmt::format(" rail {}", b.rail) : std::string(), b.sigma, b.noise_df);
   }
-  for (const std::string& note : report.notes) out << "# note: " << note << "\n";
 
   if (static_cast<int>(layout.names.size()) <= kMaxTextNodes) {
     for (int rail = 0; rail < layout.rails; ++rail) {
@@ -108,32 +97,15 @@ void WriteLocateText(const LocateReport& report, std::ostream& out) {
   }
 
   out << "#\n";
-  if (!report.suspects.empty()) {
-    out << "# suspects (significant at the stated confidence):\n";
-    WriteSuspects(report, report.suspects, out);
+  if (report.world_times && report.stragglers.empty()) {
+    out << fmt::format("# stragglers: none (all_reduce over all {} ranks, {:.0f}-{:.0f} us)\n",
+                       report.world_times->per_rank_us.size(), report.world_times->min_us,
+                       report.world_times->max_us);
   }
-  if (!report.undecided.empty()) {
-    out << "# undecided (not named):\n";
-    WriteSuspects(report, report.undecided, out);
-  }
-  if (report.world_times) {
-    if (report.stragglers.empty()) {
-      out << fmt::format("# stragglers: none (all_reduce over all {} ranks, {:.0f}-{:.0f} us)\n",
-                         report.world_times->per_rank_us.size(), report.world_times->min_us,
-                         report.world_times->max_us);
-    } else {
-      out << "# stragglers (all_reduce over every rank):\n";
-      for (const Straggler& s : report.stragglers) {
-        out << fmt::format(
-            "#  rank {} on {}: {:.0f} us, {:.2f}x the median rank: {}\n", s.rank,
-            s.node >= 0 ? layout.names[static_cast<size_t>(s.node)] : std::string("?"), s.time_us,
-            s.ratio,
-            s.late ? "arrives late (every other rank waits for it)" : "held up inside the call");
-      }
-    }
-  }
+  // Scripts and people read this line (tests/multihost/locate_testbed.sh); the findings
+  // below it say the same with the evidence, the noise and what to do.
   out << "# verdict: " << locate::Verdict(report) << "\n";
-  if (!report.next_step.empty()) out << "# to decide: " << report.next_step << "\n";
+  out << FindingsText(report.findings);
 }
 
 }  // namespace fabricscope

@@ -1,12 +1,16 @@
-// watch's output: a block of text a window (people, logs) and JSON (programs).
+// watch's output: a block of text a window (people, logs) and JSON (programs); the
+// findings in the one form every diagnosis writes (fabricscope/finding.h).
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
+#include "fabricscope/finding.h"
 #include "fabricscope/watch.h"
 
 namespace fabricscope {
 namespace {
+
+constexpr size_t kSourceWidth = 13;  // the widest of watch's sources: "enqueue-timed"
 
 std::string Optional(const std::optional<double>& v, const char* format) {
   return v ? fmt::format(fmt::runtime(format), *v) : std::string("-");
@@ -36,14 +40,9 @@ void WindowText(const WatchWindow& w, std::string* out) {
     }
     *out += "\n";
   }
-  if (w.enqueue_timed > 0) {
-    *out += fmt::format(
-        "# {} records timed at enqueue (coll_timing_source collective_cpu) not judged: NCCL "
-        "2.30 stops a Coll event before its kernel runs\n",
-        w.enqueue_timed);
-  }
-  for (const std::string& n : w.notes) *out += n + "\n";
-  for (const std::string& a : w.alerts) *out += a + "\n";
+  FindingTextStyle style;
+  style.source_width = kSourceWidth;  // every window's columns line up, whatever it found
+  *out += FindingsText(w.findings, style);
 }
 
 }  // namespace
@@ -83,8 +82,8 @@ std::string WatchJson(const std::vector<WatchWindow>& windows) {
       if (r.mean_time_us) j["ranks"].back()["mean_time_us"] = *r.mean_time_us;
     }
     j["enqueue_timed"] = w.enqueue_timed;
-    j["notes"] = w.notes;
-    j["alerts"] = w.alerts;
+    j["findings"] = FindingsJson(w.findings);
+    j["findings_version"] = kFindingsVersion;
     doc.push_back(j);
   }
   return doc.dump(2) + "\n";

@@ -27,23 +27,32 @@ int NodesOf(const std::vector<const InspectorRecord*>& records, const WatchOptio
   return nodes;
 }
 
+std::string WhereOf(const WatchBucket& b) { return b.collective + " " + b.size_bucket; }
+
 void Expect(WatchBucket* b, int nodes, const WatchOptions& options,
-            std::vector<std::string>* alerts) {
+            std::vector<Finding>* findings) {
   if (options.platform == nullptr || b->max_bytes < options.min_bytes) return;
   const auto band = options.platform->ExpectationFor(b->collective, nodes, b->max_bytes);
   if (!band) return;
   b->expected_low_gbs = band->low_busbw;
   if (b->samples >= options.min_samples && b->busbw_gbs < band->low_busbw) {
-    alerts->push_back(fmt::format(
-        "ALERT busbw: {} {} at {:.1f} GB/s, below {}'s healthy {:.1f} GB/s on {} node(s) "
-        "(typical {:.1f}); run `fabricscope check` and `fabricscope doctor` on the job's nodes",
-        b->collective, b->size_bucket, b->busbw_gbs, options.platform->name, band->low_busbw, nodes,
-        band->typical_busbw));
+    findings->push_back(watch::Alert(
+        "healthy-band",
+        {.where = WhereOf(*b),
+         .what = fmt::format("busbw {:.1f} GB/s, below {}'s healthy {:.1f} GB/s on {} node(s) "
+                             "(typical {:.1f})",
+                             b->busbw_gbs, options.platform->name, band->low_busbw, nodes,
+                             band->typical_busbw),
+         .fix = "run `fabricscope check` and `fabricscope doctor` on the job's nodes",
+         .figures = {{"busbw_gbs", b->busbw_gbs},
+                     {"healthy_low_gbs", band->low_busbw},
+                     {"typical_gbs", band->typical_busbw},
+                     {"nodes", static_cast<double>(nodes)}}}));
   }
 }
 
 void CompareToBaseline(WatchBucket* b, const WatchOptions& options, WatchBaseline* baseline,
-                       std::vector<std::string>* alerts) {
+                       std::vector<Finding>* findings) {
   if (b->samples < options.min_samples || b->max_bytes < options.min_bytes) return;
   auto& history = baseline->busbw[b->collective + "|" + b->size_bucket];
   if (history.size() < options.baseline_windows) {
@@ -54,11 +63,19 @@ void CompareToBaseline(WatchBucket* b, const WatchOptions& options, WatchBaselin
   if (*b->baseline_gbs <= 0) return;
   b->drop_percent = (1 - b->busbw_gbs / *b->baseline_gbs) * 100;
   if (*b->drop_percent >= options.drop_percent) {
-    alerts->push_back(fmt::format(
-        "ALERT drop: {} {} at {:.3g} GB/s, {:.0f}% below this job's baseline of {:.3g} GB/s "
-        "(threshold {:.0f}%)",
-        b->collective, b->size_bucket, b->busbw_gbs, *b->drop_percent, *b->baseline_gbs,
-        options.drop_percent));
+    findings->push_back(watch::Alert(
+        "drop",
+        {.where = WhereOf(*b),
+         .what = fmt::format(
+             "busbw {:.3g} GB/s, {:.0f}% below this job's baseline of {:.3g} GB/s (threshold "
+             "{:.0f}%)",
+             b->busbw_gbs, *b->drop_percent, *b->baseline_gbs, options.drop_percent),
+         .fix = "look for what changed since the baseline: a straggler or slow link in this "
+                "window, other traffic on the fabric, a degraded link (`fabricscope fabric`)",
+         .figures = {{"busbw_gbs", b->busbw_gbs},
+                     {"baseline_gbs", *b->baseline_gbs},
+                     {"drop_percent", *b->drop_percent},
+                     {"threshold_percent", options.drop_percent}}}));
   }
 }
 
@@ -104,10 +121,19 @@ WatchWindow JudgeWindow(int64_t start, int64_t end, const std::vector<const Insp
   const int nodes = NodesOf(rs, options);
   for (const auto& key : order) {
     WatchBucket b = Summarize(key.first, key.second, groups[key]);
-    watch::JudgeBucket(&b, nodes, options, baseline, &w.alerts);
+    watch::JudgeBucket(&b, nodes, options, baseline, &w.findings);
     w.buckets.push_back(std::move(b));
   }
-  w.ranks = watch::RankLateness(rs, options, &w.alerts, &w.notes);
+  w.ranks = watch::RankLateness(rs, options, &w.findings);
+  if (w.enqueue_timed > 0) {
+    w.findings.push_back(
+        {.severity = Severity::kInfo,
+         .source = "enqueue-timed",
+         .what = fmt::format("{} records timed at enqueue (coll_timing_source collective_cpu) "
+                             "not judged: NCCL 2.30 stops a Coll event before its kernel runs",
+                             w.enqueue_timed),
+         .figures = {{"records", static_cast<double>(w.enqueue_timed)}}});
+  }
   return w;
 }
 
@@ -115,14 +141,35 @@ WatchWindow JudgeWindow(int64_t start, int64_t end, const std::vector<const Insp
 
 namespace watch {
 
+Finding Alert(std::string source, FindingText text) {
+  return {.severity = Severity::kCritical,
+          .source = std::move(source),
+          .what = std::move(text.what),
+          .where = std::move(text.where),
+          .fix = std::move(text.fix),
+          .figures = std::move(text.figures)};
+}
+
+Finding Inconclusive(std::string source, FindingText text) {
+  Finding f = Alert(std::move(source), std::move(text));
+  f.severity = Severity::kWarn;
+  f.decided = false;
+  return f;
+}
+
 void JudgeBucket(WatchBucket* b, int nodes, const WatchOptions& options, WatchBaseline* baseline,
-                 std::vector<std::string>* alerts) {
-  Expect(b, nodes, options, alerts);
-  CompareToBaseline(b, options, baseline, alerts);
+                 std::vector<Finding>* findings) {
+  Expect(b, nodes, options, findings);
+  CompareToBaseline(b, options, baseline, findings);
   if (options.p99_alert_us && b->samples >= options.min_samples &&
       b->p99_us > *options.p99_alert_us) {
-    alerts->push_back(fmt::format("ALERT p99: {} {} p99 {:.1f} us over the limit of {:.1f} us",
-                                  b->collective, b->size_bucket, b->p99_us, *options.p99_alert_us));
+    findings->push_back(Alert(
+        "p99", {.where = WhereOf(*b),
+                .what = fmt::format("p99 {:.1f} us over the limit of {:.1f} us", b->p99_us,
+                                    *options.p99_alert_us),
+                .fix = "look for a straggler or a slow link in this window, or run `fabricscope "
+                       "locate` on the job's nodes",
+                .figures = {{"p99_us", b->p99_us}, {"limit_us", *options.p99_alert_us}}}));
   }
 }
 
@@ -165,7 +212,7 @@ std::vector<WatchWindow> JudgeWindows(const InspectorRead& read, const WatchOpti
     }
     windows.push_back(std::move(w));
   }
-  watch::JudgeLinks(read.links, options, &windows.back().alerts, &windows.back().notes);
+  watch::JudgeLinks(read.links, options, &windows.back().findings);
   return windows;
 }
 

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "fabricscope/statistics.h"
+#include "watch/judge.h"
 
 namespace fabricscope::watch {
 namespace {
@@ -48,7 +49,7 @@ std::string HostOf(const CommLinks& c, int rank) {
 }
 
 void JudgeComm(const std::string& comm, const CommLinks& c, const WatchOptions& options,
-               std::vector<std::string>* alerts, std::vector<std::string>* notes) {
+               std::vector<Finding>* findings) {
   if (c.links.size() < options.min_links) return;
   std::vector<std::pair<double, const Link*>> times;
   for (const auto& [key, link] : c.links) times.emplace_back(Median(link.medians_us), &link);
@@ -66,26 +67,44 @@ void JudgeComm(const std::string& comm, const CommLinks& c, const WatchOptions& 
   const std::string pair =
       fmt::format("rank {} -> rank {} ({} -> {})", slowest->rank, slowest->peer,
                   HostOf(c, slowest->rank), HostOf(c, slowest->peer));
+  const std::map<std::string, double> figures = {
+      {"rank", static_cast<double>(slowest->rank)},
+      {"peer", static_cast<double>(slowest->peer)},
+      {"ratio", ratio},
+      {"median_us", slowest_us},
+      {"others_median_us", typical},
+      {"other_links", static_cast<double>(others.size())},
+      {"others_spread", spread},
+      {"ops", static_cast<double>(slowest->ops)}};
   if (ratio >= spread * options.slow_link_ratio) {
-    alerts->push_back(fmt::format(
-        "ALERT slow link: {}, {:.1f}x its ring neighbours (send ProxyOp median {:.1f} us against "
-        "{:.1f} us over {} other links of communicator {}; {} ops); test that pair with "
-        "`fabricscope locate` and look at both NICs (`fabricscope doctor`, `fabricscope fabric`)",
-        pair, ratio, slowest_us, typical, others.size(), comm, slowest->ops));
+    findings->push_back(Alert(
+        "slow-link",
+        {.where = pair,
+         .what = fmt::format(
+             "{:.1f}x its ring neighbours (send ProxyOp median {:.1f} us against {:.1f} us over "
+             "{} other links of communicator {}; {} ops)",
+             ratio, slowest_us, typical, others.size(), comm, slowest->ops),
+         .fix = "test that pair with `fabricscope locate` and look at both NICs (`fabricscope "
+                "doctor`, `fabricscope fabric`)",
+         .figures = figures}));
   } else {
-    notes->push_back(fmt::format(
-        "# slow link inconclusive: {} is {:.1f}x the median of the other links of "
-        "communicator {}, but they spread {:.1f}x among themselves; run `fabricscope locate` "
-        "on those nodes to decide",
-        pair, ratio, comm, spread));
+    findings->push_back(Inconclusive(
+        "slow-link",
+        {.where = pair,
+         .what = fmt::format(
+             "{:.1f}x the median of the other links of communicator {}, but they spread "
+             "{:.1f}x among themselves",
+             ratio, comm, spread),
+         .fix = "run `fabricscope locate` on those nodes to decide",
+         .figures = figures}));
   }
 }
 
 }  // namespace
 
 void JudgeLinks(const std::vector<InspectorLink>& links, const WatchOptions& options,
-                std::vector<std::string>* alerts, std::vector<std::string>* notes) {
-  for (const auto& [comm, c] : Collect(links)) JudgeComm(comm, c, options, alerts, notes);
+                std::vector<Finding>* findings) {
+  for (const auto& [comm, c] : Collect(links)) JudgeComm(comm, c, options, findings);
 }
 
 }  // namespace fabricscope::watch

@@ -6,14 +6,16 @@
 #include <string>
 #include <vector>
 
+#include "fabricscope/finding.h"
 #include "fabricscope/watch.h"
 
 namespace fabricscope::watch {
 
-// An alert naming the slow peer pair when one send link is options.slow_link_ratio times the
-// median of the others and beyond their spread; a note saying "inconclusive" (with the spread
-// and the command that would decide) when it is slower but within the spread.
+// A CRITICAL "slow-link" finding naming the slow peer pair when one send link is
+// options.slow_link_ratio times the median of the others and beyond their spread; an undecided
+// one (with the spread, the noise, and the command that would decide) when it is slower but
+// within the spread.
 void JudgeLinks(const std::vector<InspectorLink>& links, const WatchOptions& options,
-                std::vector<std::string>* alerts, std::vector<std::string>* notes);
+                std::vector<Finding>* findings);
 
 }  // namespace fabricscope::watch

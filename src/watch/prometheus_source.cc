@@ -118,7 +118,7 @@ std::map<BucketKey, WatchBucket> Buckets(const std::string& url, const std::stri
 
 std::vector<WatchRank> Ranks(const std::string& url, const std::string& sel,
                              const std::string& range, const WatchOptions& options,
-                             std::vector<std::string>* alerts) {
+                             std::vector<Finding>* findings) {
   std::vector<WatchRank> ranks;
   const std::string expr = fmt::format(
       "sum by (rank, node) (rate({0}_sum{1}[{2}])) / sum by (rank, node) (rate({0}_count{1}[{2}]))",
@@ -141,11 +141,18 @@ std::vector<WatchRank> Ranks(const std::string& url, const std::string& sel,
   for (WatchRank& r : ranks) {
     r.straggler = *r.mean_time_us <= median / 2 && median - *r.mean_time_us >= options.straggler_us;
     if (!r.straggler) continue;
-    alerts->push_back(fmt::format(
-        "ALERT straggler: rank {} on node {} spends {:.1f} us in a collective on average, the "
-        "ranks' median is {:.1f} us: the others wait for it (look at its compute, data loading "
-        "and GPU)",
-        r.rank, r.node, *r.mean_time_us, median));
+    findings->push_back(watch::Alert(
+        "straggler",
+        {.where = fmt::format("rank {} on node {}", r.rank, r.node.empty() ? "?" : r.node),
+         .what = fmt::format(
+             "spends {:.1f} us in a collective on average, the ranks' median is {:.1f} us: the "
+             "others wait for it",
+             *r.mean_time_us, median),
+         .fix = "look at that rank's compute, data loading and GPU (`fabricscope doctor`, "
+                "`fabricscope locate`)",
+         .figures = {{"rank", static_cast<double>(r.rank)},
+                     {"mean_time_us", *r.mean_time_us},
+                     {"median_time_us", median}}}));
   }
   return ranks;
 }
@@ -165,7 +172,7 @@ WatchWindow QueryPrometheus(const std::string& url, const std::string& job,
   for (auto& [key, b] : Buckets(url, sel, range)) {
     if (b.samples == 0) continue;
     w.records += b.samples;
-    watch::JudgeBucket(&b, options.nodes.value_or(1), options, baseline, &w.alerts);
+    watch::JudgeBucket(&b, options.nodes.value_or(1), options, baseline, &w.findings);
     w.buckets.push_back(std::move(b));
   }
   if (w.buckets.empty()) {
@@ -175,7 +182,7 @@ WatchWindow QueryPrometheus(const std::string& url, const std::string& job,
                      ": check --job and that it scrapes the plugin "
                      "(FABRICSCOPE_PROFILER_PROM_LISTEN, docs/watch.md)");
   }
-  w.ranks = Ranks(url, sel, range, options, &w.alerts);
+  w.ranks = Ranks(url, sel, range, options, &w.findings);
   return w;
 }
 

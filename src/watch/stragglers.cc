@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "fabricscope/statistics.h"
+#include "watch/judge.h"
 
 namespace fabricscope::watch {
 namespace {
@@ -53,8 +54,7 @@ std::map<Key, Lateness> Measure(const std::vector<const InspectorRecord*>& recor
 }  // namespace
 
 std::vector<WatchRank> RankLateness(const std::vector<const InspectorRecord*>& records,
-                                    const WatchOptions& options, std::vector<std::string>* alerts,
-                                    std::vector<std::string>* notes) {
+                                    const WatchOptions& options, std::vector<Finding>* findings) {
   std::vector<WatchRank> out;
   for (const auto& [key, lateness] : Measure(records)) {
     WatchRank r;
@@ -81,23 +81,37 @@ std::vector<WatchRank> RankLateness(const std::vector<const InspectorRecord*>& r
     // `out` is latest first: the next rank is the first one that is not r.
     const WatchRank* next = &r != &out.front() ? &out.front() : out.size() > 1 ? &out[1] : nullptr;
     const double noise_us = next == nullptr ? 0 : next->median_late_us;
-    const std::string node = r.node.empty() ? "?" : r.node;
+    const std::string where =
+        fmt::format("rank {} on node {}", r.rank, r.node.empty() ? "?" : r.node);
+    std::map<std::string, double> figures = {{"rank", static_cast<double>(r.rank)},
+                                             {"median_late_us", r.median_late_us},
+                                             {"next_late_us", noise_us},
+                                             {"last", static_cast<double>(r.last)},
+                                             {"collectives", static_cast<double>(r.groups)}};
     if (next != nullptr && r.median_late_us - noise_us < options.straggler_us) {
       r.straggler = false;
-      notes->push_back(fmt::format(
-          "# straggler inconclusive: rank {} on node {} starts its collectives {:.1f} ms after "
-          "the first rank (median) and is the last in {} of {}, but rank {} is {:.1f} ms late "
-          "too: the start skew is noise of that size; watch a longer window, or run "
-          "`fabricscope locate` on those nodes to decide",
-          r.rank, node, r.median_late_us / 1e3, r.last, r.groups, next->rank, noise_us / 1e3));
+      findings->push_back(Inconclusive(
+          "straggler",
+          {.where = where,
+           .what = fmt::format(
+               "starts its collectives {:.1f} ms after the first rank (median) and is the last "
+               "in {} of {}, but rank {} is {:.1f} ms late too: the start skew is noise of that "
+               "size",
+               r.median_late_us / 1e3, r.last, r.groups, next->rank, noise_us / 1e3),
+           .fix = "watch a longer window, or run `fabricscope locate` on those nodes to decide",
+           .figures = std::move(figures)}));
       continue;
     }
-    alerts->push_back(fmt::format(
-        "ALERT straggler: rank {} on node {} starts its collectives {:.1f} ms after the first "
-        "rank (median; the next rank {:.1f} ms) and is the last in {} of {}; the other ranks "
-        "wait for it: look at that rank's compute, data loading and GPU (fabricscope doctor, "
-        "locate)",
-        r.rank, node, r.median_late_us / 1e3, noise_us / 1e3, r.last, r.groups));
+    findings->push_back(
+        Alert("straggler",
+              {.where = where,
+               .what = fmt::format(
+                   "starts its collectives {:.1f} ms after the first rank (median; the next rank "
+                   "{:.1f} ms) and is the last in {} of {}; the other ranks wait for it",
+                   r.median_late_us / 1e3, noise_us / 1e3, r.last, r.groups),
+               .fix = "look at that rank's compute, data loading and GPU (`fabricscope doctor`, "
+                      "`fabricscope locate`)",
+               .figures = std::move(figures)}));
   }
   return out;
 }

@@ -7,15 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "fabricscope/finding.h"
 #include "fabricscope/watch.h"
 
 namespace fabricscope::watch {
 
-// Ranks by median lateness, latest first; adds an alert line per straggler that stands out
-// of the other ranks' lateness by options.straggler_us, and an "inconclusive" note (with the
-// next rank's lateness, the noise) for one that does not.
+// Ranks by median lateness, latest first; adds a CRITICAL "straggler" finding per straggler
+// that stands out of the other ranks' lateness by options.straggler_us, and an undecided one
+// (with the next rank's lateness, the noise) for one that does not.
 std::vector<WatchRank> RankLateness(const std::vector<const InspectorRecord*>& records,
-                                    const WatchOptions& options, std::vector<std::string>* alerts,
-                                    std::vector<std::string>* notes);
+                                    const WatchOptions& options, std::vector<Finding>* findings);
 
 }  // namespace fabricscope::watch

@@ -179,6 +179,11 @@ test_locate() {
   check "locate's verdict names nobody" equal "$(jq '.found' "$tmp/out/locate.json")" false
   check "and its status agrees with its exit code" equal \
     "$(jq -r '.status' "$tmp/out/locate.json")" "$([ "$rc" -eq 0 ] && echo clear || echo inconclusive)"
+  # The exit code comes from the findings (docs/locate.md, Output): none CRITICAL, and an
+  # undecided one exactly when it is 4.
+  check "locate's findings name nobody, and are undecided exactly when it exits 4" equal \
+    "$(jq -r '"\([.findings[] | select(.severity == "CRITICAL")] | length) \([.findings[] | select(.decided == false)] | length > 0)"' "$tmp/out/locate.json")" \
+    "0 $([ "$rc" -eq 4 ] && echo true || echo false)"
   # Doctor's drift: only the third node sets NCCL_ALGO.
   rc=0
   # shellcheck disable=SC2016  # expanded by each task's shell

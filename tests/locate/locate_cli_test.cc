@@ -84,6 +84,116 @@ TEST_F(LocateCliTest, SimulatedSlowNodeIsNamedWithExitCode1) {
   EXPECT_NE(heatmap.find("</svg>"), std::string::npos);
   EXPECT_NE(heatmap.find("sim07 - sim00"), std::string::npos);     // a cell's tooltip
   EXPECT_NE(heatmap.find("stroke=\"black\""), std::string::npos);  // the suspect outlined
+  // The culprit as a finding: the writer's line below the verdict, and in the JSON every key.
+  EXPECT_NE(o.out.find("confidence: node sim07\nCRITICAL      node  sim07: significantly slow "
+                       "with all 11 peers"),
+            std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("\n                    fix: take it out of the job"), std::string::npos)
+      << o.out;
+  EXPECT_EQ(j["findings_version"], 1);
+  ASSERT_EQ(j["findings"].size(), 1u) << j["findings"].dump(2);
+  const auto& f = j["findings"][0];
+  for (const char* key :
+       {"severity", "source", "what", "where", "evidence", "fix", "figures", "decided"}) {
+    EXPECT_TRUE(f.contains(key)) << key << " in " << f.dump();
+  }
+  EXPECT_EQ(f["severity"], "CRITICAL");
+  EXPECT_EQ(f["source"], "node");
+  EXPECT_EQ(f["where"], "sim07");
+  EXPECT_EQ(f["decided"], true);
+  EXPECT_EQ(f["what"].get<std::string>().rfind(j["suspects"][0]["evidence"].get<std::string>(), 0),
+            0u)
+      << f["what"];
+  EXPECT_DOUBLE_EQ(f["figures"]["ratio"].get<double>(), j["suspects"][0]["ratio"].get<double>());
+  EXPECT_DOUBLE_EQ(f["figures"]["confidence"].get<double>(),
+                   j["suspects"][0]["confidence"].get<double>());
+}
+
+// The exit code comes from the findings by the diagnoses' one rule, and says what the status
+// says: 0 cleared (one OK finding), 1 a culprit named (CRITICAL), 4 inconclusive or ambiguous
+// (an undecided finding with the noise and what would decide, nothing CRITICAL).
+TEST_F(LocateCliTest, TheFindingsSayTheVerdictAndGiveTheExitCode) {
+  struct Case {
+    std::string args;
+    std::string status;
+    int exit_code;
+  };
+  const std::vector<Case> cases = {
+      {"--simulate 6", "clear", 0},
+      {"--simulate 6 --inject link:1-4:0.3", "found", 1},
+      {"--simulate 4 --noise 0.4 --inject link:1-3:0.6 --seed 3 --max-sweeps 4", "inconclusive", 4},
+      {"--simulate 2", "inconclusive", 4},
+      {"--simulate 2 --rails 2 --inject nic:0/1:0.3", "ambiguous", 4},
+  };
+  for (const Case& c : cases) {
+    const Outcome o = Here("locate --skip-stragglers --format json " + c.args);
+    EXPECT_EQ(o.exit_code, c.exit_code) << c.args << "\n" << o.err;
+    const auto j = nlohmann::json::parse(o.out);
+    EXPECT_EQ(j["status"], c.status) << c.args;
+    EXPECT_EQ(j["findings_version"], 1) << c.args;
+    const auto& findings = j["findings"];
+    ASSERT_FALSE(findings.empty()) << c.args;
+    size_t critical = 0;
+    size_t undecided = 0;
+    for (const auto& f : findings) {
+      critical += f["severity"] == "CRITICAL" ? 1 : 0;
+      undecided += f["decided"] == false ? 1 : 0;
+    }
+    EXPECT_EQ(critical, j["suspects"].size()) << c.args;
+    EXPECT_EQ(undecided > 0, c.exit_code == 4) << c.args << findings.dump(2);
+    if (c.status == "clear") {
+      ASSERT_EQ(findings.size(), 1u) << findings.dump(2);
+      EXPECT_EQ(findings[0]["severity"], "OK");
+      EXPECT_EQ(findings[0]["source"], "verdict");
+    }
+    if (c.exit_code == 4) {
+      // The verdict, undecided: what is unknown with the noise, the command that decides.
+      const auto& v = findings.back();
+      EXPECT_EQ(v["source"], "verdict") << findings.dump(2);
+      EXPECT_EQ(v["decided"], false);
+      EXPECT_EQ(v["fix"], j["next_step"]);
+      EXPECT_NE(v["what"].get<std::string>().find(j["unknown"].get<std::string>()),
+                std::string::npos)
+          << v["what"];
+      EXPECT_TRUE(v["figures"].contains("noise")) << v.dump();
+    }
+  }
+  // In the text: the verdict line, then the findings in the one text form.
+  const Outcome o =
+      Here("locate --simulate 4 --noise 0.4 --inject link:1-3:0.6 --seed 3 --max-sweeps 4");
+  EXPECT_EQ(o.exit_code, 4) << o.err;
+  const size_t verdict = o.out.find("\n# verdict: inconclusive, nobody named: ");
+  ASSERT_NE(verdict, std::string::npos) << o.out;
+  const size_t link = o.out.find(
+      "\nINCONCLUSIVE  link       sim1-sim3: slow-looking, undecided, between sim1 and sim3");
+  ASSERT_NE(link, std::string::npos) << o.out;
+  EXPECT_LT(verdict, link);
+  EXPECT_NE(o.out.find("the noise is 0.29 (sd of log bandwidth", link), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("\nINCONCLUSIVE  verdict    nobody named: 4 nodes and 6 pairs undecided"),
+            std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("fix: measure more: rerun with --budget 1200 --max-sweeps 16"),
+            std::string::npos)
+      << o.out;
+}
+
+// A straggler is a WARN finding: named with its node, the exit code unchanged (0 here).
+TEST_F(LocateCliTest, AStragglerIsAWarningFinding) {
+  const Outcome o = Here("locate --simulate 6 --late-rank 1 --format json");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  ASSERT_EQ(j["stragglers"].size(), 1u) << j["stragglers"].dump(2);
+  bool named = false;
+  for (const auto& f : j["findings"]) {
+    if (f["source"] != "straggler") continue;
+    named = true;
+    EXPECT_EQ(f["severity"], "WARN");
+    EXPECT_EQ(f["where"], "rank 1 on sim1");
+    EXPECT_NE(f["what"].get<std::string>().find("arrives late"), std::string::npos) << f["what"];
+    EXPECT_EQ(f["figures"]["rank"], 1);
+  }
+  EXPECT_TRUE(named) << j["findings"].dump(2);
 }
 
 TEST_F(LocateCliTest, SimulatedClusterWithoutFaultExitsZero) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fabricscope/error.h"
+#include "fabricscope/finding.h"
 #include "fabricscope/locate.h"
 
 namespace fabricscope {
@@ -309,6 +310,49 @@ TEST(Simulation, OutOfBudgetIsInconclusiveWithTheNoiseAndTheCommand) {
   EXPECT_NE(o.report.unknown.find("--budget of 10 s"), std::string::npos) << o.report.unknown;
   EXPECT_NE(o.report.unknown.find("the noise is 0."), std::string::npos) << o.report.unknown;
   EXPECT_NE(o.report.next_step.find("--budget 60"), std::string::npos) << o.report.next_step;
+}
+
+// The report's findings, by the one model: what Locate leaves in report.findings is
+// LocateFindings of the report, and the outcome the exit code comes from follows the status.
+TEST(Simulation, TheFindingsSummariseTheVerdict) {
+  SimulatedClusterOptions c;
+  c.nodes = 2;
+  c.rails = 2;
+  c.noise = 0.05;
+  c.faults = {Fault(SuspectKind::kNic, 1, -1, 0.3, 1)};
+  LocateReport ambiguous = Simulate(c).report;
+  ASSERT_EQ(ambiguous.status, LocateStatus::kAmbiguous);
+  ASSERT_EQ(ambiguous.findings.size(), LocateFindings(ambiguous).size());
+  ASSERT_EQ(ambiguous.findings.size(), 1u) << FindingsText(ambiguous.findings);
+  const Finding& verdict = ambiguous.findings[0];
+  EXPECT_EQ(verdict.source, "verdict");
+  EXPECT_FALSE(verdict.decided);
+  EXPECT_EQ(verdict.what, "ambiguous: " + ambiguous.unknown);
+  EXPECT_EQ(verdict.fix, ambiguous.next_step);
+  EXPECT_EQ(OutcomeOf(ambiguous.findings, false), fabricscope::Outcome::kInconclusive);
+
+  // A note is an INFO finding; it changes no outcome.
+  ambiguous.notes.push_back("ranks 4-7 left out: their nodes have fewer rails");
+  const std::vector<Finding> noted = LocateFindings(ambiguous);
+  ASSERT_EQ(noted.size(), 2u);
+  EXPECT_EQ(noted[1].severity, Severity::kInfo);
+  EXPECT_EQ(noted[1].source, "note");
+  EXPECT_EQ(noted[1].what, "ranks 4-7 left out: their nodes have fewer rails");
+  EXPECT_EQ(OutcomeOf(noted, false), fabricscope::Outcome::kInconclusive);
+
+  // A named NIC: CRITICAL, the node and rail where, its figures.
+  c.nodes = 6;
+  const LocateReport found = Simulate(c).report;
+  ExpectNamed(found, SuspectKind::kNic, {1});
+  ASSERT_FALSE(found.findings.empty());
+  const Finding& nic = found.findings[0];
+  EXPECT_EQ(nic.severity, Severity::kCritical);
+  EXPECT_EQ(nic.source, "nic");
+  EXPECT_EQ(nic.where, "sim1 rail 1");
+  EXPECT_NEAR(nic.figures.at("ratio"), 0.3, 0.1);
+  EXPECT_EQ(nic.figures.at("confidence"), found.suspects[0].confidence);
+  EXPECT_FALSE(nic.fix.empty());
+  EXPECT_EQ(OutcomeOf(found.findings, false), fabricscope::Outcome::kFailed);
 }
 
 TEST(Simulation, NeverNobodyWhileARowIsStarred) {

@@ -135,6 +135,10 @@ check_common() {
   check "$label: no wrong data" equal "$(jq '[.measurements[].wrong] | add' "$json")" 0
   check "$label: the heatmap is an SVG" contains "$tmp/$label.svg" "</svg>"
   check "$label: only rank 0 reports" equal "$(cat "$tmp/$label".out.[1-9]*)" ""
+  # The verdict as findings (docs/locate.md, Output): a CRITICAL finding per named suspect.
+  check "$label: findings_version 1, a CRITICAL finding per named suspect" equal \
+    "$(jq -r '(.suspects | length) as $n | "\(.findings_version) \([.findings[] | select(.severity == "CRITICAL")] | length == $n)"' "$json")" \
+    "1 true"
   log "$label: $(grep '^# verdict' "$tmp/$label.out.0")"
   verdicts+=("$label: $(jq -r .status "$json") $(named "$json" | tr '\n' ' ')(noise \
 $(jq -r '[.baselines[].sigma * 100 | round / 100] | map(tostring) | join(",")' "$json"), \
@@ -162,6 +166,9 @@ scenario_none() {
   check "none: nobody named" equal "$(named "$tmp/none.json")" ""
   check "none: the verdict says so" grep -Eq "# verdict: (nobody named|inconclusive, nobody named)" \
     "$tmp/none.out.0"
+  check "none: an undecided finding exactly when inconclusive" equal \
+    "$(jq -r '([.findings[] | select(.decided == false)] | length > 0) == (.status == "inconclusive")' "$tmp/none.json")" \
+    true
 }
 
 scenario_node() {

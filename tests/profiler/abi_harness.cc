@@ -385,7 +385,11 @@ void Scenario(const Api& api, int threads, const std::string& binary, const std:
   Check(before > 0 && after / before >= 1.5, label + ": watch saw " +
                                                  std::to_string(before > 0 ? after / before : 0) +
                                                  "x, expected >= 1.5x");
-  Check(out.find("ALERT drop: all_reduce") != std::string::npos,
+  // A drop alert: a CRITICAL finding of source "drop" on an all_reduce bucket (watch's JSON,
+  // docs/watch.md).
+  Check(out.find("\"source\": \"drop\"") != std::string::npos &&
+            out.find("\"where\": \"all_reduce ") != std::string::npos &&
+            out.find("\"severity\": \"CRITICAL\"") != std::string::npos,
         label + ": watch raised no drop alert:\n" + out);
 }
 

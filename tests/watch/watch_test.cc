@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/binary_test.h"
+#include "fabricscope/finding.h"
 #include "fabricscope/inspector.h"
 #include "fabricscope/parse.h"
 #include "fabricscope/platform.h"
@@ -172,9 +173,17 @@ TEST(WatchJudge, TheRankEveryoneWaitsForIsNamedWithItsNode) {
   EXPECT_EQ(w.ranks[0].last, 20u);
   EXPECT_NEAR(w.ranks[0].median_late_us, 8000, 10);
   for (size_t i = 1; i < 4; ++i) EXPECT_FALSE(w.ranks[i].straggler) << w.ranks[i].rank;
-  ASSERT_EQ(w.alerts.size(), 1u);
-  EXPECT_NE(w.alerts[0].find("ALERT straggler: rank 2 on node node-b"), std::string::npos)
-      << w.alerts[0];
+  ASSERT_EQ(w.findings.size(), 1u) << FindingsText(w.findings);
+  const Finding& f = w.findings[0];
+  EXPECT_EQ(f.severity, Severity::kCritical);
+  EXPECT_TRUE(f.decided);
+  EXPECT_EQ(f.source, "straggler");
+  EXPECT_EQ(f.where, "rank 2 on node node-b");
+  EXPECT_NE(f.what.find("starts its collectives 8.0 ms after the first rank"), std::string::npos)
+      << f.what;
+  EXPECT_NE(f.fix.find("fabricscope doctor"), std::string::npos) << f.fix;
+  EXPECT_NEAR(f.figures.at("median_late_us"), 8000, 10);
+  EXPECT_EQ(f.figures.at("rank"), 2);
   // p50 and p99 of 80 times 500..503 us.
   ASSERT_EQ(w.buckets.size(), 1u);
   EXPECT_EQ(w.buckets[0].collective, "all_reduce");
@@ -207,24 +216,30 @@ TEST(WatchJudge, ALateRankWithinTheOthersSkewIsInconclusiveNotNamed) {
   const auto windows = JudgeWindows(read.records, WatchOptions{}, &baseline);
   ASSERT_EQ(windows.size(), 1u);
   const WatchWindow& w = windows[0];
-  EXPECT_TRUE(w.alerts.empty()) << w.alerts[0];
+  EXPECT_EQ(Worst(w.findings), Severity::kWarn) << FindingsText(w.findings);
   for (const WatchRank& r : w.ranks) EXPECT_FALSE(r.straggler) << r.rank;
-  ASSERT_EQ(w.notes.size(), 1u);
-  EXPECT_NE(w.notes[0].find("# straggler inconclusive: rank 2 on node node-b starts its "
-                            "collectives 1.5 ms after the first rank (median) and is the last "
-                            "in 20 of 20, but rank 1 is 1.0 ms late too"),
+  ASSERT_EQ(w.findings.size(), 1u);
+  const Finding& f = w.findings[0];
+  EXPECT_FALSE(f.decided);
+  EXPECT_EQ(f.source, "straggler");
+  EXPECT_EQ(f.where, "rank 2 on node node-b");
+  EXPECT_NE(f.what.find("starts its collectives 1.5 ms after the first rank (median) and is the "
+                        "last in 20 of 20, but rank 1 is 1.0 ms late too"),
             std::string::npos)
-      << w.notes[0];
-  EXPECT_NE(w.notes[0].find("fabricscope locate"), std::string::npos) << w.notes[0];
+      << f.what;
+  EXPECT_NEAR(f.figures.at("next_late_us"), 1000, 10);  // the noise, for programs
+  EXPECT_NE(f.fix.find("fabricscope locate"), std::string::npos) << f.fix;
+  EXPECT_EQ(OutcomeOf(w.findings, false), fabricscope::Outcome::kInconclusive);
 
   // The same job with rank 1 on time: rank 2 stands out by 1.5 ms and is named.
   const auto named =
       JudgeWindows(ReadInspectorJsonl(SkewedJob(0), "job").records, WatchOptions{}, &baseline);
   ASSERT_EQ(named.size(), 1u);
-  ASSERT_EQ(named[0].alerts.size(), 1u);
-  EXPECT_NE(named[0].alerts[0].find("ALERT straggler: rank 2 on node node-b"), std::string::npos)
-      << named[0].alerts[0];
-  EXPECT_TRUE(named[0].notes.empty());
+  ASSERT_EQ(named[0].findings.size(), 1u) << FindingsText(named[0].findings);
+  EXPECT_EQ(named[0].findings[0].severity, Severity::kCritical);
+  EXPECT_TRUE(named[0].findings[0].decided);
+  EXPECT_EQ(named[0].findings[0].where, "rank 2 on node node-b");
+  EXPECT_EQ(OutcomeOf(named[0].findings, false), fabricscope::Outcome::kFailed);
 }
 
 TEST(WatchJudge, AHealthyJobHasNoStragglerAndNoAlert) {
@@ -232,7 +247,7 @@ TEST(WatchJudge, AHealthyJobHasNoStragglerAndNoAlert) {
   WatchBaseline baseline;
   const auto windows = JudgeWindows(read.records, WatchOptions{}, &baseline);
   ASSERT_EQ(windows.size(), 1u);
-  EXPECT_TRUE(windows[0].alerts.empty());
+  EXPECT_TRUE(windows[0].findings.empty()) << FindingsText(windows[0].findings);
   for (const WatchRank& r : windows[0].ranks) EXPECT_FALSE(r.straggler);
 }
 
@@ -255,7 +270,7 @@ TEST(WatchJudge, StartSkewIsMeasuredPerFunctionAndSequence) {
   WatchBaseline baseline;
   const auto windows = JudgeWindows(read.records, options, &baseline);
   ASSERT_EQ(windows.size(), 1u);
-  EXPECT_TRUE(windows[0].alerts.empty()) << windows[0].alerts[0];
+  EXPECT_TRUE(windows[0].findings.empty()) << FindingsText(windows[0].findings);
   ASSERT_EQ(windows[0].ranks.size(), 4u);
   for (const WatchRank& r : windows[0].ranks) {
     EXPECT_LT(r.median_late_us, 20) << "rank " << r.rank;
@@ -274,13 +289,18 @@ TEST(WatchJudge, ADropAgainstTheJobsOwnBaselineIsAnAlert) {
   const auto windows = JudgeWindows(read.records, options, &baseline);
   ASSERT_EQ(windows.size(), 3u);
   EXPECT_FALSE(windows[0].buckets[0].baseline_gbs.has_value());
-  EXPECT_TRUE(windows[1].alerts.empty());
+  EXPECT_TRUE(windows[1].findings.empty()) << FindingsText(windows[1].findings);
   EXPECT_NEAR(*windows[1].buckets[0].drop_percent, 5, 1e-9);
-  ASSERT_EQ(windows[2].alerts.size(), 1u);
-  EXPECT_NE(windows[2].alerts[0].find("ALERT drop: all_reduce <=1MiB at 20 GB/s, 50% below this "
-                                      "job's baseline of 40 GB/s"),
+  ASSERT_EQ(windows[2].findings.size(), 1u);
+  const Finding& f = windows[2].findings[0];
+  EXPECT_EQ(f.severity, Severity::kCritical);
+  EXPECT_EQ(f.source, "drop");
+  EXPECT_EQ(f.where, "all_reduce <=1MiB");
+  EXPECT_NE(f.what.find("busbw 20 GB/s, 50% below this job's baseline of 40 GB/s"),
             std::string::npos)
-      << windows[2].alerts[0];
+      << f.what;
+  EXPECT_DOUBLE_EQ(f.figures.at("drop_percent"), 50);
+  EXPECT_DOUBLE_EQ(f.figures.at("baseline_gbs"), 40);
 }
 
 TEST(WatchJudge, BusbwBelowThePlatformsBandAndASlowP99AreAlerts) {
@@ -302,14 +322,17 @@ TEST(WatchJudge, BusbwBelowThePlatformsBandAndASlowP99AreAlerts) {
   const WatchBucket& b = windows[0].buckets[0];
   ASSERT_TRUE(b.expected_low_gbs.has_value());
   EXPECT_GT(*b.expected_low_gbs, 100.0);
-  ASSERT_EQ(windows[0].alerts.size(), 2u);
-  EXPECT_NE(windows[0].alerts[0].find("ALERT busbw: all_reduce <=1GiB at 100.0 GB/s, below "
-                                      "dgx-h100's healthy"),
-            std::string::npos)
-      << windows[0].alerts[0];
-  EXPECT_NE(windows[0].alerts[1].find("ALERT p99: all_reduce <=1GiB p99 30000.0 us"),
-            std::string::npos)
-      << windows[0].alerts[1];
+  const std::vector<Finding>& found = windows[0].findings;
+  ASSERT_EQ(found.size(), 2u) << FindingsText(found);
+  EXPECT_EQ(found[0].source, "healthy-band");
+  EXPECT_EQ(found[0].where, "all_reduce <=1GiB");
+  EXPECT_NE(found[0].what.find("busbw 100.0 GB/s, below dgx-h100's healthy"), std::string::npos)
+      << found[0].what;
+  EXPECT_EQ(found[1].source, "p99");
+  EXPECT_EQ(found[1].where, "all_reduce <=1GiB");
+  EXPECT_NE(found[1].what.find("p99 30000.0 us over the limit of 20000.0 us"), std::string::npos)
+      << found[1].what;
+  EXPECT_EQ(Worst(found), Severity::kCritical);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -375,8 +398,9 @@ TEST_F(WatchCli, BadInputIsRefusedWithWhatAndHow) {
 TEST_F(WatchCli, AnInconclusiveJudgementExitsFour) {
   Outcome o = Run(Write("skewed.jsonl", SkewedJob(1000)));
   EXPECT_EQ(o.exit_code, 4) << o.err << o.out;
-  EXPECT_NE(o.out.find("# straggler inconclusive: rank 2"), std::string::npos) << o.out;
-  EXPECT_EQ(o.out.find("ALERT"), std::string::npos) << o.out;
+  EXPECT_TRUE(std::regex_search(o.out, std::regex("\nINCONCLUSIVE +straggler +rank 2 on node ")))
+      << o.out;
+  EXPECT_EQ(o.out.find("CRITICAL"), std::string::npos) << o.out;
   o = Run(Write("clear.jsonl", SkewedJob(0)));
   EXPECT_EQ(o.exit_code, 1) << o.err << o.out;
   o = Run(Write("healthy.jsonl", Job(20, 0, 40)));
@@ -395,7 +419,9 @@ TEST_F(WatchCli, ReadsADirectoryAndExitsOneOnAnAlert) {
   Write("run/ignored.txt", "not a record");
   Outcome o = Run((dir_ / "run").string());
   EXPECT_EQ(o.exit_code, 1) << o.err;
-  EXPECT_NE(o.out.find("ALERT straggler: rank 1 on node node-a"), std::string::npos) << o.out;
+  EXPECT_TRUE(
+      std::regex_search(o.out, std::regex("\nCRITICAL +straggler +rank 1 on node node-a: ")))
+      << o.out;
   EXPECT_NE(o.out.find("all_reduce"), std::string::npos);
 
   Write("healthy.jsonl", Job(10, 0, 40));
@@ -404,7 +430,45 @@ TEST_F(WatchCli, ReadsADirectoryAndExitsOneOnAnAlert) {
   const auto json = nlohmann::json::parse(o.out);
   ASSERT_EQ(json.size(), 1u);
   EXPECT_EQ(json[0]["records"], 40);
-  EXPECT_TRUE(json[0]["alerts"].empty());
+  EXPECT_TRUE(json[0]["findings"].empty());
+  EXPECT_EQ(json[0]["findings_version"], 1);
+  EXPECT_FALSE(json[0].contains("alerts"));
+  EXPECT_FALSE(json[0].contains("notes"));
+}
+
+// A window's text is its tables, then its findings as the one text writer lays them out
+// (severity, source, "where: what", the fix below a problem), columns the same in every
+// window; its JSON the one JSON form, every key present.
+TEST(WatchFormat, FindingsAreWrittenInTheOneFormOfEveryDiagnosis) {
+  WatchBaseline baseline;
+  const auto windows =
+      JudgeWindows(ReadInspectorJsonl(SkewedJob(1000), "job").records, WatchOptions{}, &baseline);
+  ASSERT_EQ(windows.size(), 1u);
+  const std::string text = WatchText(windows);
+  const std::string line =
+      "INCONCLUSIVE  straggler      rank 2 on node node-b: starts its collectives 1.5 ms after "
+      "the first rank (median)";
+  const size_t at = text.find("\n" + line);
+  ASSERT_NE(at, std::string::npos) << text;
+  EXPECT_LT(text.find("# ranks by lateness"), at) << text;  // the tables first
+  EXPECT_NE(text.find("\n" + std::string(29, ' ') + "fix: watch a longer window"),
+            std::string::npos)
+      << text;
+
+  const auto json = nlohmann::json::parse(WatchJson(windows));
+  ASSERT_EQ(json.size(), 1u);
+  EXPECT_EQ(json[0]["findings_version"], kFindingsVersion);
+  ASSERT_EQ(json[0]["findings"].size(), 1u);
+  const auto& f = json[0]["findings"][0];
+  for (const char* key :
+       {"severity", "source", "what", "where", "evidence", "fix", "figures", "decided"}) {
+    EXPECT_TRUE(f.contains(key)) << key << " in " << f.dump();
+  }
+  EXPECT_EQ(f["severity"], "WARN");
+  EXPECT_EQ(f["source"], "straggler");
+  EXPECT_EQ(f["where"], "rank 2 on node node-b");
+  EXPECT_EQ(f["decided"], false);
+  EXPECT_NEAR(f["figures"]["median_late_us"].get<double>(), 1500, 10);
 }
 
 TEST_F(WatchCli, FollowReadsWhatIsAppendedAndStopsAtTheFirstAlert) {
@@ -417,7 +481,8 @@ TEST_F(WatchCli, FollowReadsWhatIsAppendedAndStopsAtTheFirstAlert) {
   const Outcome o = Shell(writer + " timeout 60 " + std::string(FABRICSCOPE_BINARY) +
                           " watch --follow --interval 0.2 --duration 30 " + file);
   EXPECT_EQ(o.exit_code, 1) << o.err << o.out;
-  EXPECT_NE(o.out.find("ALERT drop: all_reduce <=1MiB at 10 GB/s, 75% below"), std::string::npos)
+  EXPECT_TRUE(std::regex_search(
+      o.out, std::regex("\nCRITICAL +drop +all_reduce <=1MiB: busbw 10 GB/s, 75% below")))
       << o.out;
 }
 
@@ -563,9 +628,9 @@ TEST_F(WatchCli, UnderTheFakeNcclWatchNamesTheSlowedRank) {
 
   const Outcome o = Run(out.string() + " --window 600 --straggler-us 2000");
   EXPECT_EQ(o.exit_code, 1) << o.err << o.out;
-  EXPECT_NE(o.out.find("ALERT straggler: rank 1 on node "), std::string::npos) << o.out;
-  EXPECT_EQ(o.out.find("ALERT straggler: rank 0"), std::string::npos) << o.out;
-  EXPECT_EQ(o.out.find("ALERT straggler: rank 2"), std::string::npos) << o.out;
+  EXPECT_TRUE(std::regex_search(o.out, std::regex("\nCRITICAL +straggler +rank 1 on node ")))
+      << o.out;
+  EXPECT_FALSE(std::regex_search(o.out, std::regex("straggler +rank [02] on node "))) << o.out;
 
   // analyze reads the same files as results.
   const Outcome a =
@@ -590,10 +655,9 @@ TEST_F(WatchCli, UnderTheFakeNcclWatchNamesTheSlowLink) {
   EXPECT_TRUE(std::regex_search(
       o.out,
       std::regex(
-          R"(ALERT slow link: rank 1 -> rank 2 \(\S+ -> \S+\), \d+\.\dx its ring neighbours)")))
+          R"(\nCRITICAL +slow-link +rank 1 -> rank 2 \(\S+ -> \S+\): \d+\.\dx its ring neighbours)")))
       << o.out;
-  EXPECT_EQ(o.out.find("slow link: rank 0"), std::string::npos) << o.out;
-  EXPECT_EQ(o.out.find("slow link: rank 2"), std::string::npos) << o.out;
+  EXPECT_FALSE(std::regex_search(o.out, std::regex("slow-link +rank [02] "))) << o.out;
 }
 
 // AlltoAll's send and receive of each rank to itself: NCCL 2.30 gives them a P2p event with
