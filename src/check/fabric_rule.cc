@@ -121,17 +121,20 @@ void Explain(const fabric::JobImpact& job, const BandwidthJudgement& bw, Finding
     // Nothing is broken, the routes alone concentrate the traffic.
     const fabric::LinkLoad& hot = job.load.links.front();
     f.where = hot.from + " -> " + hot.to;
-    f.what = "the fabric's routing explains it: " + context +
-             ". Fix: re-route with a fat-tree aware engine (opensm -R ftree) and check the "
-             "uplinks of the switches involved (fabricscope fabric --from DIR -v)";
+    f.what = "the fabric's routing explains it: " + context;
+    f.fix =
+        "re-route with a fat-tree aware engine (opensm -R ftree) and check the uplinks of the "
+        "switches involved (fabricscope fabric --from DIR -v)";
     return;
   }
+  // The element leads the line (`where`) and the fabric finding's fix is the rule's.
   f.where = lead->where;
   f.evidence = lead->evidence;
+  f.fix = lead->fix;
   f.what = fmt::format(
-      "the fabric {}: {} ({}, {}): {}; {}. Fix: {}{}",
-      limited ? "explains it" : "may explain it (the routes do not limit it)", lead->where,
-      lead->source, SeverityName(lead->severity), lead->what, context, lead->fix,
+      "the fabric {} ({}, {}): {}; {}{}",
+      limited ? "explains it" : "may explain it, the routes do not limit it", lead->source,
+      SeverityName(lead->severity), lead->what, context,
       others.empty() ? "" : fmt::format(". Also on this job's path: {}", BriefList(others)));
 }
 

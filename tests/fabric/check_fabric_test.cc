@@ -90,7 +90,9 @@ TEST(CheckOnFabric, SlowRunIsPointedAtTheOneXLinkThatLimitsIt) {
   const Finding f = FabricFinding(Log(Hosts(1, 16), 1.0), report);
   EXPECT_EQ(f.severity, Severity::kCritical) << f.what;
   EXPECT_EQ(f.where, "leaf1[5] <-> spine1[1]") << f.what;
-  EXPECT_TRUE(Has(f.what, "the fabric explains it: leaf1[5] <-> spine1[1] (link-width")) << f.what;
+  EXPECT_TRUE(Has(f.what, "the fabric explains it (link-width, CRITICAL): runs at 1X QDR"))
+      << f.what;
+  EXPECT_TRUE(Has(f.fix, "reseat or replace the cable")) << f.fix;
   EXPECT_TRUE(Has(f.what, "runs at 1X QDR")) << f.what;
   EXPECT_TRUE(Has(f.what, "limits it to 1/4.00")) << f.what;
   EXPECT_TRUE(Has(f.what, "predicts 1.00 GB/s as routed and 4.00 GB/s balanced")) << f.what;
@@ -150,9 +152,10 @@ TEST(CheckOnFabric, ErrorsOnThePathMayExplainWhatTheRoutesDoNot) {
   EXPECT_EQ(f.severity, Severity::kCritical) << f.what;
   EXPECT_EQ(f.where, "leaf1[5]");
   EXPECT_TRUE(Has(f.what,
-                  "the fabric may explain it (the routes do not limit it): leaf1[5] "
-                  "(error-counter, WARN)"))
+                  "the fabric may explain it, the routes do not limit it (error-counter, WARN): "
+                  "error counters set: SymbolErrorCounter=5000"))
       << f.what;
+  EXPECT_EQ(f.fix, "reseat or replace the cable");
   EXPECT_EQ(f.evidence,
             (std::vector<std::string>{"ibqueryerrors.txt:3: [SymbolErrorCounter == 5000]"}));
 }
@@ -213,11 +216,12 @@ TEST_F(CheckFabricCli, TextAndJsonNameTheLinkWithItsEvidence) {
   // The finding writer's line (finding.h): severity, the rule, where: what; the evidence under it.
   EXPECT_TRUE(Has(o.out,
                   "\n  CRITICAL      fabric          leaf1[5] <-> spine1[1]: the fabric explains "
-                  "it: leaf1[5] <-> spine1[1] (link-width, CRITICAL)"))
+                  "it (link-width, CRITICAL): runs at 1X QDR"))
       << o.out;
-  EXPECT_TRUE(Has(o.out, "\n" + std::string(2 + 14 + 14 + 2, ' ') + "evidence: " + Data("faults") +
-                             "/iblinkinfo.txt:"))
+  const std::string under(2 + 14 + 14 + 2, ' ');
+  EXPECT_TRUE(Has(o.out, "\n" + under + "evidence: " + Data("faults") + "/iblinkinfo.txt:"))
       << o.out;
+  EXPECT_TRUE(Has(o.out, "\n" + under + "fix: reseat or replace the cable")) << o.out;
   EXPECT_TRUE(Has(o.out, "\nCRITICAL: 1 test, 1 CRITICAL\n")) << o.out;
   o = Here(qdr + "--fabric " + Data("faults") + " --format json " + log);
   EXPECT_EQ(o.exit_code, 1) << o.err;
@@ -228,6 +232,7 @@ TEST_F(CheckFabricCli, TextAndJsonNameTheLinkWithItsEvidence) {
   ASSERT_NE(it, findings.end()) << o.out;
   EXPECT_EQ((*it)["severity"], "CRITICAL");
   EXPECT_EQ((*it)["where"], "leaf1[5] <-> spine1[1]");
+  EXPECT_TRUE(Has((*it)["fix"], "reseat or replace the cable")) << (*it)["fix"];
   EXPECT_EQ((*it)["figures"]["fabric_limit_factor"], 4.0);
   EXPECT_GE((*it)["evidence"].size(), 2u);
   // Without --fabric the rule stands aside.
