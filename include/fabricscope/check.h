@@ -1,14 +1,15 @@
-// Verdicts: benchmark results judged against what the platform can deliver, PASS, WARN or
-// FAIL per test, each with the reason a person can act on.
+// Verdicts: benchmark results judged against what the platform can deliver, OK, WARN or
+// CRITICAL per test, each rule's judgement a finding (finding.h) with the reason a person can
+// act on.
 #pragma once
 
 #include <cstddef>
-#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "fabricscope/finding.h"
 #include "fabricscope/node.h"
 #include "fabricscope/platform.h"
 #include "fabricscope/result.h"
@@ -19,22 +20,11 @@ namespace fabric {
 struct FabricReport;
 }
 
-// The outcome of one rule, of one test, of a whole check; ordered from best to worst so that
-// the worst finding decides.
-enum class CheckStatus { kNotApplicable, kPass, kWarn, kFail };
-
-// "n/a", "PASS", "WARN", "FAIL".
-std::string_view StatusName(CheckStatus status);
-
-// One rule's judgement of one test.
-struct CheckFinding {
-  std::string rule;  // "bandwidth"
-  CheckStatus status = CheckStatus::kNotApplicable;
-  std::string reason;                     // what was seen, against what, and what to do
-  std::map<std::string, double> figures;  // the numbers behind the reason, for programs
-  std::string element{};                  // the switch or link it points at ("" none)
-  std::vector<std::string> evidence{};    // the lines it rests on ("file:line: text")
-};
+// A rule's judgement of one test is a Finding: `source` the rule ("bandwidth"), `what` what
+// was seen, against what, and what to do; `where` the switch or link it points at ("" when it
+// is about the test as a whole, whose verdict it sits under); `evidence` the lines it rests on;
+// `figures` the numbers behind `what`. Its severity is OK, WARN or CRITICAL, or INFO when the
+// rule stood aside with a reason worth showing: INFO does not judge the test.
 
 // How sure a verdict from several runs is: a Student-t interval of the mean busbw.
 struct VerdictConfidence {
@@ -55,7 +45,7 @@ struct VerdictConfidence {
 struct ExpectedBusbw {
   double typical = 0;     // GB/s, what a healthy run reaches
   double healthy = 0;     // GB/s, the lowest healthy value: below it WARN
-  double fail_below = 0;  // GB/s: below it FAIL
+  double fail_below = 0;  // GB/s: below it CRITICAL
   size_t from_size = 0;   // the sizes judged: this one and larger
   std::string algorithm;  // NCCL algorithm of the figure, when known
   std::string basis;      // "published", "derived" (catalog) or "model"
@@ -70,18 +60,18 @@ struct TestVerdict {
   int nodes = 0;           // 0: unknown
   std::string nodes_from;  // "host names", "--nodes", "ranks / GPUs per node"
   size_t runs = 0;
-  CheckStatus status = CheckStatus::kNotApplicable;
+  Severity status = Severity::kOk;       // the worst finding that judged it (OK, WARN, CRITICAL)
   std::optional<double> measured_busbw;  // mean busbw over the judged sizes (and runs)
   std::optional<ExpectedBusbw> expected;
   std::optional<VerdictConfidence> confidence;  // with two or more samples
-  std::vector<CheckFinding> findings;           // one per rule that applied, in the rules' order
+  std::vector<Finding> findings;                // one per rule that applied, in the rules' order
 };
 
 // Knobs of the judgement; the defaults are the documented ones (docs/check.md).
 struct CheckOptions {
   std::optional<int> nodes;          // overrides the node count read from the results
   std::optional<size_t> judge_from;  // judge busbw from this size up instead of the band's
-  double warn_floor = 0.8;           // FAIL below this fraction of the healthy minimum
+  double warn_floor = 0.8;           // CRITICAL below this fraction of the healthy minimum
   double model_healthy = 0.8;        // a model prediction's healthy minimum, as a fraction
   double latency_warn_ratio = 2.0;   // WARN when small messages take longer than this x floor
   double confidence_level = 0.95;
@@ -100,7 +90,7 @@ struct CheckOptions {
 struct CheckReport {
   PlatformChoice platform;
   std::vector<TestVerdict> tests;
-  CheckStatus status = CheckStatus::kNotApplicable;
+  Severity status = Severity::kOk;
   std::vector<std::string> notes;
 };
 

@@ -8,7 +8,10 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "fabricscope/finding.h"
 
 namespace fabricscope::fabric {
 
@@ -127,22 +130,17 @@ Topology TopologyOf(const Fabric& fabric);
 
 // --------------------------------------------------------------------------- findings
 
-enum class Severity { kInfo, kWarn, kCritical };
-const char* SeverityName(Severity severity);  // "INFO", "WARN", "CRITICAL"
+// The findings are fabricscope::Finding (finding.h): `source` is the kind of fault,
+// `where` the link, port, switch or host it names, `what` the sentence with its figures,
+// `evidence` the tools' own lines. The kinds: "link-width", "link-speed", "link-down",
+// "link-mismatch", "error-counter", "error-growth", "missing-uplink", "missing-spine",
+// "hosts-per-leaf", "missing-host", "dead-node", "unused-spine", "route-imbalance",
+// "unroutable", "no-sm".
 
-// One thing found, with the tool's own line as evidence and what to do.
-struct Finding {
-  std::string category;  // "link", "counters", "cabling", "routing", "subnet-manager"
-  std::string kind;      // "link-width", "link-speed", "link-down", "link-mismatch",
-                         // "error-counter", "error-growth", "missing-uplink",
-                         // "missing-spine", "hosts-per-leaf", "missing-host",
-                         // "dead-node", "unused-spine", "route-imbalance", "no-sm", ...
-  Severity severity = Severity::kWarn;
-  std::string subject;  // "leaf1[5] <-> spine1[1]", "spine2", "h7"
-  std::string message;
-  std::vector<std::string> evidence;
-  std::string fix;
-};
+// The family a kind belongs to: "link", "counters", "cabling", "routing" or
+// "subnet-manager"; "" for a kind that is not fabric's. One table, so that the families the
+// report folds and the job's impact groups by cannot drift from the kinds.
+std::string_view CategoryOf(std::string_view kind);
 
 // What the findings are judged against.
 struct FindingOptions {
@@ -254,7 +252,7 @@ struct FabricReport {
   RoutingAnalysis routing;
   std::vector<Finding> findings;
   std::optional<PairPath> path;  // --path
-  Severity worst() const;
+  Severity worst() const;        // OK when nothing was found
 };
 
 struct AnalyzeOptions {

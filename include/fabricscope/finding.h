@@ -47,7 +47,7 @@ Outcome OutcomeOf(const std::vector<Finding>& findings, bool strict);
 
 // How the text writer lays findings out.
 struct FindingTextStyle {
-  std::string indent;          // before every line
+  std::string indent{};        // before every line
   bool details = true;         // evidence and fix under the findings that are problems
   bool ok_details = false;     // ... and under OK and INFO findings too (--verbose)
   bool problems_only = false;  // leave out OK and INFO findings

@@ -1,6 +1,6 @@
 // Whether this node has GPUs, from the files their drivers create, apart from whether this
 // process can use one: a node with GPUs where the default backend falls back to host memory
-// would measure the wrong thing and could say PASS, so `run` and `check` refuse it.
+// would measure the wrong thing and could say OK, so `run` and `check` refuse it.
 #pragma once
 
 #include <filesystem>

@@ -80,10 +80,10 @@ const Expectation* ChooseBand(const TestEvidence& test, const Platform& platform
   return best;
 }
 
-// PASS, WARN or FAIL of a mean against a band, without the interval.
-CheckStatus GradeAgainst(double measured, const Expectation& e, const CheckOptions& options) {
-  if (measured >= e.low_busbw) return CheckStatus::kPass;
-  return measured >= options.warn_floor * e.low_busbw ? CheckStatus::kWarn : CheckStatus::kFail;
+// OK, WARN or CRITICAL of a mean against a band, without the interval.
+Severity GradeAgainst(double measured, const Expectation& e, const CheckOptions& options) {
+  if (measured >= e.low_busbw) return Severity::kOk;
+  return measured >= options.warn_floor * e.low_busbw ? Severity::kWarn : Severity::kCritical;
 }
 
 // Every other band the run could have been judged against, graded; and the two cases where the
@@ -106,16 +106,16 @@ void WeighOtherBands(const TestEvidence& test, const Platform& platform, const E
     for (const Expectation& e : platform.expected) {
       if (e.InNetwork() && CoversScale(e, test)) {
         j.missing_in_network = e;
-        j.status = std::max(j.status, CheckStatus::kWarn);
+        j.status = std::max(j.status, Severity::kWarn);
         return;
       }
     }
   }
-  if (j.algorithm_basis != "NCCL's default" || j.status == CheckStatus::kPass) return;
+  if (j.algorithm_basis != "NCCL's default" || j.status == Severity::kOk) return;
   for (const auto& [band, status] : j.possible) {
-    if (status == CheckStatus::kPass && band.algorithm != judged.algorithm) {
+    if (status == Severity::kOk && band.algorithm != judged.algorithm) {
       j.healthy_elsewhere = band;
-      j.status = CheckStatus::kWarn;
+      j.status = Severity::kWarn;
       if (j.facts.sharp == true && judged.InNetwork()) j.missing_in_network = judged;
       return;
     }
@@ -189,29 +189,29 @@ std::optional<ExpectedBusbw> ModelExpectation(const TestEvidence& test, const Pl
   }
 }
 
-// PASS, WARN or FAIL from the mean, or from the interval when there are repeats: a verdict
+// OK, WARN or CRITICAL from the mean, or from the interval when there are repeats: a verdict
 // whose band holds the true mean with less than 90% probability cannot be told from its
 // neighbour, which is a WARN.
-CheckStatus Grade(BandwidthJudgement& j) {
+Severity Grade(BandwidthJudgement& j) {
   const ExpectedBusbw& e = *j.expected;
   const double m = *j.measured;
-  CheckStatus status = m >= e.healthy      ? CheckStatus::kPass
-                       : m >= e.fail_below ? CheckStatus::kWarn
-                                           : CheckStatus::kFail;
+  Severity status = m >= e.healthy      ? Severity::kOk
+                    : m >= e.fail_below ? Severity::kWarn
+                                        : Severity::kCritical;
   if (j.confidence) {
     const double inf = std::numeric_limits<double>::infinity();
     double lo = e.fail_below;
     double hi = e.healthy;
-    if (status == CheckStatus::kPass) {
+    if (status == Severity::kOk) {
       lo = e.healthy;
       hi = inf;
-    } else if (status == CheckStatus::kFail) {
+    } else if (status == Severity::kCritical) {
       lo = -inf;
       hi = e.fail_below;
     }
     j.confidence->probability_verdict = ProbabilityBetween(*j.confidence, lo, hi);
-    if (status != CheckStatus::kWarn && j.confidence->probability_verdict < 0.9) {
-      status = CheckStatus::kWarn;
+    if (status != Severity::kWarn && j.confidence->probability_verdict < 0.9) {
+      status = Severity::kWarn;
     }
   }
   return status;
@@ -270,7 +270,7 @@ BandwidthJudgement JudgeBandwidth(const TestEvidence& test, const PlatformChoice
   const Expectation* band = ChooseBand(test, platform, j, reach, size_reached);
   if (options.judge_from && test.largest_size < *options.judge_from) size_reached = false;
   if (band != nullptr && size_reached) {
-    j.possible.emplace_back(*band, CheckStatus::kNotApplicable);
+    j.possible.emplace_back(*band, Severity::kInfo);
     ExpectedBusbw e;
     e.typical = band->typical_busbw;
     e.healthy = band->low_busbw;

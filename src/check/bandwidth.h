@@ -20,7 +20,7 @@ struct BandwidthJudgement {
   std::optional<double> measured;
   size_t sizes_judged = 0;  // sizes at or above expected->from_size (of the longest sweep)
   std::optional<VerdictConfidence> confidence;
-  CheckStatus status = CheckStatus::kNotApplicable;
+  Severity status = Severity::kInfo;
   std::string fallback;  // why the model stood in for the catalog, when it did
   // On two or more nodes, a peak above what the node's NICs carry: NCCL used Tree or NVLS (two
   // nodes) or in-network reduction.
@@ -34,7 +34,7 @@ struct BandwidthJudgement {
   std::string algorithm_basis;  // "the run", "the measurement", "NCCL's default", "unknown"
   // The other bands the run could be judged against (algorithm not excluded, sizes reached),
   // with the verdict each would give; the judged band first.
-  std::vector<std::pair<Expectation, CheckStatus>> possible;
+  std::vector<std::pair<Expectation, Severity>> possible;
   // Judged against NCCL's default algorithm, failed it, and healthy against another band the
   // log does not exclude: which one (the verdict is then a WARN that says so).
   std::optional<Expectation> healthy_elsewhere;

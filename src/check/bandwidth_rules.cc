@@ -55,7 +55,7 @@ std::string AlgorithmText(const RuleContext& c, const ExpectedBusbw& e) {
   if (j.possible.size() > 1) {
     std::vector<std::string> bands;
     for (const auto& [band, status] : j.possible) {
-      bands.push_back(BandName(band) + " " + std::string(StatusName(status)));
+      bands.push_back(BandName(band) + " " + std::string(SeverityName(status)));
     }
     text += "; bands possible: " + fmt::format("{}", fmt::join(bands, "; "));
   }
@@ -91,15 +91,15 @@ std::string AlgorithmText(const RuleContext& c, const ExpectedBusbw& e) {
 
 }  // namespace
 
-std::optional<CheckFinding> AlgorithmRule(const RuleContext& c) {
+std::optional<Finding> AlgorithmRule(const RuleContext& c) {
   if (!PlatformApplies(c.test, c.choice) || c.test.nodes < 2) return std::nullopt;
   // Inside one NVLink domain the NICs carry nothing: their total bounds nothing.
   if (c.bandwidth.over_nvlink) return std::nullopt;
   const Platform& p = *c.choice.platform;
   const double nic_total = p.NicTotalGBs();
   if (c.test.peak_busbw <= nic_total) return std::nullopt;
-  CheckFinding f;
-  f.status = CheckStatus::kWarn;
+  Finding f;
+  f.severity = Severity::kWarn;
   f.figures["peak_busbw"] = c.test.peak_busbw;
   f.figures["nic_total"] = nic_total;
   const std::string seen = fmt::format(
@@ -107,40 +107,40 @@ std::optional<CheckFinding> AlgorithmRule(const RuleContext& c) {
       FormatBytes(c.test.peak_size), Gbs(nic_total), NicDescription(p));
   if (c.bandwidth.expected && c.bandwidth.expected->algorithm == "CollNet") {
     // Judged against an in-network reduction band: the figure is what SHARP gives, not a doubt.
-    f.status = CheckStatus::kPass;
-    f.reason = seen +
-               ": in-network reduction (CollNet/SHARP) reduces in the switches, so the "
-               "NICs carry less than busbw; judged against the CollNet band";
+    f.severity = Severity::kOk;
+    f.what = seen +
+             ": in-network reduction (CollNet/SHARP) reduces in the switches, so the "
+             "NICs carry less than busbw; judged against the CollNet band";
     return f;
   }
   if (c.test.nodes > 2) {
-    f.reason = seen + fmt::format(
-                          " on {} nodes, which only in-network reduction (SHARP) or a wrong node "
-                          "count gives: check the node count (--nodes) and the results",
-                          c.test.nodes);
+    f.what = seen + fmt::format(
+                        " on {} nodes, which only in-network reduction (SHARP) or a wrong node "
+                        "count gives: check the node count (--nodes) and the results",
+                        c.test.nodes);
     return f;
   }
-  f.reason = seen +
-             ": NCCL used Tree, NVLS or NVLSTree, which reduce inside each node and send less "
-             "over the network, so this is not a network measurement; rerun with "
-             "NCCL_ALGO=Ring to measure the network";
-  if (Mentions(c.test.transports, "NVLS")) f.reason += " (NCCL's log mentions NVLS)";
+  f.what = seen +
+           ": NCCL used Tree, NVLS or NVLSTree, which reduce inside each node and send less "
+           "over the network, so this is not a network measurement; rerun with "
+           "NCCL_ALGO=Ring to measure the network";
+  if (Mentions(c.test.transports, "NVLS")) f.what += " (NCCL's log mentions NVLS)";
   if (const auto algo = c.test.Env("NCCL_ALGO"); algo && *algo == "Ring") {
-    f.reason +=
+    f.what +=
         "; NCCL_ALGO=Ring was set, and a ring cannot exceed the NIC total: the node count or "
         "the results are not what they seem";
   }
   return f;
 }
 
-std::optional<CheckFinding> BandwidthRule(const RuleContext& c) {
+std::optional<Finding> BandwidthRule(const RuleContext& c) {
   if (!PlatformApplies(c.test, c.choice)) return std::nullopt;
   const BandwidthJudgement& j = c.bandwidth;
   const Platform& p = *c.choice.platform;
-  CheckFinding f;
+  Finding f;
   if (!j.expected || !j.measured) {
-    f.status = CheckStatus::kWarn;
-    f.reason = "not judged: " + j.not_judged;
+    f.severity = Severity::kWarn;
+    f.what = "not judged: " + j.not_judged;
     return f;
   }
   const ExpectedBusbw& e = *j.expected;
@@ -153,16 +153,16 @@ std::optional<CheckFinding> BandwidthRule(const RuleContext& c) {
                {"percent_of_expected", 100 * share}};
   if (j.above_nic_total && e.typical <= j.nic_total) {
     // A ring band cannot judge a Tree/NVLS figure; the algorithm rule says what to do.
-    f.status = CheckStatus::kNotApplicable;
-    f.reason = fmt::format(
+    f.severity = Severity::kInfo;
+    f.what = fmt::format(
         "not judged against the {} {} band: the run is above the NIC total (see algorithm)",
         Gbs(e.typical), e.algorithm.empty() ? "ring" : e.algorithm);
     return f;
   }
-  f.status = j.status;
+  f.severity = j.status;
   std::string text =
       fmt::format("busbw {} is {} of the expected {}", Gbs(m), Percent(share), Gbs(e.typical));
-  text += fmt::format(" (mean over {} size{} from {}{}; healthy from {}, FAIL below {})",
+  text += fmt::format(" (mean over {} size{} from {}{}; healthy from {}, CRITICAL below {})",
                       j.sizes_judged, j.sizes_judged == 1 ? "" : "s", FormatBytes(e.from_size),
                       j.samples.size() > 1 ? fmt::format(", {} repeats", j.samples.size()) : "",
                       Gbs(e.healthy), Gbs(e.fail_below));
@@ -198,12 +198,12 @@ std::optional<CheckFinding> BandwidthRule(const RuleContext& c) {
         "; one sample, close to the healthy minimum: repeat it (-N 5, or several result files) "
         "for a verdict with its confidence";
   }
-  if (f.status == CheckStatus::kFail && j.over_nvlink) {
+  if (f.severity == Severity::kCritical && j.over_nvlink) {
     text +=
         "; if multi-node NVLink was off (NCCL_MNNVL_ENABLE=0, or the IMEX service not running), "
         "the run went over the NICs: NCCL's log says 'MNNVL' when it is on";
   }
-  if (f.status == CheckStatus::kFail && !c.test.host_memory) {
+  if (f.severity == Severity::kCritical && !c.test.host_memory) {
     text += c.test.nodes >= 2 ? "; run fabricscope doctor on the nodes, and fabricscope locate "
                                 "to find a slow node or link"
                               : "; run fabricscope doctor on the node";
@@ -213,7 +213,7 @@ std::optional<CheckFinding> BandwidthRule(const RuleContext& c) {
     f.figures["interval_high"] = j.confidence->high;
     f.figures["probability_healthy"] = j.confidence->probability_healthy;
   }
-  f.reason = text;
+  f.what = text;
   return f;
 }
 

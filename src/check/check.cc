@@ -1,36 +1,28 @@
 // The check: gather the tests, judge each against the platform with every rule, and take
-// the worst finding as the test's verdict and the worst test as the check's.
+// the worst finding that judged as the test's verdict and the worst test as the check's.
 #include "fabricscope/check.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <optional>
 
 #include "check/bandwidth.h"
 #include "check/evidence.h"
 #include "check/rules.h"
+#include "fabricscope/finding.h"
 #include "fabricscope/joined.h"
-#include "fabricscope/strings.h"
 
 namespace fabricscope {
-
-// Indexed by CheckStatus's value, in its declaration order.
-constexpr std::array<std::string_view, 4> kCheckStatusNames = {"n/a", "PASS", "WARN", "FAIL"};
-
-std::string_view StatusName(CheckStatus status) { return NameOf(status, kCheckStatusNames); }
-
 namespace {
 
 // The test judged against each other platform the log fits: the same verdict on all of them is
 // said once; where they disagree, each is named and --platform asked for.
-std::optional<CheckFinding> JudgeCandidates(const check::TestEvidence& test,
-                                            const PlatformChoice& choice,
-                                            const CheckOptions& options,
-                                            const check::BandwidthJudgement& judged) {
+std::optional<Finding> JudgeCandidates(const check::TestEvidence& test,
+                                       const PlatformChoice& choice, const CheckOptions& options,
+                                       const check::BandwidthJudgement& judged) {
   if (choice.candidates.empty() || !choice.platform || !judged.measured) return std::nullopt;
-  std::vector<std::string> verdicts = {std::string(StatusName(judged.status)) + " on " +
+  std::vector<std::string> verdicts = {std::string(SeverityName(judged.status)) + " on " +
                                        choice.platform->name};
   bool disagree = false;
   for (const Platform& other : choice.candidates) {
@@ -38,23 +30,33 @@ std::optional<CheckFinding> JudgeCandidates(const check::TestEvidence& test,
     alternative.platform = other;
     alternative.origin = choice.origin;
     const check::BandwidthJudgement j = check::JudgeBandwidth(test, alternative, options);
-    const std::string status = j.measured ? std::string(StatusName(j.status)) : "not judged";
+    const std::string status = j.measured ? std::string(SeverityName(j.status)) : "not judged";
     verdicts.push_back(
         fmt::format("{} on {}{}", status, other.name,
                     j.expected ? fmt::format(" (expected {:.1f} GB/s)", j.expected->typical) : ""));
     disagree = disagree || !j.measured || j.status != judged.status;
   }
-  CheckFinding f;
-  f.rule = "platforms";
+  Finding f;
+  f.source = "platforms";
   if (disagree) {
-    f.status = CheckStatus::kWarn;
-    f.reason = "the platforms the log fits disagree: " + Joined(verdicts) +
-               ": give --platform NAME for the verdict of yours";
+    f.severity = Severity::kWarn;
+    f.what = "the platforms the log fits disagree: " + Joined(verdicts) +
+             ": give --platform NAME for the verdict of yours";
   } else {
-    f.status = CheckStatus::kNotApplicable;
-    f.reason = "the same verdict on every platform the log fits: " + Joined(verdicts);
+    f.severity = Severity::kInfo;
+    f.what = "the same verdict on every platform the log fits: " + Joined(verdicts);
   }
   return f;
+}
+
+// The worst of the findings that judged the test; none when every rule stood aside (INFO):
+// INFO ranks above OK on the shared scale, but a rule that did not apply judges nothing.
+std::optional<Severity> Judged(const std::vector<Finding>& findings) {
+  std::optional<Severity> worst;
+  for (const Finding& f : findings) {
+    if (f.severity != Severity::kInfo) worst = std::max(worst.value_or(f.severity), f.severity);
+  }
+  return worst;
 }
 
 }  // namespace
@@ -86,27 +88,28 @@ CheckReport Check(const std::vector<RunResult>& runs, const PlatformChoice& plat
     verdict.expected = bandwidth.expected;
     verdict.confidence = bandwidth.confidence;
     for (const check::Rule& rule : check::Rules()) {
-      std::optional<CheckFinding> finding = rule.evaluate(context);
+      std::optional<Finding> finding = rule.evaluate(context);
       if (!finding) continue;
-      finding->rule = std::string(rule.name);
-      verdict.status = std::max(verdict.status, finding->status);
+      finding->source = std::string(rule.name);
       verdict.findings.push_back(std::move(*finding));
     }
     if (auto finding = JudgeCandidates(test, platform, options, bandwidth)) {
-      verdict.status = std::max(verdict.status, finding->status);
       verdict.findings.push_back(std::move(*finding));
     }
-    if (verdict.status == CheckStatus::kNotApplicable) {
-      // Every rule stood aside: saying PASS would claim a judgement nobody made.
-      verdict.status = CheckStatus::kWarn;
-      verdict.findings.push_back(
-          {"verdict", CheckStatus::kWarn, "nothing in these results could be judged", {}});
+    if (const std::optional<Severity> judged = Judged(verdict.findings)) {
+      verdict.status = *judged;
+    } else {
+      // Every rule stood aside: saying OK would claim a judgement nobody made.
+      verdict.status = Severity::kWarn;
+      verdict.findings.push_back({.severity = Severity::kWarn,
+                                  .source = "verdict",
+                                  .what = "nothing in these results could be judged"});
     }
     report.status = std::max(report.status, verdict.status);
     report.tests.push_back(std::move(verdict));
   }
   if (report.tests.empty()) {
-    report.status = CheckStatus::kWarn;
+    report.status = Severity::kWarn;
     report.notes.push_back("the results hold no test: nothing to judge");
   }
   return report;

@@ -16,7 +16,7 @@ namespace {
 // is a ring shift): its traffic is the ring's.
 bool RingTraffic(const std::string& collective) { return collective != "alltoall"; }
 
-bool Below(CheckStatus s) { return s == CheckStatus::kWarn || s == CheckStatus::kFail; }
+bool Below(Severity s) { return s == Severity::kWarn || s == Severity::kCritical; }
 
 // "16 hosts (h1, h2, ... h16: the run's host names)" for messages.
 std::string HostList(const std::vector<std::string>& hosts, const std::string& from) {
@@ -28,8 +28,7 @@ std::string HostList(const std::vector<std::string>& hosts, const std::string& f
 
 // What the fabric allows the collective, as routed and balanced, and what that makes of the
 // platform's expectation.
-std::string RoutedContext(const fabric::JobImpact& job, const BandwidthJudgement& bw,
-                          CheckFinding& f) {
+std::string RoutedContext(const fabric::JobImpact& job, const BandwidthJudgement& bw, Finding& f) {
   std::string text;
   const fabric::CollectiveLoad& load = job.load;
   if (!load.unroutable.empty()) {
@@ -72,76 +71,81 @@ std::string RoutedContext(const fabric::JobImpact& job, const BandwidthJudgement
   return text;
 }
 
-std::string Brief(const fabric::Finding& f) { return f.kind + " " + f.subject; }
+std::string Brief(const Finding& f) { return f.source + " " + f.where; }
 
 // Findings whose effect the routed model cannot show: errors and retransmissions, two ends
 // that disagree, no subnet manager. On the path, they can slow a run the routes do not limit.
-bool BeyondTheModel(const fabric::Finding& f) {
-  return f.category == "counters" || f.category == "subnet-manager" || f.kind == "link-mismatch";
+bool BeyondTheModel(const Finding& f) {
+  const std::string_view category = fabric::CategoryOf(f.source);
+  return category == "counters" || category == "subnet-manager" || f.source == "link-mismatch";
 }
 
-std::string BriefList(const std::vector<const fabric::Finding*>& findings) {
+std::string BriefList(const std::vector<const Finding*>& findings) {
   std::vector<std::string> parts;
   parts.reserve(findings.size());
-  for (const fabric::Finding* x : findings) parts.push_back(Brief(*x));
+  for (const Finding* x : findings) parts.push_back(Brief(*x));
   return fmt::format("{}", fmt::join(parts, "; "));
 }
 
 // The finding that explains the run: with the routes limiting it, the one on the hottest link
 // (ImpactOnJob puts it first) or else the first that costs capacity; without, the first whose
 // effect the routes cannot show. nullptr: none.
-const fabric::Finding* Culprit(const fabric::JobImpact& job, bool limited) {
-  for (const fabric::Finding& f : job.on_path) {
+const Finding* Culprit(const fabric::JobImpact& job, bool limited) {
+  for (const Finding& f : job.on_path) {
     if (limited ? !BeyondTheModel(f) : BeyondTheModel(f)) return &f;
   }
   return limited && !job.on_path.empty() ? &job.on_path.front() : nullptr;
 }
 
 // The run is below its expectation: name what in the fabric explains it, or say nothing does.
-void Explain(const fabric::JobImpact& job, const BandwidthJudgement& bw, CheckFinding& f) {
+void Explain(const fabric::JobImpact& job, const BandwidthJudgement& bw, Finding& f) {
   const std::string context = RoutedContext(job, bw, f);
   const bool limited = job.load.limit_factor > 1.05 || !job.load.unroutable.empty();
-  const fabric::Finding* lead = Culprit(job, limited);
-  std::vector<const fabric::Finding*> others;
-  for (const fabric::Finding& x : job.on_path) {
+  const Finding* lead = Culprit(job, limited);
+  std::vector<const Finding*> others;
+  for (const Finding& x : job.on_path) {
     if (&x != lead) others.push_back(&x);
   }
   f.figures["fabric_findings_on_path"] = static_cast<double>(job.on_path.size());
   if (lead == nullptr && !limited) {
-    f.status = CheckStatus::kPass;
-    f.reason = "the fabric does not explain it: " + context +
-               (others.empty() ? "; no finding on this job's links or switches"
-                               : "; on its path without limiting it: " + BriefList(others)) +
-               ". Look at the nodes instead: fabricscope doctor on each, fabricscope locate to "
-               "find the slow one";
+    f.severity = Severity::kOk;
+    f.what = "the fabric does not explain it: " + context +
+             (others.empty() ? "; no finding on this job's links or switches"
+                             : "; on its path without limiting it: " + BriefList(others)) +
+             ". Look at the nodes instead: fabricscope doctor on each, fabricscope locate to "
+             "find the slow one";
     return;
   }
-  f.status = bw.status;
+  f.severity = bw.status;
   if (lead == nullptr) {
     // Nothing is broken, the routes alone concentrate the traffic.
     const fabric::LinkLoad& hot = job.load.links.front();
-    f.element = hot.from + " -> " + hot.to;
-    f.reason = "the fabric's routing explains it: " + context +
-               ". Fix: re-route with a fat-tree aware engine (opensm -R ftree) and check the "
-               "uplinks of the switches involved (fabricscope fabric --from DIR -v)";
+    f.where = hot.from + " -> " + hot.to;
+    f.what = "the fabric's routing explains it: " + context;
+    f.fix =
+        "re-route with a fat-tree aware engine (opensm -R ftree) and check the uplinks of the "
+        "switches involved (fabricscope fabric --from DIR -v)";
     return;
   }
-  f.element = lead->subject;
+  // The element leads the line (`where`) and the fabric finding's fix is the rule's.
+  f.where = lead->where;
   f.evidence = lead->evidence;
-  f.reason = fmt::format(
-      "the fabric {}: {} ({}, {}): {}; {}. Fix: {}{}",
-      limited ? "explains it" : "may explain it (the routes do not limit it)", lead->subject,
-      lead->kind, fabric::SeverityName(lead->severity), lead->message, context, lead->fix,
+  f.fix = lead->fix;
+  f.what = fmt::format(
+      "the fabric {} ({}, {}): {}; {}{}",
+      limited ? "explains it" : "may explain it, the routes do not limit it", lead->source,
+      SeverityName(lead->severity), lead->what, context,
       others.empty() ? "" : fmt::format(". Also on this job's path: {}", BriefList(others)));
 }
 
 }  // namespace
 
-std::optional<CheckFinding> FabricRule(const RuleContext& c) {
+std::optional<Finding> FabricRule(const RuleContext& c) {
   if (c.options.fabric == nullptr) return std::nullopt;
-  CheckFinding f;
+  Finding f;
   if (c.test.nodes == 1) {
-    f.reason = "one node: this test's traffic does not cross the fabric";
+    f.severity = Severity::kInfo;  // the rule stands aside, saying why
+    f.what = "one node: this test's traffic does not cross the fabric";
     return f;
   }
   const std::vector<std::string>& hosts =
@@ -153,20 +157,19 @@ std::optional<CheckFinding> FabricRule(const RuleContext& c) {
     return f;
   }
   // Healthy (or not judged): the fabric's view, and what lies on the path without limiting it.
-  f.status =
-      c.bandwidth.status == CheckStatus::kPass ? CheckStatus::kPass : CheckStatus::kNotApplicable;
+  f.severity = c.bandwidth.status == Severity::kOk ? Severity::kOk : Severity::kInfo;
   std::vector<std::string> on_path;
-  for (const fabric::Finding& x : job.on_path) on_path.push_back(Brief(x));
-  f.reason = fmt::format("{}{}{}",
-                         f.status == CheckStatus::kPass ? "busbw is healthy on this fabric; "
-                                                        : "busbw not judged; the fabric's view: ",
-                         RoutedContext(job, c.bandwidth, f),
-                         on_path.empty() ? ""
-                                         : fmt::format("; on its path without limiting it: {}",
-                                                       fmt::join(on_path, "; ")));
+  for (const Finding& x : job.on_path) on_path.push_back(Brief(x));
+  f.what = fmt::format("{}{}{}",
+                       f.severity == Severity::kOk ? "busbw is healthy on this fabric; "
+                                                   : "busbw not judged; the fabric's view: ",
+                       RoutedContext(job, c.bandwidth, f),
+                       on_path.empty() ? ""
+                                       : fmt::format("; on its path without limiting it: {}",
+                                                     fmt::join(on_path, "; ")));
   if (!job.elsewhere.empty()) {
-    f.reason += fmt::format(" ({} other fabric finding{} off this job's path)",
-                            job.elsewhere.size(), job.elsewhere.size() == 1 ? "" : "s");
+    f.what += fmt::format(" ({} other fabric finding{} off this job's path)", job.elsewhere.size(),
+                          job.elsewhere.size() == 1 ? "" : "s");
   }
   return f;
 }

@@ -4,12 +4,18 @@
 
 #include "check/reporters.h"
 #include "fabricscope/check.h"
+#include "fabricscope/finding.h"
 
 namespace fabricscope {
 namespace check {
 namespace {
 
-using nlohmann::json;
+// In the order written, as the findings' keys are (finding.h).
+using json = nlohmann::ordered_json;
+
+// The document's own version (docs/check.md lists the changes); the findings in it carry
+// kFindingsVersion.
+constexpr int kCheckJsonVersion = 2;
 
 json PlatformJson(const PlatformChoice& choice) {
   json j = {{"origin", choice.origin},
@@ -45,7 +51,7 @@ json TestJson(const TestVerdict& t) {
             {"nodes", t.nodes},
             {"nodes_from", t.nodes_from},
             {"runs", t.runs},
-            {"verdict", StatusName(t.status)},
+            {"verdict", SeverityName(t.status)},
             {"measured_busbw", t.measured_busbw ? json(*t.measured_busbw) : json(nullptr)},
             {"expected", nullptr},
             {"confidence", nullptr}};
@@ -72,17 +78,7 @@ json TestJson(const TestVerdict& t) {
                        {"probability_verdict", c.probability_verdict},
                        {"cv_percent", c.cv_percent}};
   }
-  json findings = json::array();
-  for (const CheckFinding& f : t.findings) {
-    json finding = {{"rule", f.rule},
-                    {"verdict", StatusName(f.status)},
-                    {"reason", f.reason},
-                    {"figures", f.figures}};
-    if (!f.element.empty()) finding["element"] = f.element;
-    if (!f.evidence.empty()) finding["evidence"] = f.evidence;
-    findings.push_back(std::move(finding));
-  }
-  j["findings"] = findings;
+  j["findings"] = FindingsJson(t.findings);
   return j;
 }
 
@@ -90,16 +86,17 @@ json TestJson(const TestVerdict& t) {
 
 std::string RenderCheckJson(const CheckReport& report) {
   json tests = json::array();
-  json counts = {{"PASS", 0}, {"WARN", 0}, {"FAIL", 0}};
+  // A test's verdict is OK, WARN or CRITICAL (never INFO: a test nothing judged is a WARN).
+  json counts = {{"OK", 0}, {"WARN", 0}, {"CRITICAL", 0}};
   for (const TestVerdict& t : report.tests) {
     tests.push_back(TestJson(t));
-    if (t.status != CheckStatus::kNotApplicable) {
-      counts[std::string(StatusName(t.status))] =
-          counts[std::string(StatusName(t.status))].get<int>() + 1;
-    }
+    const std::string name(SeverityName(t.status));
+    if (counts.contains(name)) counts[name] = counts[name].get<int>() + 1;
   }
-  const json doc = {{"verdict", StatusName(report.status)},
+  const json doc = {{"version", kCheckJsonVersion},
+                    {"verdict", SeverityName(report.status)},
                     {"platform", PlatformJson(report.platform)},
+                    {"findings_version", kFindingsVersion},
                     {"tests", tests},
                     {"counts", counts},
                     {"notes", report.notes}};

@@ -44,7 +44,7 @@ std::optional<Floor> FloorFor(const RuleContext& c, size_t size) {
 
 }  // namespace
 
-std::optional<CheckFinding> LatencyRule(const RuleContext& c) {
+std::optional<Finding> LatencyRule(const RuleContext& c) {
   if (!PlatformApplies(c.test, c.choice) || c.test.nodes < 2) return std::nullopt;
   // Each sweep's lowest time among its small sizes; the median over sweeps, so that one
   // unlucky run does not decide.
@@ -63,18 +63,18 @@ std::optional<CheckFinding> LatencyRule(const RuleContext& c) {
   const std::optional<Floor> floor = FloorFor(c, size);
   if (!floor || !(floor->us > 0)) return std::nullopt;
   const double ratio = measured / floor->us;
-  CheckFinding f;
+  Finding f;
   f.figures = {{"latency_us", measured}, {"floor_us", floor->us}, {"ratio", ratio}};
   const std::string seen = fmt::format("{} at {}, {:.2f}x the {} floor ({})", Micros(measured),
                                        FormatBytes(size), ratio, Micros(floor->us), floor->source);
   if (ratio <= c.options.latency_warn_ratio) {
-    f.status = CheckStatus::kPass;
-    f.reason = seen;
+    f.severity = Severity::kOk;
+    f.what = seen;
   } else {
-    f.status = CheckStatus::kWarn;
-    f.reason = seen +
-               ": small messages are slow; look for a busy or throttled CPU (NCCL's proxy "
-               "thread), LL/LL128 disabled by NCCL_PROTO, or a TCP path";
+    f.severity = Severity::kWarn;
+    f.what = seen +
+             ": small messages are slow; look for a busy or throttled CPU (NCCL's proxy "
+             "thread), LL/LL128 disabled by NCCL_PROTO, or a TCP path";
   }
   return f;
 }

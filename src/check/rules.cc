@@ -13,7 +13,7 @@ namespace fabricscope::check {
 
 const std::vector<Rule>& Rules() {
   static const std::vector<Rule> rules = {
-      {"correctness", "wrong elements or errors in the run: FAIL whatever the speed",
+      {"correctness", "wrong elements or errors in the run: CRITICAL whatever the speed",
        CorrectnessRule},
       {"platform",
        "whether the platform's figures apply: none chosen, or a host-memory run against a GPU "

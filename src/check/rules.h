@@ -1,5 +1,6 @@
 // Private: the verdict rules as a registry. Each rule looks at one test and, when it applies,
-// gives PASS, WARN or FAIL with its reason; the worst finding is the test's verdict.
+// gives OK, WARN or CRITICAL (INFO: it stands aside) with its reason; the worst finding that
+// judged is the test's verdict.
 #pragma once
 
 #include <optional>
@@ -26,7 +27,7 @@ struct RuleContext {
 struct Rule {
   std::string_view name;
   std::string_view description;
-  std::optional<CheckFinding> (*evaluate)(const RuleContext& context);
+  std::optional<Finding> (*evaluate)(const RuleContext& context);
 };
 
 // Every rule, in the order findings are listed.
@@ -34,15 +35,15 @@ const std::vector<Rule>& Rules();
 
 // The rules, one function each, grouped by concern in run_rules.cc, bandwidth_rules.cc,
 // transport_rule.cc, latency_rule.cc and fabric_rule.cc.
-std::optional<CheckFinding> CorrectnessRule(const RuleContext& context);
-std::optional<CheckFinding> PlatformRule(const RuleContext& context);
-std::optional<CheckFinding> GpuModelRule(const RuleContext& context);
-std::optional<CheckFinding> RanksPerNodeRule(const RuleContext& context);
-std::optional<CheckFinding> AlgorithmRule(const RuleContext& context);
-std::optional<CheckFinding> BandwidthRule(const RuleContext& context);
-std::optional<CheckFinding> GpuDirectRule(const RuleContext& context);
-std::optional<CheckFinding> LatencyRule(const RuleContext& context);
-std::optional<CheckFinding> FabricRule(const RuleContext& context);
+std::optional<Finding> CorrectnessRule(const RuleContext& context);
+std::optional<Finding> PlatformRule(const RuleContext& context);
+std::optional<Finding> GpuModelRule(const RuleContext& context);
+std::optional<Finding> RanksPerNodeRule(const RuleContext& context);
+std::optional<Finding> AlgorithmRule(const RuleContext& context);
+std::optional<Finding> BandwidthRule(const RuleContext& context);
+std::optional<Finding> GpuDirectRule(const RuleContext& context);
+std::optional<Finding> LatencyRule(const RuleContext& context);
+std::optional<Finding> FabricRule(const RuleContext& context);
 
 // Whether `text` names the GPU of `gpu_model` ("H100" of "NVIDIA H100") as a whole token,
 // so that "GH100 [H200 SXM 141GB]" names an H200 and not an H100.

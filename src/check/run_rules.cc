@@ -31,19 +31,19 @@ bool NamesGpu(const std::string& text, const std::string& gpu_model) {
   return false;
 }
 
-std::optional<CheckFinding> CorrectnessRule(const RuleContext& c) {
+std::optional<Finding> CorrectnessRule(const RuleContext& c) {
   const TestEvidence& t = c.test;
-  CheckFinding f;
+  Finding f;
   if (!t.run_errors.empty()) {
-    f.status = CheckStatus::kFail;
-    f.reason = "the run reported: " + t.run_errors.front() +
-               (t.run_errors.size() > 1 ? fmt::format(" (and {} more)", t.run_errors.size() - 1)
-                                        : std::string());
+    f.severity = Severity::kCritical;
+    f.what = "the run reported: " + t.run_errors.front() +
+             (t.run_errors.size() > 1 ? fmt::format(" (and {} more)", t.run_errors.size() - 1)
+                                      : std::string());
     return f;
   }
   if ((t.wrong && *t.wrong > 0) || t.out_of_bounds > 0) {
-    f.status = CheckStatus::kFail;
-    f.reason = fmt::format(
+    f.severity = Severity::kCritical;
+    f.what = fmt::format(
         "{} wrong elements in {} results (size x placement): the collective returned corrupt "
         "data, so its speed does not matter; run fabricscope doctor on the nodes",
         t.wrong.value_or(0), t.out_of_bounds);
@@ -51,22 +51,22 @@ std::optional<CheckFinding> CorrectnessRule(const RuleContext& c) {
     return f;
   }
   if (!t.wrong) return std::nullopt;  // not validated (-c 0): nothing to say either way
-  f.status = CheckStatus::kPass;
-  f.reason = "every result validated: 0 wrong elements";
+  f.severity = Severity::kOk;
+  f.what = "every result validated: 0 wrong elements";
   f.figures["wrong"] = 0;
   return f;
 }
 
-std::optional<CheckFinding> PlatformRule(const RuleContext& c) {
-  CheckFinding f;
-  f.status = CheckStatus::kWarn;
+std::optional<Finding> PlatformRule(const RuleContext& c) {
+  Finding f;
+  f.severity = Severity::kWarn;
   if (!c.choice.platform) {
-    f.reason = "not judged: " + c.choice.unavailable + ". Give --platform NAME (" +
-               c.known_platforms + ") or " + kDescribeHint;
+    f.what = "not judged: " + c.choice.unavailable + ". Give --platform NAME (" +
+             c.known_platforms + ") or " + kDescribeHint;
     return f;
   }
   if (c.test.host_memory && !c.choice.generic()) {
-    f.reason = fmt::format(
+    f.what = fmt::format(
         "not judged: measured on host memory ({}), and {}'s figures are those of its GPUs "
         "and NICs; to judge a host-memory run, {} (ranks per node as GPUs, --transport TCP)",
         c.test.backend.empty() ? c.test.device_name : "backend " + c.test.backend,
@@ -76,39 +76,39 @@ std::optional<CheckFinding> PlatformRule(const RuleContext& c) {
   return std::nullopt;
 }
 
-std::optional<CheckFinding> GpuModelRule(const RuleContext& c) {
+std::optional<Finding> GpuModelRule(const RuleContext& c) {
   if (!PlatformApplies(c.test, c.choice) || c.choice.generic() || c.test.host_memory) {
     return std::nullopt;
   }
   const Platform& p = *c.choice.platform;
   const std::string& device = c.test.device_name;
   if (device.empty()) return std::nullopt;
-  CheckFinding f;
+  Finding f;
   if (NamesGpu(device, p.gpu_model)) {
-    f.status = CheckStatus::kPass;
-    f.reason = "measured on " + device + ", the GPU of " + p.name;
+    f.severity = Severity::kOk;
+    f.what = "measured on " + device + ", the GPU of " + p.name;
     return f;
   }
   if (p.KnownAsDevice(device)) {
-    f.status = CheckStatus::kPass;
-    f.reason = "measured on '" + device + "', the name " + p.name + "'s " + p.gpu_model +
-               " shows in published logs (" + p.device_names_source + ")";
+    f.severity = Severity::kOk;
+    f.what = "measured on '" + device + "', the name " + p.name + "'s " + p.gpu_model +
+             " shows in published logs (" + p.device_names_source + ")";
     return f;
   }
-  f.status = CheckStatus::kWarn;
-  f.reason = "measured on " + device + ", but " + p.name + " has " + p.gpu_model +
-             ": the figures may not apply; check --platform";
+  f.severity = Severity::kWarn;
+  f.what = "measured on " + device + ", but " + p.name + " has " + p.gpu_model +
+           ": the figures may not apply; check --platform";
   return f;
 }
 
-std::optional<CheckFinding> RanksPerNodeRule(const RuleContext& c) {
+std::optional<Finding> RanksPerNodeRule(const RuleContext& c) {
   if (!PlatformApplies(c.test, c.choice)) return std::nullopt;
   const int per_node = c.test.ranks_per_node();
   const int gpus = c.choice.platform->gpus_per_node;
   if (per_node <= 0 || per_node >= gpus) return std::nullopt;
-  CheckFinding f;
-  f.status = CheckStatus::kWarn;
-  f.reason = fmt::format(
+  Finding f;
+  f.severity = Severity::kWarn;
+  f.what = fmt::format(
       "{} ranks on {} node{} use {} of the {} GPUs of a node: the expected figures assume all "
       "of them (fewer GPUs drive fewer NICs and NVLinks)",
       c.test.ranks, c.test.nodes, c.test.nodes == 1 ? "" : "s", per_node, gpus);

@@ -1,9 +1,13 @@
-// The text report: the platform and how it was chosen, then each test's verdict and one line
-// per finding.
+// The text report: the platform and how it was chosen, then each test's verdict and its
+// findings in the one text form of findings (finding.h), then the tally.
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
 
 #include "check/reporters.h"
 #include "fabricscope/check.h"
+#include "fabricscope/finding.h"
 
 namespace fabricscope::check {
 namespace {
@@ -21,6 +25,28 @@ std::string PlatformLine(const PlatformChoice& choice) {
                      choice.origin, gpus, p.nics, p.nic_rate_gbps, p.transport, p.NicTotalGBs());
 }
 
+// "OK        all_gather: 16 ranks on 2 nodes (host names), 2 runs: a.log:5, b.log:5".
+std::string TestLine(const TestVerdict& t) {
+  std::string scale = fmt::format("{} rank{}", t.ranks, t.ranks == 1 ? "" : "s");
+  scale += t.nodes > 0
+               ? fmt::format(" on {} node{} ({})", t.nodes, t.nodes == 1 ? "" : "s", t.nodes_from)
+               : " on an unknown number of nodes";
+  std::string where = fmt::format("{} run{}", t.runs, t.runs == 1 ? "" : "s");
+  for (size_t i = 0; i < t.sources.size() && i < 3; ++i) {
+    where += (i == 0 ? ": " : ", ") + t.sources[i];
+  }
+  if (t.sources.size() > 3) where += fmt::format(" and {} more", t.sources.size() - 3);
+  return fmt::format("{:<10}{}: {}, {}\n", SeverityName(t.status), t.collective, scale, where);
+}
+
+// The source column as wide as the longest rule name, so that every test's findings line up.
+size_t RuleWidth() {
+  size_t width = std::string_view("platforms").size();  // the two that are not in the registry
+  width = std::max(width, std::string_view("verdict").size());
+  for (const CheckRuleInfo& rule : CheckRules()) width = std::max(width, rule.name.size());
+  return width;
+}
+
 }  // namespace
 
 std::string RenderCheckText(const CheckReport& report) {
@@ -28,29 +54,17 @@ std::string RenderCheckText(const CheckReport& report) {
   for (const std::string& e : report.platform.evidence) out += Line("  from: ", e);
   for (const std::string& n : report.platform.notes) out += Line("  note: ", n);
   for (const std::string& n : report.notes) out += Line("note: ", n);
-  int counts[4] = {};
+  const FindingTextStyle style{.indent = "  ", .source_width = RuleWidth()};
+  std::array<int, 4> counts{};  // by Severity's value
   for (const TestVerdict& t : report.tests) {
-    ++counts[static_cast<int>(t.status)];
-    std::string scale = fmt::format("{} rank{}", t.ranks, t.ranks == 1 ? "" : "s");
-    scale += t.nodes > 0
-                 ? fmt::format(" on {} node{} ({})", t.nodes, t.nodes == 1 ? "" : "s", t.nodes_from)
-                 : " on an unknown number of nodes";
-    std::string where = fmt::format("{} run{}", t.runs, t.runs == 1 ? "" : "s");
-    for (size_t i = 0; i < t.sources.size() && i < 3; ++i) {
-      where += (i == 0 ? ": " : ", ") + t.sources[i];
-    }
-    if (t.sources.size() > 3) where += fmt::format(" and {} more", t.sources.size() - 3);
-    out += fmt::format("\n{:<4}  {}: {}, {}\n", StatusName(t.status), t.collective, scale, where);
-    for (const CheckFinding& f : t.findings) {
-      out += Line(fmt::format("  {:<4}  {:<14} ", StatusName(f.status), f.rule), f.reason);
-      for (const std::string& e : f.evidence) out += Line("        evidence: ", e);
-    }
+    ++counts.at(static_cast<size_t>(t.status));
+    out += "\n" + TestLine(t) + FindingsText(t.findings, style);
   }
-  out += fmt::format("\n{}: {} test{}", StatusName(report.status), report.tests.size(),
+  out += fmt::format("\n{}: {} test{}", SeverityName(report.status), report.tests.size(),
                      report.tests.size() == 1 ? "" : "s");
-  for (CheckStatus s : {CheckStatus::kPass, CheckStatus::kWarn, CheckStatus::kFail}) {
-    const int n = counts[static_cast<int>(s)];
-    if (n > 0) out += fmt::format(", {} {}", n, StatusName(s));
+  for (Severity s : {Severity::kOk, Severity::kWarn, Severity::kCritical}) {
+    const int n = counts.at(static_cast<size_t>(s));
+    if (n > 0) out += fmt::format(", {} {}", n, SeverityName(s));
   }
   return out + "\n";
 }

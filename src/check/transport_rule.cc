@@ -49,7 +49,7 @@ std::string EnvHint(const Platform& p) {
 }
 
 bool Below(const BandwidthJudgement& j) {
-  return j.status == CheckStatus::kWarn || j.status == CheckStatus::kFail;
+  return j.status == Severity::kWarn || j.status == Severity::kCritical;
 }
 
 std::string HowFar(const BandwidthJudgement& j) {
@@ -60,19 +60,19 @@ std::string HowFar(const BandwidthJudgement& j) {
 
 }  // namespace
 
-std::optional<CheckFinding> GpuDirectRule(const RuleContext& c) {
+std::optional<Finding> GpuDirectRule(const RuleContext& c) {
   if (!PlatformApplies(c.test, c.choice) || c.test.nodes < 2) return std::nullopt;
   const Platform& p = *c.choice.platform;
   if (p.transport == "TCP") return std::nullopt;  // sockets are the platform's own transport
   const BandwidthJudgement& j = c.bandwidth;
   const std::vector<std::string>& lines = c.test.transports;
-  CheckFinding f;
+  Finding f;
 
   if (const std::string socket = SocketEvidence(lines); !socket.empty()) {
-    f.status = Below(j) ? CheckStatus::kFail : CheckStatus::kWarn;
-    f.reason = "GPUDirect/RDMA is not in use: NCCL's log shows '" + socket +
-               "': inter-node data goes through host memory and TCP sockets instead of " +
-               p.transport + HowFar(j) + EnvHint(p) + "; run fabricscope doctor on the nodes";
+    f.severity = Below(j) ? Severity::kCritical : Severity::kWarn;
+    f.what = "GPUDirect/RDMA is not in use: NCCL's log shows '" + socket +
+             "': inter-node data goes through host memory and TCP sockets instead of " +
+             p.transport + HowFar(j) + EnvHint(p) + "; run fabricscope doctor on the nodes";
     return f;
   }
   const std::string gdr = FirstWith(lines, "GDRDMA");
@@ -81,18 +81,18 @@ std::optional<CheckFinding> GpuDirectRule(const RuleContext& c) {
   if (ib.empty()) ib = FirstWith(lines, "via NET/gIB");
   const bool rdma = p.transport == "IB" || p.transport == "RoCE" || p.transport == "gIB";
   if (gdr.empty() && !ib.empty() && rdma) {
-    f.status = Below(j) ? CheckStatus::kFail : CheckStatus::kWarn;
-    f.reason = "RDMA without GPUDirect: NCCL's log shows '" + ib +
-               "' with no GDRDMA, so data is staged through host memory" + HowFar(j) +
-               "; load nvidia_peermem (or use DMA-BUF) and check NCCL_NET_GDR_LEVEL; run "
-               "fabricscope doctor on the nodes";
+    f.severity = Below(j) ? Severity::kCritical : Severity::kWarn;
+    f.what = "RDMA without GPUDirect: NCCL's log shows '" + ib +
+             "' with no GDRDMA, so data is staged through host memory" + HowFar(j) +
+             "; load nvidia_peermem (or use DMA-BUF) and check NCCL_NET_GDR_LEVEL; run "
+             "fabricscope doctor on the nodes";
     return f;
   }
-  if (lines.empty() && j.status == CheckStatus::kFail && j.measured && p.without_gpudirect_busbw &&
+  if (lines.empty() && j.status == Severity::kCritical && j.measured && p.without_gpudirect_busbw &&
       *j.measured <= 1.5 * *p.without_gpudirect_busbw) {
-    f.status = CheckStatus::kFail;
+    f.severity = Severity::kCritical;
     f.figures["without_gpudirect_busbw"] = *p.without_gpudirect_busbw;
-    f.reason = fmt::format(
+    f.what = fmt::format(
         "GPUDirect is most likely not in use: busbw {} matches the about {} {} reaches without "
         "GPUDirect-{} ({}), not the {} it reaches with it. These results hold no NCCL log to "
         "confirm: rerun with NCCL_DEBUG=INFO and look for NET/Socket{}",
@@ -104,8 +104,8 @@ std::optional<CheckFinding> GpuDirectRule(const RuleContext& c) {
   std::string plugin = !gdr.empty() ? gdr : FirstWith(lines, "GPUDirectTCPX");
   if (plugin.empty()) plugin = FirstWith(lines, "FasTrak");
   if (!plugin.empty()) {
-    f.status = CheckStatus::kPass;
-    f.reason = "NCCL's log shows GPUDirect in use: '" + plugin + "'";
+    f.severity = Severity::kOk;
+    f.what = "NCCL's log shows GPUDirect in use: '" + plugin + "'";
     return f;
   }
   return std::nullopt;

@@ -15,6 +15,7 @@
 #include "fabricscope/check.h"
 #include "fabricscope/error.h"
 #include "fabricscope/fabric.h"
+#include "fabricscope/finding.h"
 #include "fabricscope/joined.h"
 #include "fabricscope/launch.h"
 #include "fabricscope/parse.h"
@@ -236,9 +237,8 @@ int ExecuteCheck(const CheckFlags& flags, const CommandContext& ctx) {
   format.render(report, output.stream());
   output.Close();
   if (errors) return kExitUsage;
-  if (report.status == CheckStatus::kFail) return kExitFailed;
-  if (report.status == CheckStatus::kWarn && flags.strict) return kExitFailed;
-  return kExitOk;
+  // A verdict is always decided (the figures are what they are): never 4.
+  return ExitCodeOf(OutcomeOf(report.status, /*undecided=*/false, flags.strict));
 }
 
 }  // namespace
@@ -315,7 +315,7 @@ CommandAction SetupCheckCommand(CLI::App& app) {
                "print the platform and, with -- RUN FLAGS, the run's plan; exit 0 without "
                "running or judging");
   app.footer(
-      "Exit status: 0 PASS (and WARN unless --strict), 1 FAIL, 2 bad usage or unreadable "
+      "Exit status: 0 OK (and WARN unless --strict), 1 CRITICAL, 2 bad usage or unreadable "
       "input, 3 a failure while running.\nExamples:\n"
       "  fabricscope check --platform a3-ultragpu-8g all_gather.log\n"
       "  fabricscope check --gpus-per-node 8 --intra-node-busbw 370 --nics 8 --nic-rate 400 "

@@ -8,8 +8,8 @@
 
 namespace fabricscope::cli {
 
-// check [--platform NAME | generic flags] [RESULTS... | -- RUN FLAGS]: PASS, WARN or FAIL
-// per test with the reason; exit 0 pass (WARN too, unless --strict), 1 fail, 2 usage.
+// check [--platform NAME | generic flags] [RESULTS... | -- RUN FLAGS]: OK, WARN or CRITICAL
+// per test with the reason; exit 0 OK (WARN too, unless --strict), 1 CRITICAL, 2 usage.
 CommandAction SetupCheckCommand(CLI::App& app);
 
 }  // namespace fabricscope::cli

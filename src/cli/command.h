@@ -53,7 +53,7 @@ const std::vector<Command>& Commands();
 int RunCommandLine(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err,
                    Terminals terminals = {});
 
-// Exit codes shared by every command: 0 success (PASS), 1 a result is wrong or failed a
+// Exit codes shared by every command: 0 success (OK), 1 a result is wrong or failed a
 // threshold, 2 bad usage or unsupported request, 3 a failure while running, and for the
 // diagnoses (locate, watch) 4: the evidence did not decide and nobody was named
 // (docs/output.md, "Diagnoses: one exit rule").

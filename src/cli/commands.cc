@@ -17,7 +17,8 @@ const std::vector<Command>& Commands() {
        "the collective benchmark: nccl-tests flags and output (also callable as "
        "all_reduce_perf, all_gather_perf, ...)",
        SetupRunCommand},
-      {"check", "judge results against the platform: PASS, WARN or FAIL per test, with the reason",
+      {"check",
+       "judge results against the platform: OK, WARN or CRITICAL per test, with the reason",
        SetupCheckCommand},
       {"analyze", "summarize nccl-tests, rccl-tests and fabricscope results from any log or file",
        SetupAnalyzeCommand},

@@ -8,6 +8,7 @@
 #include "cli/output.h"
 #include "fabricscope/error.h"
 #include "fabricscope/fabric.h"
+#include "fabricscope/finding.h"
 #include "fabricscope/joined.h"
 
 namespace fabricscope::cli {
@@ -52,10 +53,8 @@ int ExecuteFabric(FabricFlags flags, const CommandContext& ctx) {
   Output output(ctx.out, flags.output);
   format.render({report, flags.verbose}, output.stream());
   output.Close();
-  const fabric::Severity worst = report.worst();
-  if (worst == fabric::Severity::kCritical) return kExitFailed;
-  if (worst == fabric::Severity::kWarn && flags.strict) return kExitFailed;
-  return kExitOk;
+  // Every fabric finding is decided (the tools' outputs say what they say): never 4.
+  return ExitCodeOf(OutcomeOf(report.findings, flags.strict));
 }
 
 }  // namespace

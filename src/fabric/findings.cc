@@ -81,10 +81,29 @@ std::vector<LinkEnds> ActiveLinks(const Fabric& fabric) {
   return links;
 }
 
-// Indexed by Severity's value, in its declaration order.
-constexpr std::array<std::string_view, 3> kSeverityNames = {"INFO", "WARN", "CRITICAL"};
+namespace {
 
-const char* SeverityName(Severity severity) { return NameOf(severity, kSeverityNames).data(); }
+// Every kind of finding and its family, the one place that says which is which.
+struct KindFamily {
+  std::string_view kind;
+  std::string_view category;
+};
+constexpr KindFamily kKindFamilies[] = {
+    {"link-width", "link"},         {"link-speed", "link"},        {"link-down", "link"},
+    {"link-mismatch", "link"},      {"error-counter", "counters"}, {"error-growth", "counters"},
+    {"missing-uplink", "cabling"},  {"missing-spine", "cabling"},  {"hosts-per-leaf", "cabling"},
+    {"missing-host", "cabling"},    {"dead-node", "cabling"},      {"unused-spine", "routing"},
+    {"route-imbalance", "routing"}, {"unroutable", "routing"},     {"no-sm", "subnet-manager"},
+};
+
+}  // namespace
+
+std::string_view CategoryOf(std::string_view kind) {
+  for (const KindFamily& k : kKindFamilies) {
+    if (k.kind == kind) return k.category;
+  }
+  return "";
+}
 
 namespace {
 
@@ -118,20 +137,24 @@ void CheckRate(const LinkEnds& link, const LinkRate& expected, bool from_expect,
   const std::string now = RateName(lanes, speed);
   const std::string want = RateName(expected.lanes, expected.lane_gbps);
   if (lanes < expected.lanes) {
-    out.push_back({"link", "link-width", Severity::kCritical, link.Name(),
-                   fmt::format("runs at {} where {} is {}: {:.0f}% of its bandwidth", now, against,
-                               want, 100.0 * lanes / expected.lanes),
-                   EndsEvidence(link),
-                   "reseat or replace the cable (or transceiver) of this link, then check both "
-                   "ends with 'iblinkinfo'; 'ibportstate LID PORT reset' retrains it"});
+    out.push_back({.severity = Severity::kCritical,
+                   .source = "link-width",
+                   .what = fmt::format("runs at {} where {} is {}: {:.0f}% of its bandwidth", now,
+                                       against, want, 100.0 * lanes / expected.lanes),
+                   .where = link.Name(),
+                   .evidence = EndsEvidence(link),
+                   .fix = "reseat or replace the cable (or transceiver) of this link, then check "
+                          "both ends with 'iblinkinfo'; 'ibportstate LID PORT reset' retrains it"});
   }
   if (speed + 1e-9 < expected.lane_gbps) {
-    out.push_back({"link", "link-speed", Severity::kCritical, link.Name(),
-                   fmt::format("runs at {} where {} is {}: {:.0f}% of its bandwidth", now, against,
-                               want, 100.0 * speed / expected.lane_gbps),
-                   EndsEvidence(link),
-                   "check the cable's rating and both ports' enabled speeds ('ibportstate LID "
-                   "PORT query'); replace a cable that cannot carry the speed"});
+    out.push_back({.severity = Severity::kCritical,
+                   .source = "link-speed",
+                   .what = fmt::format("runs at {} where {} is {}: {:.0f}% of its bandwidth", now,
+                                       against, want, 100.0 * speed / expected.lane_gbps),
+                   .where = link.Name(),
+                   .evidence = EndsEvidence(link),
+                   .fix = "check the cable's rating and both ports' enabled speeds ('ibportstate "
+                          "LID PORT query'); replace a cable that cannot carry the speed"});
   }
 }
 
@@ -140,12 +163,15 @@ void CheckEnds(const LinkEnds& link, std::vector<Finding>& out) {
   const Port& a = *link.a_port;
   const Port& b = *link.b_port;
   if (a.lanes == b.lanes && a.lane_gbps == b.lane_gbps && a.state == b.state) return;
-  out.push_back(
-      {"link", "link-mismatch", Severity::kWarn, link.Name(),
-       fmt::format("the two ends disagree: {} {} against {} {}", RateName(a.lanes, a.lane_gbps),
-                   a.state, RateName(b.lanes, b.lane_gbps), b.state),
-       EndsEvidence(link),
-       "retrain the link ('ibportstate LID PORT reset' on one end) and re-read it"});
+  out.push_back({.severity = Severity::kWarn,
+                 .source = "link-mismatch",
+                 .what = fmt::format("the two ends disagree: {} {} against {} {}",
+                                     RateName(a.lanes, a.lane_gbps), a.state,
+                                     RateName(b.lanes, b.lane_gbps), b.state),
+                 .where = link.Name(),
+                 .evidence = EndsEvidence(link),
+                 .fix = "retrain the link ('ibportstate LID PORT reset' on one end) and re-read "
+                        "it"});
 }
 
 // A port that was up in the baseline and is not now, or one whose physical link is up but
@@ -168,28 +194,28 @@ void CheckDownPorts(const Fabric& fabric, const FindingOptions& options,
       const std::string subject = PortName(node.name, port.number);
       if (before != nullptr) {
         reported.insert(PortName(before->peer_name, before->peer_port));
-        out.push_back({"link",
-                       "link-down",
-                       Severity::kCritical,
-                       subject + " <-> " + PortName(before->peer_name, before->peer_port),
-                       fmt::format("{}/{} now; the baseline had it Active at {} to {}", port.state,
-                                   port.physical, RateName(before->lanes, before->lane_gbps),
-                                   PortName(before->peer_name, before->peer_port)),
-                       {port.evidence, before->evidence},
-                       "check the cable at both ends (seated, not damaged), then the port: "
-                       "'ibportstate LID PORT enable'; a port that keeps polling needs a new "
-                       "cable or transceiver"});
+        out.push_back(
+            {.severity = Severity::kCritical,
+             .source = "link-down",
+             .what = fmt::format("{}/{} now; the baseline had it Active at {} to {}", port.state,
+                                 port.physical, RateName(before->lanes, before->lane_gbps),
+                                 PortName(before->peer_name, before->peer_port)),
+             .where = subject + " <-> " + PortName(before->peer_name, before->peer_port),
+             .evidence = {port.evidence, before->evidence},
+             .fix = "check the cable at both ends (seated, not damaged), then the port: "
+                    "'ibportstate LID PORT enable'; a port that keeps polling needs a "
+                    "new cable or transceiver"});
       } else if (port.physical == "LinkUp" || port.physical == "Disabled") {
-        out.push_back({"link",
-                       "link-down",
-                       Severity::kCritical,
-                       subject,
-                       fmt::format("{}/{}: cabled, but not active", port.state, port.physical),
-                       {port.evidence},
-                       port.physical == "Disabled"
-                           ? "enable it: 'ibportstate LID PORT enable'"
-                           : "the subnet manager did not activate it: check 'sminfo' and the "
-                             "SM's log"});
+        out.push_back(
+            {.severity = Severity::kCritical,
+             .source = "link-down",
+             .what = fmt::format("{}/{}: cabled, but not active", port.state, port.physical),
+             .where = subject,
+             .evidence = {port.evidence},
+             .fix = port.physical == "Disabled"
+                        ? "enable it: 'ibportstate LID PORT enable'"
+                        : "the subnet manager did not activate it: check 'sminfo' and the SM's "
+                          "log"});
       }
     }
   }
@@ -276,21 +302,23 @@ std::vector<Finding> CounterFindings(const Fabric& fabric, const FindingOptions&
     if (!growth.empty()) {
       std::vector<std::string> evidence = {c.evidence};
       if (before != nullptr) evidence.push_back(before->evidence);
-      out.push_back({"counters", "error-growth", Severity::kCritical, subject,
-                     fmt::format("error counters grew {}: {}",
-                                 options.interval_seconds > 0
-                                     ? fmt::format("over {:g} s", options.interval_seconds)
-                                     : std::string("since the earlier read"),
-                                 list(growth)),
-                     evidence, CounterFix(growth)});
+      out.push_back({.severity = Severity::kCritical,
+                     .source = "error-growth",
+                     .what = fmt::format("error counters grew {}: {}",
+                                         options.interval_seconds > 0
+                                             ? fmt::format("over {:g} s", options.interval_seconds)
+                                             : std::string("since the earlier read"),
+                                         list(growth)),
+                     .where = subject,
+                     .evidence = evidence,
+                     .fix = CounterFix(growth)});
     } else {
-      out.push_back({"counters",
-                     "error-counter",
-                     Severity::kWarn,
-                     subject,
-                     "error counters set: " + list(errors),
-                     {c.evidence},
-                     CounterFix(errors)});
+      out.push_back({.severity = Severity::kWarn,
+                     .source = "error-counter",
+                     .what = "error counters set: " + list(errors),
+                     .where = subject,
+                     .evidence = {c.evidence},
+                     .fix = CounterFix(errors)});
     }
   }
   return out;
@@ -410,9 +438,13 @@ void DeadNodeFindings(const Fabric& fabric, const FindingOptions& options,
         "saved with --save DIR), or 'saquery -O {}' while the SM still holds its record",
         lost.empty() ? "the ports that lead to it" : "LID " + lid, lid);
   }
-  out.push_back({"cabling", "dead-node", Severity::kCritical, subject, message, evidence,
-                 "power-cycle or replace the switch; until then take it out of routing "
-                 "(disable its ports with ibportstate) so the SM routes around it"});
+  out.push_back({.severity = Severity::kCritical,
+                 .source = "dead-node",
+                 .what = message,
+                 .where = subject,
+                 .evidence = evidence,
+                 .fix = "power-cycle or replace the switch; until then take it out of routing "
+                        "(disable its ports with ibportstate) so the SM routes around it"});
 }
 
 void UplinkFindings(const std::vector<LeafView>& leaves, std::vector<Finding>& out) {
@@ -430,31 +462,33 @@ void UplinkFindings(const std::vector<LeafView>& leaves, std::vector<Finding>& o
     std::vector<std::string> evidence;
     for (const Port* p : l.down_ports) evidence.push_back(p->evidence);
     if (l.uplinks < want_uplinks) {
-      out.push_back({"cabling", "missing-uplink", Severity::kWarn, l.leaf->name,
-                     fmt::format("{} uplinks where the other leaves have {}: its hosts share "
-                                 "less bandwidth into the spines",
-                                 l.uplinks, want_uplinks),
-                     evidence,
-                     "cable the missing uplink (a Down/Polling port listed as evidence is a "
-                     "candidate), or check the cable in it"});
+      out.push_back({.severity = Severity::kWarn,
+                     .source = "missing-uplink",
+                     .what = fmt::format("{} uplinks where the other leaves have {}: its hosts "
+                                         "share less bandwidth into the spines",
+                                         l.uplinks, want_uplinks),
+                     .where = l.leaf->name,
+                     .evidence = evidence,
+                     .fix = "cable the missing uplink (a Down/Polling port listed as evidence is "
+                            "a candidate), or check the cable in it"});
     }
     for (const auto& [spine, count] : spine_leaves) {
       if (!l.spines.contains(spine) && count * 2 > static_cast<int>(leaves.size())) {
-        out.push_back({"cabling", "missing-spine", Severity::kCritical,
-                       l.leaf->name + " -> " + spine,
-                       fmt::format("{} has no link to {}, which {} other leaves reach",
-                                   l.leaf->name, spine, count),
-                       evidence, "cable the leaf to every spine"});
+        out.push_back({.severity = Severity::kCritical,
+                       .source = "missing-spine",
+                       .what = fmt::format("{} has no link to {}, which {} other leaves reach",
+                                           l.leaf->name, spine, count),
+                       .where = l.leaf->name + " -> " + spine,
+                       .evidence = evidence,
+                       .fix = "cable the leaf to every spine"});
       }
     }
     if (l.hosts != want_hosts) {
-      out.push_back({"cabling",
-                     "hosts-per-leaf",
-                     Severity::kInfo,
-                     l.leaf->name,
-                     fmt::format("{} hosts where most leaves have {}", l.hosts, want_hosts),
-                     {},
-                     "expected for a partly filled leaf; otherwise check the host cables"});
+      out.push_back({.severity = Severity::kInfo,
+                     .source = "hosts-per-leaf",
+                     .what = fmt::format("{} hosts where most leaves have {}", l.hosts, want_hosts),
+                     .where = l.leaf->name,
+                     .fix = "expected for a partly filled leaf; otherwise check the host cables"});
     }
   }
 }
@@ -468,14 +502,12 @@ std::vector<Finding> CablingFindings(const Fabric& fabric, const FindingOptions&
   for (const auto& host : options.hosts) {
     const Node* n = fabric.FindByName(host);
     if (n == nullptr || n->kind != NodeKind::kHca) {
-      out.push_back({"cabling",
-                     "missing-host",
-                     Severity::kCritical,
-                     host,
-                     host + " is on the expected list but not in the fabric",
-                     {},
-                     "check the host's HCA port ('ibstat' on the host) and its cable; the "
-                     "name must match the HCA's node description"});
+      out.push_back({.severity = Severity::kCritical,
+                     .source = "missing-host",
+                     .what = host + " is on the expected list but not in the fabric",
+                     .where = host,
+                     .fix = "check the host's HCA port ('ibstat' on the host) and its cable; the "
+                            "name must match the HCA's node description"});
     }
   }
   return out;
@@ -484,13 +516,11 @@ std::vector<Finding> CablingFindings(const Fabric& fabric, const FindingOptions&
 std::vector<Finding> SubnetManagerFindings(const Fabric& fabric, const FindingOptions&) {
   std::vector<Finding> out;
   if (fabric.sm.queried && !fabric.sm.present) {
-    out.push_back({"subnet-manager",
-                   "no-sm",
-                   Severity::kCritical,
-                   "subnet manager",
-                   "no subnet manager answered sminfo: no routes are programmed or updated",
-                   {},
-                   "start opensm (systemctl start opensm) or the switch's SM"});
+    out.push_back({.severity = Severity::kCritical,
+                   .source = "no-sm",
+                   .what = "no subnet manager answered sminfo: no routes are programmed or updated",
+                   .where = "subnet manager",
+                   .fix = "start opensm (systemctl start opensm) or the switch's SM"});
   }
   return out;
 }

@@ -2,6 +2,7 @@
 // tables, the findings that lie on those routes, and the busbw the simulator predicts.
 #include <algorithm>
 #include <set>
+#include <string_view>
 
 #include "fabricscope/error.h"
 #include "fabricscope/fabric.h"
@@ -31,8 +32,8 @@ JobFootprint FootprintOf(const JobImpact& job) {
   return f;
 }
 
-// The "A[p]" parts of a subject ("leaf1[5] <-> spine1[1]", "leaf1[5] -> spine1[1]",
-// "leaf1[7]"); no parts for a subject that names no port.
+// The "A[p]" parts of a finding's where ("leaf1[5] <-> spine1[1]", "leaf1[5] -> spine1[1]",
+// "leaf1[7]"); no parts for one that names no port.
 std::vector<std::string> PortsOf(const std::string& subject) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -63,7 +64,7 @@ bool NamesPortOf(const std::string& text, const std::set<std::string>& nodes) {
 }
 
 bool OnLinksOrPorts(const Finding& f, const JobFootprint& job) {
-  const auto ports = PortsOf(f.subject);
+  const auto ports = PortsOf(f.where);
   if (ports.empty()) return false;
   if (std::any_of(ports.begin(), ports.end(),
                   [&](const std::string& p) { return job.ports.contains(p); })) {
@@ -71,21 +72,22 @@ bool OnLinksOrPorts(const Finding& f, const JobFootprint& job) {
   }
   // A link the job does not use between two switches it does (the twin of a link down, a
   // degraded parallel link), or a down port of one of its switches: capacity it lost.
-  return f.category == "link" && std::all_of(ports.begin(), ports.end(), [&](const auto& p) {
-           return job.nodes.contains(NodeOfPort(p));
-         });
+  return CategoryOf(f.source) == "link" &&
+         std::all_of(ports.begin(), ports.end(),
+                     [&](const auto& p) { return job.nodes.contains(NodeOfPort(p)); });
 }
 
 // Whether a finding bears on the job: it names a link, port or switch the job's flows cross.
 bool OnPath(const Finding& f, const JobImpact& impact, const JobFootprint& job) {
-  if (f.category == "subnet-manager") return true;
-  if (f.kind == "unroutable") return !impact.load.unroutable.empty();
-  if (f.kind == "unused-spine") return impact.load.limit_factor > 1 + 1e-9;
-  if (f.kind == "hosts-per-leaf" || f.kind == "missing-host") return false;
-  if (f.kind == "dead-node") {
-    return !impact.load.unroutable.empty() || NamesPortOf(f.message, job.nodes);
+  const std::string_view category = CategoryOf(f.source);
+  if (category == "subnet-manager") return true;
+  if (f.source == "unroutable") return !impact.load.unroutable.empty();
+  if (f.source == "unused-spine") return impact.load.limit_factor > 1 + 1e-9;
+  if (f.source == "hosts-per-leaf" || f.source == "missing-host") return false;
+  if (f.source == "dead-node") {
+    return !impact.load.unroutable.empty() || NamesPortOf(f.what, job.nodes);
   }
-  if (f.category == "cabling") return job.nodes.contains(f.subject.substr(0, f.subject.find(' ')));
+  if (category == "cabling") return job.nodes.contains(f.where.substr(0, f.where.find(' ')));
   return OnLinksOrPorts(f, job);
 }
 
@@ -93,10 +95,10 @@ bool OnPath(const Finding& f, const JobImpact& impact, const JobFootprint& job) 
 bool NamesHottest(const Finding& f, const JobImpact& job) {
   if (job.load.links.empty()) return false;
   const LinkLoad& hot = job.load.links.front();
-  const auto ports = PortsOf(f.subject);
+  const auto ports = PortsOf(f.where);
   return std::any_of(ports.begin(), ports.end(),
                      [&](const std::string& p) { return p == hot.from || p == hot.to; }) ||
-         (f.kind == "route-imbalance" && f.subject == hot.from + " -> " + hot.to);
+         (f.source == "route-imbalance" && f.where == hot.from + " -> " + hot.to);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string_view>
 
 #include "fabricscope/fabric.h"
 #include "fabricscope/fabric_links.h"
@@ -32,11 +33,7 @@ Topology TopologyOf(const Fabric& fabric) {
   return topology;
 }
 
-Severity FabricReport::worst() const {
-  Severity worst = Severity::kInfo;
-  for (const auto& f : findings) worst = std::max(worst, f.severity);
-  return worst;
-}
+Severity FabricReport::worst() const { return Worst(findings); }
 
 namespace {
 
@@ -64,19 +61,19 @@ std::vector<std::string> PartsOf(const std::string& subject) {
 // A routing imbalance whose hot link is a degraded link, or touches a leaf with missing
 // cabling, is that fault's consequence: its figures go to the fault's evidence.
 bool FoldIntoCause(const Finding& imbalance, std::vector<Finding>& findings) {
-  const auto parts = PartsOf(imbalance.subject);
+  const auto parts = PartsOf(imbalance.where);
   for (auto& cause : findings) {
-    if (cause.category != "link" && cause.category != "cabling") continue;
+    const std::string_view category = CategoryOf(cause.source);
+    if (category != "link" && category != "cabling") continue;
     // The same port, or (a link down) the parallel link between the same two switches.
-    const bool port_match =
-        cause.category == "link" && (cause.subject.find(parts[0]) != std::string::npos ||
-                                     cause.subject.find(parts[2]) != std::string::npos ||
-                                     (cause.subject.find(parts[1] + "[") != std::string::npos &&
-                                      cause.subject.find(parts[3] + "[") != std::string::npos));
-    const bool node_match =
-        cause.category == "cabling" && (cause.subject == parts[1] || cause.subject == parts[3]);
+    const std::string& at = cause.where;
+    const bool port_match = category == "link" && (at.find(parts[0]) != std::string::npos ||
+                                                   at.find(parts[2]) != std::string::npos ||
+                                                   (at.find(parts[1] + "[") != std::string::npos &&
+                                                    at.find(parts[3] + "[") != std::string::npos));
+    const bool node_match = category == "cabling" && (at == parts[1] || at == parts[3]);
     if (port_match || node_match) {
-      cause.evidence.push_back("impact: " + imbalance.message);
+      cause.evidence.push_back("impact: " + imbalance.what);
       return true;
     }
   }
@@ -85,7 +82,7 @@ bool FoldIntoCause(const Finding& imbalance, std::vector<Finding>& findings) {
 
 bool HasKind(const std::vector<Finding>& findings, const std::string& kind) {
   return std::any_of(findings.begin(), findings.end(),
-                     [&](const Finding& f) { return f.kind == kind; });
+                     [&](const Finding& f) { return f.source == kind; });
 }
 
 }  // namespace
@@ -103,19 +100,19 @@ FabricReport Analyze(Fabric fabric, const AnalyzeOptions& options) {
   report.routing = AnalyzeRouting(f, options.findings.hosts);
   for (auto& finding : RoutingFindings(f, report.routing)) {
     // Routes into a dead switch are that switch's consequence, not a second fault.
-    if (finding.kind == "unroutable" && HasKind(report.findings, "dead-node")) {
+    if (finding.source == "unroutable" && HasKind(report.findings, "dead-node")) {
       for (auto& dead : report.findings) {
-        if (dead.kind == "dead-node") dead.evidence.push_back(finding.message);
+        if (dead.source == "dead-node") dead.evidence.push_back(finding.what);
       }
       continue;
     }
-    if (finding.kind == "route-imbalance") {
+    if (finding.source == "route-imbalance") {
       if (FoldIntoCause(finding, report.findings)) continue;
       auto same = std::find_if(
           report.findings.begin(), report.findings.end(),
-          [&](const Finding& x) { return x.kind == finding.kind && x.subject == finding.subject; });
+          [&](const Finding& x) { return x.source == finding.source && x.where == finding.where; });
       if (same != report.findings.end()) {  // the ring's and the all-to-all's hot link
-        same->message += "; " + finding.message;
+        same->what += "; " + finding.what;
         same->evidence.insert(same->evidence.end(), finding.evidence.begin(),
                               finding.evidence.end());
         continue;
@@ -191,12 +188,11 @@ std::string FormatText(const FabricReport& report, bool verbose) {
   if (verbose) TextBalance(report, out);
   out << "\n";
   if (report.findings.empty()) out << "no findings: every link, counter and route is as expected\n";
-  for (const auto& f : report.findings) {
-    out << fmt::format("{:<8} {:<15} {}: {}\n", SeverityName(f.severity), f.kind, f.subject,
-                       f.message);
-    for (const auto& e : f.evidence) out << "           evidence: " << e << "\n";
-    out << "           fix: " << f.fix << "\n";
-  }
+  // INFO findings (a partly filled leaf) keep their fix for --verbose, as the other
+  // diagnoses do; the problems always show theirs.
+  FindingTextStyle style;
+  style.ok_details = verbose;
+  out << FindingsText(report.findings, style);
   if (report.path) TextPath(*report.path, out);
   for (const auto& p : report.fabric.problems) out << "note: " << p << "\n";
   return out.str();
@@ -204,10 +200,13 @@ std::string FormatText(const FabricReport& report, bool verbose) {
 
 namespace {
 
-nlohmann::json NodesJson(const Fabric& fabric) {
-  nlohmann::json nodes = nlohmann::json::array();
+// In the order written, as the findings' keys are (finding.h).
+using Json = nlohmann::ordered_json;
+
+Json NodesJson(const Fabric& fabric) {
+  Json nodes = Json::array();
   for (const auto& n : fabric.nodes) {
-    nlohmann::json ports = nlohmann::json::array();
+    Json ports = Json::array();
     for (const auto& p : n.ports) {
       ports.push_back({{"port", p.number},
                        {"lanes", p.lanes},
@@ -229,8 +228,8 @@ nlohmann::json NodesJson(const Fabric& fabric) {
   return nodes;
 }
 
-nlohmann::json LoadJson(const CollectiveLoad& load) {
-  nlohmann::json links = nlohmann::json::array();
+Json LoadJson(const CollectiveLoad& load) {
+  Json links = Json::array();
   for (const auto& l : load.links) {
     links.push_back(
         {{"from", l.from}, {"to", l.to}, {"flows", l.flows}, {"capacity_gbps", l.capacity_gbps}});
@@ -242,8 +241,8 @@ nlohmann::json LoadJson(const CollectiveLoad& load) {
           {"links", links}};
 }
 
-nlohmann::json TopologyJson(const Topology& t) {
-  nlohmann::json uplinks = nlohmann::json::array();
+Json TopologyJson(const Topology& t) {
+  Json uplinks = Json::array();
   for (const auto& [key, count] : t.uplinks) {
     uplinks.push_back({{"leaf", key.first}, {"spine", key.second}, {"links", count}});
   }
@@ -255,55 +254,45 @@ nlohmann::json TopologyJson(const Topology& t) {
 
 std::string FormatJson(const FabricReport& report) {
   const Fabric& f = report.fabric;
-  nlohmann::json findings = nlohmann::json::array();
-  for (const auto& x : report.findings) {
-    findings.push_back({{"category", x.category},
-                        {"kind", x.kind},
-                        {"severity", SeverityName(x.severity)},
-                        {"subject", x.subject},
-                        {"message", x.message},
-                        {"evidence", x.evidence},
-                        {"fix", x.fix}});
-  }
-  nlohmann::json counters = nlohmann::json::array();
+  Json counters = Json::array();
   for (const auto& c : f.counters) {
     counters.push_back({{"node", c.node}, {"port", c.port}, {"counters", c.counters}});
   }
-  nlohmann::json balance = nlohmann::json::array();
+  Json balance = Json::array();
   for (const auto& b : report.routing.balance) {
     balance.push_back({{"switch", b.switch_name},
                        {"port", b.port},
                        {"peer", b.peer},
                        {"destinations", b.destinations}});
   }
-  nlohmann::json out = {
-      {"nodes", NodesJson(f)},
-      {"counters", counters},
-      {"subnet_manager",
-       {{"queried", f.sm.queried},
-        {"present", f.sm.present},
-        {"lid", f.sm.lid},
-        {"guid", f.sm.guid},
-        {"state", f.sm.state},
-        {"priority", f.sm.priority},
-        {"routing_engine", f.sm.routing_engine}}},
-      {"topology", TopologyJson(report.topology)},
-      {"routing",
-       {{"balance", balance},
-        {"hosts", report.routing.hosts},
-        {"ring", LoadJson(report.routing.ring)},
-        {"alltoall", LoadJson(report.routing.alltoall)}}},
-      {"findings", findings},
-      {"path", report.path ? nlohmann::json{{"src", report.path->src},
-                                            {"dst", report.path->dst},
-                                            {"hops", report.path->hops},
-                                            {"why", report.path->why},
-                                            {"ibtracert_hops", report.path->traced_hops},
-                                            {"evidence", report.path->evidence}}
-                           : nlohmann::json()},
-      {"worst", SeverityName(report.worst())},
-      {"sources", f.sources},
-      {"problems", f.problems}};
+  Json out = {{"nodes", NodesJson(f)},
+              {"counters", counters},
+              {"subnet_manager",
+               {{"queried", f.sm.queried},
+                {"present", f.sm.present},
+                {"lid", f.sm.lid},
+                {"guid", f.sm.guid},
+                {"state", f.sm.state},
+                {"priority", f.sm.priority},
+                {"routing_engine", f.sm.routing_engine}}},
+              {"topology", TopologyJson(report.topology)},
+              {"routing",
+               {{"balance", balance},
+                {"hosts", report.routing.hosts},
+                {"ring", LoadJson(report.routing.ring)},
+                {"alltoall", LoadJson(report.routing.alltoall)}}},
+              {"findings_version", kFindingsVersion},
+              {"findings", FindingsJson(report.findings)},
+              {"path", report.path ? Json{{"src", report.path->src},
+                                          {"dst", report.path->dst},
+                                          {"hops", report.path->hops},
+                                          {"why", report.path->why},
+                                          {"ibtracert_hops", report.path->traced_hops},
+                                          {"evidence", report.path->evidence}}
+                                   : Json()},
+              {"worst", SeverityName(report.worst())},
+              {"sources", f.sources},
+              {"problems", f.problems}};
   return out.dump(2) + "\n";
 }
 

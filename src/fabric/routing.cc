@@ -334,42 +334,42 @@ std::vector<Finding> RoutingFindings(const Fabric& fabric, const RoutingAnalysis
     std::vector<std::string> lines = evidence[spine];
     lines.push_back(FactorText(routing.ring));
     lines.push_back(FactorText(routing.alltoall));
-    out.push_back({"routing", "unused-spine", Severity::kCritical, spine,
-                   fmt::format("the forwarding tables send no host traffic through {}: its "
-                               "links idle while the others carry everything (ring all_reduce "
-                               "limited to 1/{:.2f}, all-to-all to 1/{:.2f})",
-                               spine, routing.ring.limit_factor, routing.alltoall.limit_factor),
-                   lines,
-                   "route with an engine that spreads over every spine (opensm -R ftree, or "
-                   "updn / minhop on a fat-tree), then re-run fabricscope fabric"});
+    out.push_back(
+        {.severity = Severity::kCritical,
+         .source = "unused-spine",
+         .what = fmt::format("the forwarding tables send no host traffic through {}: "
+                             "its links idle while the others carry everything (ring "
+                             "all_reduce limited to 1/{:.2f}, all-to-all to 1/{:.2f})",
+                             spine, routing.ring.limit_factor, routing.alltoall.limit_factor),
+         .where = spine,
+         .evidence = lines,
+         .fix = "route with an engine that spreads over every spine (opensm -R ftree, "
+                "or updn / minhop on a fat-tree), then re-run fabricscope fabric"});
   }
   for (const CollectiveLoad* load : {&routing.ring, &routing.alltoall}) {
     if (unused || load->links.empty()) continue;
     if (load->limit_factor <= load->balanced_factor * 1.25) continue;
     const LinkLoad& hot = load->links.front();
-    out.push_back(
-        {"routing",
-         "route-imbalance",
-         Severity::kWarn,
-         hot.from + " -> " + hot.to,
-         fmt::format("routed as programmed, {} is limited to 1/{:.2f} of the line rate "
-                     "by {} -> {}; balanced routes would give 1/{:.2f}",
-                     load->collective, load->limit_factor, hot.from, hot.to, load->balanced_factor),
-         {FactorText(*load)},
-         "re-route with a fat-tree aware engine (opensm -R ftree) or check the "
-         "uplinks of the switches involved"});
+    out.push_back({.severity = Severity::kWarn,
+                   .source = "route-imbalance",
+                   .what = fmt::format("routed as programmed, {} is limited to 1/{:.2f} of the "
+                                       "line rate by {} -> {}; balanced routes would give 1/{:.2f}",
+                                       load->collective, load->limit_factor, hot.from, hot.to,
+                                       load->balanced_factor),
+                   .where = hot.from + " -> " + hot.to,
+                   .evidence = {FactorText(*load)},
+                   .fix = "re-route with a fat-tree aware engine (opensm -R ftree) or check the "
+                          "uplinks of the switches involved"});
   }
   if (!routing.ring.unroutable.empty() || !routing.alltoall.unroutable.empty()) {
     const std::string why =
         routing.ring.unroutable.empty() ? routing.alltoall.unroutable : routing.ring.unroutable;
-    out.push_back({"routing",
-                   "unroutable",
-                   Severity::kCritical,
-                   "forwarding tables",
-                   "a flow between two hosts cannot be routed: " + why,
-                   {},
-                   "make the SM re-sweep (opensm: kill -HUP, or 'ibportstate' on a changed "
-                   "port) and check its log"});
+    out.push_back({.severity = Severity::kCritical,
+                   .source = "unroutable",
+                   .what = "a flow between two hosts cannot be routed: " + why,
+                   .where = "forwarding tables",
+                   .fix = "make the SM re-sweep (opensm: kill -HUP, or 'ibportstate' on a "
+                          "changed port) and check its log"});
   }
   return out;
 }

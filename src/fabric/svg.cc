@@ -61,7 +61,7 @@ std::string FormatSvg(const FabricReport& report) {
       std::max<double>(600, 48.0 * static_cast<double>(report.topology.host_leaf.size()));
   const auto at = Layout(report, width);
   std::set<std::string> flagged;  // node names in a link or cabling finding
-  for (const auto& f : report.findings) flagged.insert(f.subject);
+  for (const auto& f : report.findings) flagged.insert(f.where);
   std::map<std::string, double> ring_load;
   for (const auto& l : report.routing.ring.links) ring_load[l.from + "|" + l.to] = l.flows;
   std::ostringstream svg;
@@ -133,13 +133,13 @@ std::string FormatSvg(const FabricReport& report) {
 
 namespace {
 
-// One finding as a list item: severity, subject and message, the tool's lines, the fix.
+// One finding as a list item: severity, where and what, the tool's lines, the fix.
 std::string FindingItem(const Finding& f) {
   const char* css = f.severity == Severity::kCritical ? "error"
                     : f.severity == Severity::kWarn   ? "warning"
                                                       : "info";
   std::string item = fmt::format("<li class=\"{}\"><b>{} {}</b>: {}", css, SeverityName(f.severity),
-                                 Escape(f.subject), Escape(f.message));
+                                 Escape(f.where), Escape(f.what));
   for (const auto& line : f.evidence) item += "<br><code>" + Escape(line) + "</code>";
   if (!f.fix.empty()) item += "<br>fix: " + Escape(f.fix);
   return item + "</li>\n";

@@ -33,17 +33,17 @@ std::string Dump(const PlatformChoice& choice, const CheckReport& report) {
   for (const std::string& n : choice.notes) out += "note: " + n + "\n";
   out += "unavailable: " + choice.unavailable + "\n";
   for (const TestVerdict& t : report.tests) {
-    out += std::string(StatusName(t.status)) + " " + t.collective + "\n";
-    for (const CheckFinding& f : t.findings) {
-      out += "  " + std::string(StatusName(f.status)) + " " + f.rule + ": " + f.reason + "\n";
+    out += std::string(SeverityName(t.status)) + " " + t.collective + "\n";
+    for (const Finding& f : t.findings) {
+      out += "  " + std::string(SeverityName(f.severity)) + " " + f.source + ": " + f.what + "\n";
     }
   }
   return out;
 }
 
-const CheckFinding* FindingOf(const TestVerdict& test, const std::string& rule) {
-  for (const CheckFinding& f : test.findings) {
-    if (f.rule == rule) return &f;
+const Finding* FindingOf(const TestVerdict& test, const std::string& rule) {
+  for (const Finding& f : test.findings) {
+    if (f.source == rule) return &f;
   }
   return nullptr;
 }
@@ -99,31 +99,31 @@ TEST(Bands, H100RingAt360To370AndNvlsAt470To480PassOnEveryH100Platform) {
       const TestVerdict& t = report.tests[0];
       ASSERT_TRUE(t.expected) << Dump({}, report);
       EXPECT_EQ(t.expected->algorithm, algo) << Dump({}, report);
-      const CheckFinding* bw = FindingOf(t, "bandwidth");
+      const Finding* bw = FindingOf(t, "bandwidth");
       ASSERT_NE(bw, nullptr);
-      EXPECT_EQ(bw->status, CheckStatus::kPass) << bw->reason;
-      EXPECT_TRUE(Has(bw->reason, "NCCL_ALGO=" + algo + " in the run's environment")) << bw->reason;
+      EXPECT_EQ(bw->severity, Severity::kOk) << bw->what;
+      EXPECT_TRUE(Has(bw->what, "NCCL_ALGO=" + algo + " in the run's environment")) << bw->what;
     }
   }
 }
 
 // Without NCCL_ALGO the log does not say which ran: NVLS at 475 meets NCCL's default band; a
 // ring figure of 365 is below it but healthy for the Ring band, which is a WARN that names both,
-// never the false FAIL of a NVLS-only band.
+// never the false CRITICAL of a NVLS-only band.
 TEST(Bands, H100WithoutTheAlgorithmNamesTheBandsItCouldBe) {
   for (const Platform* p : H100Platforms()) {
     SCOPED_TRACE(p->name);
     const CheckReport nvls = JudgeOn(p->name, OneNode("NVIDIA H100 80GB HBM3", 475, ""));
     ASSERT_TRUE(nvls.tests.at(0).expected) << Dump({}, nvls);
     EXPECT_EQ(nvls.tests[0].expected->algorithm, "NVLS") << Dump({}, nvls);
-    EXPECT_EQ(nvls.tests[0].status, CheckStatus::kPass) << Dump({}, nvls);
+    EXPECT_EQ(nvls.tests[0].status, Severity::kOk) << Dump({}, nvls);
 
     const CheckReport ring = JudgeOn(p->name, OneNode("NVIDIA H100 80GB HBM3", 365, ""));
-    const CheckFinding* bw = FindingOf(ring.tests.at(0), "bandwidth");
+    const Finding* bw = FindingOf(ring.tests.at(0), "bandwidth");
     ASSERT_NE(bw, nullptr) << Dump({}, ring);
-    EXPECT_EQ(bw->status, CheckStatus::kWarn) << bw->reason;
-    EXPECT_TRUE(Has(bw->reason, "healthy for the Ring band")) << bw->reason;
-    EXPECT_TRUE(Has(bw->reason, "bands possible: NVLS")) << bw->reason;
+    EXPECT_EQ(bw->severity, Severity::kWarn) << bw->what;
+    EXPECT_TRUE(Has(bw->what, "healthy for the Ring band")) << bw->what;
+    EXPECT_TRUE(Has(bw->what, "bands possible: NVLS")) << bw->what;
   }
 }
 
@@ -135,8 +135,8 @@ TEST(Bands, NvlsTurnedOffLeavesTheRingBand) {
   const TestVerdict& t = report.tests.at(0);
   ASSERT_TRUE(t.expected) << Dump({}, report);
   EXPECT_EQ(t.expected->algorithm, "Ring");
-  EXPECT_EQ(t.status, CheckStatus::kPass) << Dump({}, report);
-  EXPECT_TRUE(Has(FindingOf(t, "bandwidth")->reason, "NCCL_NVLS_ENABLE=0")) << Dump({}, report);
+  EXPECT_EQ(t.status, Severity::kOk) << Dump({}, report);
+  EXPECT_TRUE(Has(FindingOf(t, "bandwidth")->what, "NCCL_NVLS_ENABLE=0")) << Dump({}, report);
 }
 
 // Four GB200 NVL72 racks: 72 trays, 288 ranks, all_reduce at 190 GB/s with NCCL_ALGO=Ring.
@@ -161,12 +161,12 @@ TEST(Bands, Gb200FourRackRingPassesWithoutSharp) {
     ASSERT_TRUE(t.expected) << Dump({}, report);
     EXPECT_EQ(t.expected->algorithm, "Ring");
     EXPECT_DOUBLE_EQ(t.expected->typical, 192.0);
-    const CheckFinding* bw = FindingOf(t, "bandwidth");
+    const Finding* bw = FindingOf(t, "bandwidth");
     ASSERT_NE(bw, nullptr);
-    EXPECT_EQ(bw->status, CheckStatus::kPass) << bw->reason;
-    EXPECT_FALSE(Has(bw->reason, "missing in-network reduction")) << bw->reason;
+    EXPECT_EQ(bw->severity, Severity::kOk) << bw->what;
+    EXPECT_FALSE(Has(bw->what, "missing in-network reduction")) << bw->what;
     if (!sharp) {
-      EXPECT_TRUE(Has(bw->reason, "give --sharp yes")) << bw->reason;
+      EXPECT_TRUE(Has(bw->what, "give --sharp yes")) << bw->what;
     }
   }
 }
@@ -178,13 +178,13 @@ TEST(Bands, Gb200FourRackRingWithSharpStatedWarnsOfTheMissingInNetworkReduction)
     SCOPED_TRACE(algo.empty() ? "algorithm not in the log" : "NCCL_ALGO=" + algo);
     const CheckReport report = JudgeOn("gb200-nvl72", FourGb200Racks(190, algo), options);
     const TestVerdict& t = report.tests.at(0);
-    const CheckFinding* bw = FindingOf(t, "bandwidth");
+    const Finding* bw = FindingOf(t, "bandwidth");
     ASSERT_NE(bw, nullptr) << Dump({}, report);
-    EXPECT_EQ(bw->status, CheckStatus::kWarn) << bw->reason;
-    EXPECT_EQ(t.status, CheckStatus::kWarn) << Dump({}, report);
-    EXPECT_TRUE(Has(bw->reason, "missing in-network reduction")) << bw->reason;
-    EXPECT_TRUE(Has(bw->reason, "--sharp yes")) << bw->reason;
-    EXPECT_TRUE(Has(bw->reason, "CollNet 405.7 GB/s")) << bw->reason;
+    EXPECT_EQ(bw->severity, Severity::kWarn) << bw->what;
+    EXPECT_EQ(t.status, Severity::kWarn) << Dump({}, report);
+    EXPECT_TRUE(Has(bw->what, "missing in-network reduction")) << bw->what;
+    EXPECT_TRUE(Has(bw->what, "--sharp yes")) << bw->what;
+    EXPECT_TRUE(Has(bw->what, "CollNet 405.7 GB/s")) << bw->what;
   }
 }
 
@@ -193,10 +193,10 @@ TEST(Bands, CollNetEnabledInTheLogStatesSharp) {
   LogSpec spec = FourGb200Racks(190, "Ring");
   spec.nccl_info.push_back("NCCL_COLLNET_ENABLE set by environment to 1.");
   const CheckReport report = JudgeOn("gb200-nvl72", spec);
-  const CheckFinding* bw = FindingOf(report.tests.at(0), "bandwidth");
+  const Finding* bw = FindingOf(report.tests.at(0), "bandwidth");
   ASSERT_NE(bw, nullptr);
-  EXPECT_EQ(bw->status, CheckStatus::kWarn) << bw->reason;
-  EXPECT_TRUE(Has(bw->reason, "NCCL_COLLNET_ENABLE=1 in the run")) << bw->reason;
+  EXPECT_EQ(bw->severity, Severity::kWarn) << bw->what;
+  EXPECT_TRUE(Has(bw->what, "NCCL_COLLNET_ENABLE=1 in the run")) << bw->what;
 }
 
 // A 2-node A100 run at 190 GB/s with no NIC line: 4 x 100 Gb/s (aws-p4d, 50 GB/s a node, at
@@ -226,14 +226,14 @@ TEST(Bands, A100TwoNodesAt190NameTheCandidatesItFitsAndNotFourHundredGigabit) {
   // The ruled-out platform is named with why, and no finding rests on it.
   EXPECT_TRUE(Has(dump, "ruled out aws-p4d")) << dump;
   const TestVerdict& t = report.tests.at(0);
-  for (const CheckFinding& f : t.findings) {
-    EXPECT_FALSE(Has(f.reason, "aws-p4d")) << f.rule << ": " << f.reason;
+  for (const Finding& f : t.findings) {
+    EXPECT_FALSE(Has(f.what, "aws-p4d")) << f.source << ": " << f.what;
   }
   EXPECT_EQ(FindingOf(t, "algorithm"), nullptr) << dump;
-  EXPECT_EQ(t.status, CheckStatus::kPass) << dump;
-  const CheckFinding* both = FindingOf(t, "platforms");
+  EXPECT_EQ(t.status, Severity::kOk) << dump;
+  const Finding* both = FindingOf(t, "platforms");
   ASSERT_NE(both, nullptr) << dump;
-  EXPECT_TRUE(Has(both->reason, "the same verdict on every platform the log fits")) << dump;
+  EXPECT_TRUE(Has(both->what, "the same verdict on every platform the log fits")) << dump;
 }
 
 // Where the platforms the log fits disagree, the verdict says so and asks for --platform.
@@ -247,11 +247,11 @@ TEST(Bands, CandidatesThatDisagreeAreNamedAndPlatformIsAskedFor) {
   const PlatformChoice choice = InferPlatform(BuiltinCatalog(), parsed.runs);
   const CheckReport report = Check(parsed.runs, choice);
   const std::string dump = Dump(choice, report);
-  const CheckFinding* both = FindingOf(report.tests.at(0), "platforms");
+  const Finding* both = FindingOf(report.tests.at(0), "platforms");
   ASSERT_NE(both, nullptr) << dump;
-  EXPECT_EQ(both->status, CheckStatus::kWarn) << dump;
-  EXPECT_TRUE(Has(both->reason, "disagree")) << dump;
-  EXPECT_TRUE(Has(both->reason, "give --platform NAME")) << dump;
+  EXPECT_EQ(both->severity, Severity::kWarn) << dump;
+  EXPECT_TRUE(Has(both->what, "disagree")) << dump;
+  EXPECT_TRUE(Has(both->what, "give --platform NAME")) << dump;
 }
 
 // NCCL's gIB plugin (A3 Ultra, A4) names its transport NET/gIB.

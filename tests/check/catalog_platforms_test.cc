@@ -37,17 +37,17 @@ std::string Dump(const PlatformChoice& choice, const CheckReport& report) {
   for (const std::string& n : choice.notes) out += "note: " + n + "\n";
   out += "unavailable: " + choice.unavailable + "\n";
   for (const TestVerdict& t : report.tests) {
-    out += std::string(StatusName(t.status)) + " " + t.collective + "\n";
-    for (const CheckFinding& f : t.findings) {
-      out += "  " + std::string(StatusName(f.status)) + " " + f.rule + ": " + f.reason + "\n";
+    out += std::string(SeverityName(t.status)) + " " + t.collective + "\n";
+    for (const Finding& f : t.findings) {
+      out += "  " + std::string(SeverityName(f.severity)) + " " + f.source + ": " + f.what + "\n";
     }
   }
   return out;
 }
 
-const CheckFinding* FindingOf(const TestVerdict& test, const std::string& rule) {
-  for (const CheckFinding& f : test.findings) {
-    if (f.rule == rule) return &f;
+const Finding* FindingOf(const TestVerdict& test, const std::string& rule) {
+  for (const Finding& f : test.findings) {
+    if (f.source == rule) return &f;
   }
   return nullptr;
 }
@@ -116,38 +116,38 @@ TEST(CatalogPlatforms, Gb200TraysOfOneRackAreMatchedFromTheLog) {
 }
 
 // 811 GB/s on 2 trays is five times what their NICs carry (4 x 400 Gb/s = 200 GB/s): inside a
-// rack that is NVLink, a PASS against the rack's NVLink figure, not "not a network measurement".
+// rack that is NVLink, an OK against the rack's NVLink figure, not "not a network measurement".
 TEST(CatalogPlatforms, Gb200TwoTraysInOneRackAreJudgedAgainstNvlink) {
   const Judged j = JudgeFromLog(NcclTestsLog(TwoGb200Trays(811)));
   const std::string dump = Dump(j.choice, j.report);
   ASSERT_EQ(j.report.tests.size(), 1u) << dump;
   const TestVerdict& t = j.report.tests[0];
   EXPECT_EQ(t.nodes, 2);
-  EXPECT_EQ(t.status, CheckStatus::kPass) << dump;
+  EXPECT_EQ(t.status, Severity::kOk) << dump;
   ASSERT_TRUE(t.expected) << dump;
   EXPECT_DOUBLE_EQ(t.expected->typical, 834.6);
   EXPECT_EQ(t.expected->basis, "measured");
   EXPECT_TRUE(Has(t.expected->source, "coreweave/nccl-tests")) << t.expected->source;
-  const CheckFinding* bw = FindingOf(t, "bandwidth");
+  const Finding* bw = FindingOf(t, "bandwidth");
   ASSERT_NE(bw, nullptr) << dump;
-  EXPECT_TRUE(Has(bw->reason, "2 nodes inside one NVLink domain (72 GPUs, multi-node NVLink)"))
-      << bw->reason;
-  EXPECT_FALSE(Has(bw->reason, "per NIC")) << bw->reason;
+  EXPECT_TRUE(Has(bw->what, "2 nodes inside one NVLink domain (72 GPUs, multi-node NVLink)"))
+      << bw->what;
+  EXPECT_FALSE(Has(bw->what, "per NIC")) << bw->what;
   EXPECT_EQ(FindingOf(t, "algorithm"), nullptr) << "the NIC total bounds nothing here: " << dump;
 }
 
-// The same two trays at what their NICs alone would carry: slow for NVLink, a FAIL that says
+// The same two trays at what their NICs alone would carry: slow for NVLink, a CRITICAL that says
 // what to look at.
 TEST(CatalogPlatforms, Gb200TraysAtNicSpeedFailAgainstNvlink) {
   const Judged j = JudgeFromLog(NcclTestsLog(TwoGb200Trays(185)));
   const std::string dump = Dump(j.choice, j.report);
   ASSERT_EQ(j.report.tests.size(), 1u) << dump;
-  EXPECT_EQ(j.report.tests[0].status, CheckStatus::kFail) << dump;
-  const CheckFinding* bw = FindingOf(j.report.tests[0], "bandwidth");
+  EXPECT_EQ(j.report.tests[0].status, Severity::kCritical) << dump;
+  const Finding* bw = FindingOf(j.report.tests[0], "bandwidth");
   ASSERT_NE(bw, nullptr) << dump;
-  EXPECT_EQ(bw->status, CheckStatus::kFail);
-  EXPECT_TRUE(Has(bw->reason, "busbw 185.0 GB/s is 22% of the expected 834.6 GB/s")) << bw->reason;
-  EXPECT_TRUE(Has(bw->reason, "NCCL_MNNVL_ENABLE=0")) << bw->reason;
+  EXPECT_EQ(bw->severity, Severity::kCritical);
+  EXPECT_TRUE(Has(bw->what, "busbw 185.0 GB/s is 22% of the expected 834.6 GB/s")) << bw->what;
+  EXPECT_TRUE(Has(bw->what, "NCCL_MNNVL_ENABLE=0")) << bw->what;
 }
 
 // With multi-node NVLink turned off the trays talk over their NICs: the ring band of 4 x 400
@@ -168,10 +168,10 @@ TEST(CatalogPlatforms, Gb200WithMnnvlOffIsJudgedAgainstTheNics) {
   ASSERT_TRUE(t.expected) << dump;
   EXPECT_DOUBLE_EQ(t.expected->typical, 192.0);  // 4 x 400 Gb/s = 200 GB/s x 0.96
   EXPECT_EQ(t.expected->basis, "derived");
-  EXPECT_EQ(t.status, CheckStatus::kPass) << dump;
-  const CheckFinding* bw = FindingOf(t, "bandwidth");
+  EXPECT_EQ(t.status, Severity::kOk) << dump;
+  const Finding* bw = FindingOf(t, "bandwidth");
   ASSERT_NE(bw, nullptr) << dump;
-  EXPECT_TRUE(Has(bw->reason, "per NIC 46.2 GB/s")) << bw->reason;
+  EXPECT_TRUE(Has(bw->what, "per NIC 46.2 GB/s")) << bw->what;
 }
 
 // The model sees the trays of one rack as one NVLink fabric, and the 19th tray as another rack.
@@ -230,23 +230,23 @@ TEST(CatalogPlatforms, Mi300xRcclTestsOnOneNodeIsJudgedAgainstXgmi) {
   ASSERT_EQ(j.report.tests.size(), 1u) << dump;
   const TestVerdict& t = j.report.tests[0];
   EXPECT_EQ(t.nodes, 1);
-  EXPECT_EQ(t.status, CheckStatus::kPass) << dump;
+  EXPECT_EQ(t.status, Severity::kOk) << dump;
   ASSERT_TRUE(t.expected) << dump;
   EXPECT_DOUBLE_EQ(t.expected->typical, 316.8);
   EXPECT_TRUE(Has(t.expected->source, "ND_MI300X_v5_results.md")) << t.expected->source;
-  const CheckFinding* gpu = FindingOf(t, "gpu_model");
+  const Finding* gpu = FindingOf(t, "gpu_model");
   ASSERT_NE(gpu, nullptr) << dump;
-  EXPECT_EQ(gpu->status, CheckStatus::kPass);
+  EXPECT_EQ(gpu->severity, Severity::kOk);
 }
 
 TEST(CatalogPlatforms, Mi300xAtHalfItsXgmiFigureFails) {
   const Judged j = JudgeFromLog(Mi300xLog(150));
   const std::string dump = Dump(j.choice, j.report);
   ASSERT_EQ(j.report.tests.size(), 1u) << dump;
-  EXPECT_EQ(j.report.tests[0].status, CheckStatus::kFail) << dump;
-  const CheckFinding* bw = FindingOf(j.report.tests[0], "bandwidth");
+  EXPECT_EQ(j.report.tests[0].status, Severity::kCritical) << dump;
+  const Finding* bw = FindingOf(j.report.tests[0], "bandwidth");
   ASSERT_NE(bw, nullptr) << dump;
-  EXPECT_TRUE(Has(bw->reason, "one node: this measures NVLink/PCIe inside the node")) << bw->reason;
+  EXPECT_TRUE(Has(bw->what, "one node: this measures NVLink/PCIe inside the node")) << bw->what;
 }
 
 // Two HGX H100 over 8 x 400 Gb/s RoCE: the "/RoCE" HCAs pick the RoCE platform among the H100
@@ -266,14 +266,14 @@ TEST(CatalogPlatforms, H100OverRoceIsMatchedAndJudged) {
   EXPECT_TRUE(Has(dump, "transport RoCE: NET/IB : [0] mlx5_0:uverbs0:1/RoCE")) << dump;
   ASSERT_EQ(j.report.tests.size(), 1u) << dump;
   const TestVerdict& t = j.report.tests[0];
-  EXPECT_EQ(t.status, CheckStatus::kPass) << dump;
+  EXPECT_EQ(t.status, Severity::kOk) << dump;
   ASSERT_TRUE(t.expected) << dump;
   EXPECT_DOUBLE_EQ(t.expected->typical, 360.0);  // 8 x 400 Gb/s = 400 GB/s x 0.9
   EXPECT_EQ(t.expected->basis, "derived");
-  const CheckFinding* bw = FindingOf(t, "bandwidth");
+  const Finding* bw = FindingOf(t, "bandwidth");
   ASSERT_NE(bw, nullptr) << dump;
-  EXPECT_TRUE(Has(bw->reason, "per NIC 42.5 GB/s = 340 Gb/s, 85% of the 400 Gb/s line rate"))
-      << bw->reason;
+  EXPECT_TRUE(Has(bw->what, "per NIC 42.5 GB/s = 340 Gb/s, 85% of the 400 Gb/s line rate"))
+      << bw->what;
 }
 
 // Above the NIC total on two nodes: NVLS/Tree, judged against the assumed 2-node figure
@@ -288,9 +288,9 @@ TEST(CatalogPlatforms, H100OverRoceAboveTheNicTotalMeetsTheAssumedFigure) {
   // NVIDIA/nccl #2409's 470 is its reporter's expectation, not a run: an assumed figure.
   EXPECT_EQ(t.expected->basis, "assumed");
   EXPECT_TRUE(Has(t.expected->source, "NVIDIA/nccl #2409")) << t.expected->source;
-  const CheckFinding* algo = FindingOf(t, "algorithm");
+  const Finding* algo = FindingOf(t, "algorithm");
   ASSERT_NE(algo, nullptr) << dump;
-  EXPECT_EQ(algo->status, CheckStatus::kWarn);
+  EXPECT_EQ(algo->severity, Severity::kWarn);
 }
 
 // coreweave/nccl-tests README, "Expected Performance", GB200 (NCCL 2.26.2), digit for digit:
@@ -360,9 +360,9 @@ TEST(CatalogPlatforms, PublishedTwentyRackRunMeetsItsOwnBand) {
   EXPECT_DOUBLE_EQ(t.expected->typical, 405.7);
   EXPECT_EQ(t.expected->from_size, 8 * kGiB);
   EXPECT_NEAR(*t.measured_busbw, (382.11 + 405.74) / 2, 1e-9);  // the better placement a size
-  const CheckFinding* bw = FindingOf(t, "bandwidth");
+  const Finding* bw = FindingOf(t, "bandwidth");
   ASSERT_NE(bw, nullptr) << dump;
-  EXPECT_EQ(bw->status, CheckStatus::kPass) << dump;
+  EXPECT_EQ(bw->severity, Severity::kOk) << dump;
 }
 
 // The published one-rack run against gb200-nvl72: 18 trays of one NVLink domain, judged
@@ -378,10 +378,10 @@ TEST(CatalogPlatforms, PublishedOneRackRunIsJudgedAgainstNvlink) {
   EXPECT_EQ(t.nodes, 18);
   ASSERT_TRUE(t.measured_busbw) << dump;
   EXPECT_NEAR(*t.measured_busbw, (724.06 + 773.62 + 839.16 + 846.82) / 4, 1e-9);
-  const CheckFinding* bw = FindingOf(t, "bandwidth");
+  const Finding* bw = FindingOf(t, "bandwidth");
   ASSERT_NE(bw, nullptr) << dump;
-  EXPECT_EQ(bw->status, CheckStatus::kPass) << dump;
-  EXPECT_TRUE(Has(bw->reason, "18 nodes inside one NVLink domain")) << bw->reason;
+  EXPECT_EQ(bw->severity, Severity::kOk) << dump;
+  EXPECT_TRUE(Has(bw->what, "18 nodes inside one NVLink domain")) << bw->what;
   EXPECT_EQ(FindingOf(t, "algorithm"), nullptr) << dump;
 }
 
@@ -430,13 +430,13 @@ TEST(CatalogPlatforms, CoreWeaveGraphicsDeviceLogsAreMatchedAsGb200) {
     EXPECT_EQ(t.nodes, ranks / 4);
     // Both meet their bands (the 2-rack run, above its NICs, also gets the algorithm rule's
     // SHARP warning, as with --platform).
-    const CheckFinding* bw = FindingOf(t, "bandwidth");
+    const Finding* bw = FindingOf(t, "bandwidth");
     ASSERT_NE(bw, nullptr) << dump;
-    EXPECT_EQ(bw->status, CheckStatus::kPass) << dump;
-    const CheckFinding* gpu = FindingOf(t, "gpu_model");
+    EXPECT_EQ(bw->severity, Severity::kOk) << dump;
+    const Finding* gpu = FindingOf(t, "gpu_model");
     ASSERT_NE(gpu, nullptr) << dump;
-    EXPECT_EQ(gpu->status, CheckStatus::kPass) << gpu->reason;
-    EXPECT_TRUE(Has(gpu->reason, "coreweave/nccl-tests")) << gpu->reason;
+    EXPECT_EQ(gpu->severity, Severity::kOk) << gpu->what;
+    EXPECT_TRUE(Has(gpu->what, "coreweave/nccl-tests")) << gpu->what;
   }
 }
 
@@ -456,10 +456,10 @@ TEST(CatalogPlatforms, GraphicsDeviceOnEightGpusANodeIsNotDecided) {
       << dump;
   EXPECT_TRUE(Has(dump, "from: GPU not decided: GPU 'NVIDIA Graphics Device'")) << dump;
   ASSERT_EQ(j.report.tests.size(), 1u) << dump;
-  EXPECT_EQ(j.report.tests[0].status, CheckStatus::kWarn) << dump;
-  const CheckFinding* platform = FindingOf(j.report.tests[0], "platform");
+  EXPECT_EQ(j.report.tests[0].status, Severity::kWarn) << dump;
+  const Finding* platform = FindingOf(j.report.tests[0], "platform");
   ASSERT_NE(platform, nullptr) << dump;
-  EXPECT_TRUE(Has(platform->reason, "give --platform NAME")) << platform->reason;
+  EXPECT_TRUE(Has(platform->what, "give --platform NAME")) << platform->what;
 }
 
 // Four GPUs a node under that name but 800 Gb/s NICs (a GB300 tray's ConnectX-8): GB200's
@@ -483,7 +483,7 @@ TEST(CatalogPlatforms, Mi325xRcclTestsIsJudgedAgainstItsDerivedXgmiBand) {
   EXPECT_EQ(ok.choice.platform->name, "amd-mi325x") << dump;
   ASSERT_EQ(ok.report.tests.size(), 1u) << dump;
   const TestVerdict& t = ok.report.tests[0];
-  EXPECT_EQ(t.status, CheckStatus::kPass) << dump;
+  EXPECT_EQ(t.status, Severity::kOk) << dump;
   ASSERT_TRUE(t.expected) << dump;
   EXPECT_DOUBLE_EQ(t.expected->typical, 316.8);
   EXPECT_EQ(t.expected->basis, "derived");
@@ -491,7 +491,7 @@ TEST(CatalogPlatforms, Mi325xRcclTestsIsJudgedAgainstItsDerivedXgmiBand) {
   const Judged slow = JudgeFromLog(RcclTestsLog("AMD Instinct MI325X", 150));
   dump = Dump(slow.choice, slow.report);
   ASSERT_EQ(slow.report.tests.size(), 1u) << dump;
-  EXPECT_EQ(slow.report.tests[0].status, CheckStatus::kFail) << dump;
+  EXPECT_EQ(slow.report.tests[0].status, Severity::kCritical) << dump;
 }
 
 // Two BM.GPU.H100.8 over their 16 RoCE NICs: 16 "/RoCE" HCAs tell OCI's shape from the 8-NIC
@@ -508,13 +508,13 @@ TEST(CatalogPlatforms, OciH100IsMatchedFromItsSixteenRoceNics) {
   EXPECT_TRUE(j.choice.notes.empty()) << dump;  // one platform fits: no "fits N platforms"
   ASSERT_EQ(j.report.tests.size(), 1u) << dump;
   const TestVerdict& t = j.report.tests[0];
-  EXPECT_EQ(t.status, CheckStatus::kPass) << dump;
+  EXPECT_EQ(t.status, Severity::kOk) << dump;
   ASSERT_TRUE(t.expected) << dump;
   EXPECT_DOUBLE_EQ(t.expected->typical, 360.0);
   EXPECT_EQ(t.expected->basis, "derived");
-  const CheckFinding* bw = FindingOf(t, "bandwidth");
+  const Finding* bw = FindingOf(t, "bandwidth");
   ASSERT_NE(bw, nullptr) << dump;
-  EXPECT_TRUE(Has(bw->reason, "per NIC 21.2 GB/s")) << bw->reason;
+  EXPECT_TRUE(Has(bw->what, "per NIC 21.2 GB/s")) << bw->what;
 }
 
 class CatalogPlatformsCli : public test::BinaryTest {
@@ -527,7 +527,7 @@ TEST_F(CatalogPlatformsCli, AGb200RackLogIsJudgedWithoutFlags) {
   EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
   EXPECT_TRUE(Has(o.out, "(the log): 4 x NVIDIA GB200 (72 in one NVLink domain)")) << o.out;
   EXPECT_TRUE(Has(o.out, "inside one NVLink domain")) << o.out;
-  EXPECT_TRUE(Has(o.out, "PASS  bandwidth")) << o.out;
+  EXPECT_TRUE(Has(o.out, "\n  OK            bandwidth ")) << o.out;
   const test::Outcome j = Run("--format json " + (dir_ / "gb200.log").string());
   ASSERT_EQ(j.exit_code, 0) << j.out << j.err;
   const nlohmann::json report = nlohmann::json::parse(j.out);

@@ -11,10 +11,13 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "check/fixtures.h"
 #include "common/in_process.h"
 #include "doctor/fixture.h"
+#include "fabricscope/finding.h"
 
 namespace fabricscope {
 namespace {
@@ -39,7 +42,7 @@ class CheckCli : public test::InProcessTest {
   // The findings of the first test of a JSON report, by rule.
   static json FindingOf(const json& report, const std::string& rule) {
     for (const json& f : report["tests"][0]["findings"]) {
-      if (f["rule"] == rule) return f;
+      if (f["source"] == rule) return f;
     }
     return json();
   }
@@ -51,10 +54,12 @@ TEST_F(CheckCli, PublishedRunsPassAsA3Ultra) {
   ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
   EXPECT_TRUE(Has(o.out, "fabricscope check: gcp-a3-ultragpu-8g (--platform): 8 x NVIDIA H200"))
       << o.out;
-  EXPECT_TRUE(Has(o.out, "PASS  all_gather: 16 ranks on 2 nodes (host names), 2 runs")) << o.out;
-  EXPECT_TRUE(Has(o.out, "PASS  bandwidth      busbw 330.2 GB/s is 101% of the expected 325.7"))
+  EXPECT_TRUE(Has(o.out, "\nOK        all_gather: 16 ranks on 2 nodes (host names), 2 runs"))
       << o.out;
-  EXPECT_TRUE(Has(o.out, "\nPASS: 1 test, 1 PASS\n")) << o.out;
+  EXPECT_TRUE(Has(
+      o.out, "\n  OK            bandwidth       busbw 330.2 GB/s is 101% of the expected 325.7"))
+      << o.out;
+  EXPECT_TRUE(Has(o.out, "\nOK: 1 test, 1 OK\n")) << o.out;
   // The reader's note that the collective was inferred reaches stderr, not the verdicts.
   EXPECT_TRUE(Has(o.err, "read as all_gather")) << o.err;
 }
@@ -65,10 +70,12 @@ TEST_F(CheckCli, PublishedRunAsJson) {
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_EQ(o.err, "");
   const json report = json::parse(o.out);
-  EXPECT_EQ(report["verdict"], "PASS");
+  EXPECT_EQ(report["version"], 2);
+  EXPECT_EQ(report["findings_version"], 1);
+  EXPECT_EQ(report["verdict"], "OK");
   EXPECT_EQ(report["platform"]["name"], "gcp-a3-ultragpu-8g");
   EXPECT_EQ(report["platform"]["nic_total_gbs"], 400.0);
-  EXPECT_EQ(report["counts"]["PASS"], 1);
+  EXPECT_EQ(report["counts"], json({{"OK", 1}, {"WARN", 0}, {"CRITICAL", 0}}));
   const json& test = report["tests"][0];
   EXPECT_EQ(test["collective"], "all_gather");
   EXPECT_EQ(test["nodes"], 2);
@@ -76,8 +83,16 @@ TEST_F(CheckCli, PublishedRunAsJson) {
   EXPECT_EQ(test["expected"]["typical_busbw"], 325.7);
   EXPECT_TRUE(test["confidence"].is_null()) << "one run";
   const json bandwidth = FindingOf(report, "bandwidth");
-  EXPECT_EQ(bandwidth["verdict"], "PASS");
+  EXPECT_EQ(bandwidth["severity"], "OK");
   EXPECT_NEAR(bandwidth["figures"]["line_rate_percent"].get<double>(), 82.4, 0.2);
+  // Every finding in the one JSON form (finding.h): every key, always.
+  for (const json& f : test["findings"]) {
+    for (const char* key :
+         {"severity", "source", "what", "where", "evidence", "fix", "figures", "decided"}) {
+      EXPECT_TRUE(f.contains(key)) << key << " missing in " << f.dump();
+    }
+    EXPECT_EQ(f["decided"], true);
+  }
 }
 
 TEST_F(CheckCli, TcpxTableWithAndWithoutGpuDirect) {
@@ -85,16 +100,16 @@ TEST_F(CheckCli, TcpxTableWithAndWithoutGpuDirect) {
   const std::string without = Write("without_tcpx.log", check_testing::TcpxLog(false));
   const Outcome pass = Here("--platform a3-highgpu-8g " + with);
   EXPECT_EQ(pass.exit_code, 0) << pass.out << pass.err;
-  EXPECT_TRUE(Has(pass.out, "PASS  all_reduce: 16 ranks on 2 nodes")) << pass.out;
+  EXPECT_TRUE(Has(pass.out, "\nOK        all_reduce: 16 ranks on 2 nodes")) << pass.out;
 
   const Outcome fail = Here("--format json --platform a3-highgpu-8g " + without);
   EXPECT_EQ(fail.exit_code, 1) << fail.out << fail.err;
   const json report = json::parse(fail.out);
-  EXPECT_EQ(report["verdict"], "FAIL");
+  EXPECT_EQ(report["verdict"], "CRITICAL");
+  EXPECT_EQ(report["counts"]["CRITICAL"], 1);
   const json gpudirect = FindingOf(report, "gpudirect");
-  EXPECT_EQ(gpudirect["verdict"], "FAIL");
-  EXPECT_TRUE(Has(gpudirect["reason"], "GPUDirect is most likely not in use"))
-      << gpudirect["reason"];
+  EXPECT_EQ(gpudirect["severity"], "CRITICAL");
+  EXPECT_TRUE(Has(gpudirect["what"], "GPUDirect is most likely not in use")) << gpudirect["what"];
   EXPECT_EQ(gpudirect["figures"]["without_gpudirect_busbw"], 20.0);
 }
 
@@ -103,8 +118,10 @@ TEST_F(CheckCli, SyntheticDegradedRuns) {
   const std::string low = Write("low.log", check_testing::UltraLog(0.8));
   const Outcome warn = Here("--platform a3-ultragpu-8g " + low);
   EXPECT_EQ(warn.exit_code, 0) << warn.out;
-  EXPECT_TRUE(Has(warn.out, "WARN  bandwidth      busbw 264.2 GB/s is 81% of the expected"))
+  EXPECT_TRUE(
+      Has(warn.out, "\n  WARN          bandwidth       busbw 264.2 GB/s is 81% of the expected"))
       << warn.out;
+  EXPECT_TRUE(Has(warn.out, "\nWARN: 1 test, 1 WARN\n")) << warn.out;
   EXPECT_EQ(Here("--strict --platform a3-ultragpu-8g " + low).exit_code, 1);
 
   // TCP fallback: Socket in NCCL's lines.
@@ -115,7 +132,7 @@ TEST_F(CheckCli, SyntheticDegradedRuns) {
   const Outcome fallback = Here("--platform a3-ultragpu-8g " + tcp);
   EXPECT_EQ(fallback.exit_code, 1) << fallback.out;
   EXPECT_TRUE(Has(fallback.out,
-                  "FAIL  gpudirect      GPUDirect/RDMA is not in use: NCCL's log "
+                  "\n  CRITICAL      gpudirect       GPUDirect/RDMA is not in use: NCCL's log "
                   "shows 'via NET/Socket'"))
       << fallback.out;
 
@@ -124,7 +141,7 @@ TEST_F(CheckCli, SyntheticDegradedRuns) {
   nvls.rows = check_testing::CurveRows("all_reduce", 16, 480, 40, size_t{8} << 30);
   const Outcome algo = Here("--platform dgx-h100 " + Write("nvls.log", NcclTestsLog(nvls)));
   EXPECT_EQ(algo.exit_code, 0) << algo.out;
-  EXPECT_TRUE(Has(algo.out, "WARN  algorithm")) << algo.out;
+  EXPECT_TRUE(Has(algo.out, "\n  WARN          algorithm       busbw reaches")) << algo.out;
   EXPECT_TRUE(Has(algo.out, "not a network measurement")) << algo.out;
 }
 
@@ -177,8 +194,8 @@ TEST_F(CheckCli, RunsTheBenchmarkOnThisMachine) {
   const Outcome o = Here("-- -b 1K -e 64K -t 2");
   ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
   EXPECT_TRUE(Has(o.err, "# Collective test starting: all_reduce_perf")) << o.err;
-  EXPECT_TRUE(Has(o.out, "WARN  all_reduce: 2 ranks on 1 node")) << o.out;
-  EXPECT_TRUE(Has(o.out, "PASS  correctness    every result validated")) << o.out;
+  EXPECT_TRUE(Has(o.out, "\nWARN      all_reduce: 2 ranks on 1 node")) << o.out;
+  EXPECT_TRUE(Has(o.out, "\n  OK            correctness     every result validated")) << o.out;
   EXPECT_TRUE(Has(o.out, "not judged")) << o.out;
   EXPECT_TRUE(Has(o.out, "--gpus-per-node N --intra-node-busbw GB/s")) << o.out;
 
@@ -196,7 +213,7 @@ TEST_F(CheckCli, RunsTheBenchmarkOnThisMachine) {
   const json report = json::parse(generic.out);
   EXPECT_EQ(report["tests"][0]["expected"]["from_size"], 16384);
   EXPECT_EQ(report["tests"][0]["confidence"]["samples"], 2);
-  EXPECT_EQ(FindingOf(report, "bandwidth")["verdict"], "FAIL")
+  EXPECT_EQ(FindingOf(report, "bandwidth")["severity"], "CRITICAL")
       << "1000 GB/s is out of reach of host memory";
 }
 
@@ -213,7 +230,7 @@ TEST_F(CheckCli, WritesTheReportToAFile) {
                          Data("gke_h200_all_gather.log"));
   EXPECT_EQ(o.exit_code, 0);
   EXPECT_EQ(o.out, "");
-  EXPECT_EQ(json::parse(Slurp(out))["verdict"], "PASS");
+  EXPECT_EQ(json::parse(Slurp(out))["verdict"], "OK");
 }
 
 // Every bad input: a clear message and exit 2, never a crash.
@@ -273,14 +290,46 @@ TEST_F(CheckCli, AnUnreadableRowIsNamedAndTheRestJudged) {
   const Outcome o = Here("--platform a3-highgpu-8g " + path);
   EXPECT_EQ(o.exit_code, 2) << o.out << o.err;
   EXPECT_TRUE(Has(o.err, path + ":" + std::to_string(line) + ": error:")) << o.err;
-  EXPECT_TRUE(Has(o.out, "PASS  all_reduce: 16 ranks on 2 nodes")) << o.out;
+  EXPECT_TRUE(Has(o.out, "\nOK        all_reduce: 16 ranks on 2 nodes")) << o.out;
 }
 
 TEST_F(CheckCli, HelpListsThePlatformsAndTheExitStatus) {
   const Outcome o = Here("--help");
   EXPECT_EQ(o.exit_code, 0);
   EXPECT_TRUE(Has(o.out, "gcp-a3-ultragpu-8g")) << o.out;
-  EXPECT_TRUE(Has(o.out, "Exit status: 0 PASS (and WARN unless --strict), 1 FAIL")) << o.out;
+  EXPECT_TRUE(Has(o.out, "Exit status: 0 OK (and WARN unless --strict), 1 CRITICAL")) << o.out;
+}
+
+// Each test's findings are the one writer's lines (finding.h), indented under the test's line,
+// with the rule column as wide as the longest rule name.
+TEST_F(CheckCli, FindingsAreTheSharedWritersLines) {
+  const std::string low = Write("low.log", check_testing::UltraLog(0.8));
+  const Outcome o = Here("--platform a3-ultragpu-8g " + low);
+  const Outcome j = Here("--format json --platform a3-ultragpu-8g " + low);
+  const json report = json::parse(j.out);
+  std::vector<Finding> findings;
+  for (const json& f : report["tests"][0]["findings"]) {
+    Finding x;
+    x.severity = f["severity"] == "OK"     ? Severity::kOk
+                 : f["severity"] == "INFO" ? Severity::kInfo
+                 : f["severity"] == "WARN" ? Severity::kWarn
+                                           : Severity::kCritical;
+    x.source = f["source"];
+    x.what = f["what"];
+    x.where = f["where"];
+    x.evidence = f["evidence"].get<std::vector<std::string>>();
+    x.fix = f["fix"];
+    findings.push_back(std::move(x));
+  }
+  ASSERT_FALSE(findings.empty()) << j.out;
+  FindingTextStyle style;
+  style.indent = "  ";
+  style.source_width = std::string_view("ranks_per_node").size();
+  const size_t line = o.out.find("\nWARN      ");
+  ASSERT_NE(line, std::string::npos) << o.out;
+  const size_t next = o.out.find('\n', line + 1) + 1;
+  EXPECT_EQ(o.out.substr(next, o.out.find("\n\n", next) + 1 - next), FindingsText(findings, style))
+      << o.out;
 }
 
 }  // namespace

@@ -142,7 +142,7 @@ TEST(LogPlatform, NothingInTheCatalogFitsSoTheLogBuildsAGenericPlatform) {
   // Judged against it, the run passes or fails on those NICs, with the reason.
   const CheckReport report = Check(ParseResults(NcclTestsLog(spec), "job.log").runs, choice);
   ASSERT_EQ(report.tests.size(), 1u);
-  EXPECT_EQ(report.tests[0].status, CheckStatus::kPass);
+  EXPECT_EQ(report.tests[0].status, Severity::kOk);
 }
 
 TEST(LogPlatform, WithoutNicLinesAndNoCatalogFitItSaysWhatIsMissing) {
@@ -182,7 +182,7 @@ TEST_F(LogPlatformCli, ALogFromAnotherMachineIsJudgedWithoutFlags) {
   EXPECT_TRUE(Has(o.out, "  from: GPU 'NVIDIA H100 80GB HBM3' on 16 of 16 device lines")) << o.out;
   EXPECT_TRUE(Has(o.out, "  from: 8 NICs: NET/IB : Using [0]mlx5_0:1/IB")) << o.out;
   // 345 GB/s on 2 nodes of 8 x 400 Gb/s is healthy.
-  EXPECT_TRUE(Has(o.out, "PASS  bandwidth")) << o.out;
+  EXPECT_TRUE(Has(o.out, "\n  OK            bandwidth ")) << o.out;
   EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
 }
 
@@ -193,9 +193,9 @@ TEST_F(LogPlatformCli, ACrashedRunIsAFailNotAUsageError) {
   const test::Outcome o = Run(Write("crash.log", log));
   EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
   EXPECT_FALSE(Has(o.err, "no benchmark results")) << o.err;
-  EXPECT_TRUE(Has(o.out, "FAIL  all_reduce: 16 ranks on 2 nodes")) << o.out;
+  EXPECT_TRUE(Has(o.out, "\nCRITICAL  all_reduce: 16 ranks on 2 nodes")) << o.out;
   EXPECT_TRUE(
-      Has(o.out, "FAIL  correctness    the run reported: " + dir_.string() +
+      Has(o.out, "\n  CRITICAL      correctness     the run reported: " + dir_.string() +
                      "/crash.log:22: gpu-a01: NCCL failure all_reduce.cu:95 'unhandled cuda "
                      "error'"))
       << o.out;

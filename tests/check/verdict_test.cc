@@ -1,5 +1,5 @@
 // The verdicts on the published runs, on the GPUDirect-TCPX comparison table and on synthetic
-// degraded runs: each gets the right PASS/WARN/FAIL and the right reason.
+// degraded runs: each gets the right OK/WARN/CRITICAL and the right reason.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -46,9 +46,9 @@ CheckReport CheckLog(const std::string& log, const std::string& platform,
   return Check(Parse(log), Named(platform), options);
 }
 
-const CheckFinding* FindingOf(const TestVerdict& test, const std::string& rule) {
-  for (const CheckFinding& f : test.findings) {
-    if (f.rule == rule) return &f;
+const Finding* FindingOf(const TestVerdict& test, const std::string& rule) {
+  for (const Finding& f : test.findings) {
+    if (f.source == rule) return &f;
   }
   return nullptr;
 }
@@ -57,9 +57,9 @@ const CheckFinding* FindingOf(const TestVerdict& test, const std::string& rule) 
 std::string Dump(const CheckReport& report) {
   std::string out;
   for (const TestVerdict& t : report.tests) {
-    out += std::string(StatusName(t.status)) + " " + t.collective + "\n";
-    for (const CheckFinding& f : t.findings) {
-      out += "  " + std::string(StatusName(f.status)) + " " + f.rule + ": " + f.reason + "\n";
+    out += std::string(SeverityName(t.status)) + " " + t.collective + "\n";
+    for (const Finding& f : t.findings) {
+      out += "  " + std::string(SeverityName(f.severity)) + " " + f.source + ": " + f.what + "\n";
     }
   }
   return out;
@@ -76,23 +76,23 @@ TEST(PublishedRuns, EachSeedRunPassesAsA3Ultra) {
     const CheckReport report = Check(parsed.runs, Named("a3-ultragpu-8g"));
     ASSERT_EQ(report.tests.size(), 1u);
     const TestVerdict& t = report.tests[0];
-    EXPECT_EQ(report.status, CheckStatus::kPass) << Dump(report);
+    EXPECT_EQ(report.status, Severity::kOk) << Dump(report);
     EXPECT_EQ(t.collective, "all_gather");
     EXPECT_EQ(t.nodes, 2);
     EXPECT_EQ(t.nodes_from, "host names");
-    const CheckFinding* bw = FindingOf(t, "bandwidth");
+    const Finding* bw = FindingOf(t, "bandwidth");
     ASSERT_NE(bw, nullptr);
-    EXPECT_EQ(bw->status, CheckStatus::kPass);
+    EXPECT_EQ(bw->severity, Severity::kOk);
     // The four sizes from 1 GB, the better placement of each: in-place, 326.4 to 332.6.
     EXPECT_NEAR(*t.measured_busbw, 330.0, 0.5);
     EXPECT_NEAR(bw->figures.at("percent_of_expected"), 101.3, 0.3);
     EXPECT_NEAR(bw->figures.at("per_nic_gbs"), 41.25, 0.1);
     EXPECT_NEAR(bw->figures.at("line_rate_percent"), 82.5, 0.2);
-    EXPECT_TRUE(Contains(bw->reason, "of the 400 Gb/s line rate")) << bw->reason;
+    EXPECT_TRUE(Contains(bw->what, "of the 400 Gb/s line rate")) << bw->what;
     EXPECT_EQ(t.expected->basis, "measured");
-    const CheckFinding* latency = FindingOf(t, "latency");
+    const Finding* latency = FindingOf(t, "latency");
     ASSERT_NE(latency, nullptr);
-    EXPECT_EQ(latency->status, CheckStatus::kPass);
+    EXPECT_EQ(latency->severity, Severity::kOk);
     EXPECT_NEAR(latency->figures.at("floor_us"), 28, 1e-9);
     EXPECT_EQ(FindingOf(t, "algorithm"), nullptr) << "330 GB/s is below the 400 GB/s NIC total";
   }
@@ -107,7 +107,7 @@ TEST(PublishedRuns, BothSeedRunsTogetherAreRepeatsWithConfidence) {
   ASSERT_EQ(report.tests.size(), 1u) << "same collective, ranks and nodes: one test";
   const TestVerdict& t = report.tests[0];
   EXPECT_EQ(t.runs, 2u);
-  EXPECT_EQ(t.status, CheckStatus::kPass) << Dump(report);
+  EXPECT_EQ(t.status, Severity::kOk) << Dump(report);
   ASSERT_TRUE(t.confidence.has_value());
   EXPECT_EQ(t.confidence->samples, 2u);
   EXPECT_LT(t.confidence->low, t.confidence->mean);
@@ -119,11 +119,11 @@ TEST(TcpxTable, WithTcpxColumnPassesAsA3High) {
   const CheckReport report = CheckLog(TcpxLog(true), "a3-highgpu-8g");
   ASSERT_EQ(report.tests.size(), 1u);
   const TestVerdict& t = report.tests[0];
-  EXPECT_EQ(t.status, CheckStatus::kPass) << Dump(report);
+  EXPECT_EQ(t.status, Severity::kOk) << Dump(report);
   // 256 MB to 2 GB: 67.82, 67.09, 66.2, 65.72 against the published band of 66.5.
   EXPECT_NEAR(*t.measured_busbw, 66.71, 0.01);
   EXPECT_EQ(t.expected->from_size, size_t{256} << 20);
-  const CheckFinding* bw = FindingOf(t, "bandwidth");
+  const Finding* bw = FindingOf(t, "bandwidth");
   EXPECT_NEAR(bw->figures.at("percent_of_expected"), 100.3, 0.1);
   // 4 x 200 Gb/s: 16.7 GB/s = 133 Gb/s a NIC.
   EXPECT_NEAR(bw->figures.at("line_rate_percent"), 66.7, 0.1);
@@ -134,15 +134,15 @@ TEST(TcpxTable, WithoutTcpxColumnFailsWithTheGpuDirectReason) {
   const CheckReport report = CheckLog(TcpxLog(false), "a3-highgpu-8g");
   ASSERT_EQ(report.tests.size(), 1u);
   const TestVerdict& t = report.tests[0];
-  EXPECT_EQ(t.status, CheckStatus::kFail) << Dump(report);
+  EXPECT_EQ(t.status, Severity::kCritical) << Dump(report);
   EXPECT_NEAR(*t.measured_busbw, 20.085, 0.01);
-  EXPECT_EQ(FindingOf(t, "bandwidth")->status, CheckStatus::kFail);
-  const CheckFinding* gd = FindingOf(t, "gpudirect");
+  EXPECT_EQ(FindingOf(t, "bandwidth")->severity, Severity::kCritical);
+  const Finding* gd = FindingOf(t, "gpudirect");
   ASSERT_NE(gd, nullptr) << Dump(report);
-  EXPECT_EQ(gd->status, CheckStatus::kFail);
-  EXPECT_TRUE(Contains(gd->reason, "GPUDirect is most likely not in use")) << gd->reason;
-  EXPECT_TRUE(Contains(gd->reason, "matches the about 20.0 GB/s")) << gd->reason;
-  EXPECT_TRUE(Contains(gd->reason, "NCCL_NET=GPUDirectTCPX_v7")) << gd->reason;
+  EXPECT_EQ(gd->severity, Severity::kCritical);
+  EXPECT_TRUE(Contains(gd->what, "GPUDirect is most likely not in use")) << gd->what;
+  EXPECT_TRUE(Contains(gd->what, "matches the about 20.0 GB/s")) << gd->what;
+  EXPECT_TRUE(Contains(gd->what, "NCCL_NET=GPUDirectTCPX_v7")) << gd->what;
 }
 
 TEST(TcpxTable, WithoutTcpxAndNcclSocketLinesNamesTheLine) {
@@ -151,29 +151,29 @@ TEST(TcpxTable, WithoutTcpxAndNcclSocketLinesNamesTheLine) {
                                "Channel 00/0 : 0[0] -> 8[0] [send] via NET/Socket/0"}),
                "a3-highgpu-8g");
   const TestVerdict& t = report.tests.at(0);
-  EXPECT_EQ(t.status, CheckStatus::kFail);
-  const CheckFinding* gd = FindingOf(t, "gpudirect");
+  EXPECT_EQ(t.status, Severity::kCritical);
+  const Finding* gd = FindingOf(t, "gpudirect");
   ASSERT_NE(gd, nullptr);
-  EXPECT_EQ(gd->status, CheckStatus::kFail);
-  EXPECT_TRUE(Contains(gd->reason, "GPUDirect/RDMA is not in use: NCCL's log shows")) << gd->reason;
-  EXPECT_TRUE(Contains(gd->reason, "Socket")) << gd->reason;
+  EXPECT_EQ(gd->severity, Severity::kCritical);
+  EXPECT_TRUE(Contains(gd->what, "GPUDirect/RDMA is not in use: NCCL's log shows")) << gd->what;
+  EXPECT_TRUE(Contains(gd->what, "Socket")) << gd->what;
 }
 
 TEST(Degraded, TwentyPercentLowWarnsWithThePercentage) {
   const CheckReport report = CheckLog(UltraLog(0.8), "a3-ultragpu-8g");
   const TestVerdict& t = report.tests.at(0);
-  EXPECT_EQ(t.status, CheckStatus::kWarn) << Dump(report);
-  const CheckFinding* bw = FindingOf(t, "bandwidth");
-  EXPECT_EQ(bw->status, CheckStatus::kWarn);
-  EXPECT_TRUE(Contains(bw->reason, "is 81% of the expected 325.7 GB/s")) << bw->reason;
+  EXPECT_EQ(t.status, Severity::kWarn) << Dump(report);
+  const Finding* bw = FindingOf(t, "bandwidth");
+  EXPECT_EQ(bw->severity, Severity::kWarn);
+  EXPECT_TRUE(Contains(bw->what, "is 81% of the expected 325.7 GB/s")) << bw->what;
   EXPECT_EQ(FindingOf(t, "gpudirect"), nullptr);
 }
 
 TEST(Degraded, FortyPercentLowFails) {
   const CheckReport report = CheckLog(UltraLog(0.6), "a3-ultragpu-8g");
   const TestVerdict& t = report.tests.at(0);
-  EXPECT_EQ(t.status, CheckStatus::kFail) << Dump(report);
-  EXPECT_TRUE(Contains(FindingOf(t, "bandwidth")->reason, "is 61% of the expected"));
+  EXPECT_EQ(t.status, Severity::kCritical) << Dump(report);
+  EXPECT_TRUE(Contains(FindingOf(t, "bandwidth")->what, "is 61% of the expected"));
   EXPECT_EQ(FindingOf(t, "gpudirect"), nullptr) << "no evidence about the transport";
 }
 
@@ -183,32 +183,32 @@ TEST(Degraded, TcpFallbackFailsWithTheGpuDirectReason) {
                                "Channel 00/0 : 0[0] -> 8[0] [send] via NET/Socket/0"}),
                "a3-ultragpu-8g");
   const TestVerdict& t = report.tests.at(0);
-  EXPECT_EQ(t.status, CheckStatus::kFail) << Dump(report);
-  const CheckFinding* gd = FindingOf(t, "gpudirect");
+  EXPECT_EQ(t.status, Severity::kCritical) << Dump(report);
+  const Finding* gd = FindingOf(t, "gpudirect");
   ASSERT_NE(gd, nullptr);
-  EXPECT_EQ(gd->status, CheckStatus::kFail);
-  EXPECT_TRUE(Contains(gd->reason, "GPUDirect/RDMA is not in use")) << gd->reason;
+  EXPECT_EQ(gd->severity, Severity::kCritical);
+  EXPECT_TRUE(Contains(gd->what, "GPUDirect/RDMA is not in use")) << gd->what;
   // a3-ultragpu-8g's transport is gIB, Google's NCCL plugin over its RoCE NICs (issue 26).
-  EXPECT_TRUE(Contains(gd->reason, "instead of gIB, which explains busbw at 6%")) << gd->reason;
+  EXPECT_TRUE(Contains(gd->what, "instead of gIB, which explains busbw at 6%")) << gd->what;
   // 28 us / 0.06: small messages are slow too.
-  EXPECT_EQ(FindingOf(t, "latency")->status, CheckStatus::kWarn);
+  EXPECT_EQ(FindingOf(t, "latency")->severity, Severity::kWarn);
 }
 
 TEST(Degraded, RdmaWithoutGdrdmaIsNamed) {
   const CheckReport report = CheckLog(
       UltraLog(0.6, {"Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0"}), "a3-ultragpu-8g");
-  const CheckFinding* gd = FindingOf(report.tests.at(0), "gpudirect");
+  const Finding* gd = FindingOf(report.tests.at(0), "gpudirect");
   ASSERT_NE(gd, nullptr);
-  EXPECT_EQ(gd->status, CheckStatus::kFail);
-  EXPECT_TRUE(Contains(gd->reason, "RDMA without GPUDirect")) << gd->reason;
+  EXPECT_EQ(gd->severity, Severity::kCritical);
+  EXPECT_TRUE(Contains(gd->what, "RDMA without GPUDirect")) << gd->what;
 }
 
 TEST(Degraded, GdrdmaInTheLogIsAPass) {
   const CheckReport report = CheckLog(
       UltraLog(1.0, {"Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA"}), "a3-ultragpu-8g");
   const TestVerdict& t = report.tests.at(0);
-  EXPECT_EQ(t.status, CheckStatus::kPass) << Dump(report);
-  EXPECT_EQ(FindingOf(t, "gpudirect")->status, CheckStatus::kPass);
+  EXPECT_EQ(t.status, Severity::kOk) << Dump(report);
+  EXPECT_EQ(FindingOf(t, "gpudirect")->severity, Severity::kOk);
 }
 
 LogSpec TwoNodeAllReduce(double peak, const std::string& gpu,
@@ -227,16 +227,16 @@ TEST(Degraded, TwoNodeNvlsAboveTheNicTotalIsNotANetworkMeasurement) {
                                              {"NVLS multicast support is available on dev 0"})),
                "dgx-h100");
   const TestVerdict& t = report.tests.at(0);
-  EXPECT_EQ(t.status, CheckStatus::kWarn) << Dump(report);
-  const CheckFinding* algo = FindingOf(t, "algorithm");
+  EXPECT_EQ(t.status, Severity::kWarn) << Dump(report);
+  const Finding* algo = FindingOf(t, "algorithm");
   ASSERT_NE(algo, nullptr);
-  EXPECT_EQ(algo->status, CheckStatus::kWarn);
-  EXPECT_TRUE(Contains(algo->reason, "above the 400.0 GB/s the node's NICs carry (8 x 400 Gb/s)"))
-      << algo->reason;
-  EXPECT_TRUE(Contains(algo->reason, "not a network measurement")) << algo->reason;
-  EXPECT_TRUE(Contains(algo->reason, "NCCL_ALGO=Ring")) << algo->reason;
-  EXPECT_TRUE(Contains(algo->reason, "NCCL's log mentions NVLS")) << algo->reason;
-  EXPECT_EQ(FindingOf(t, "bandwidth")->status, CheckStatus::kNotApplicable)
+  EXPECT_EQ(algo->severity, Severity::kWarn);
+  EXPECT_TRUE(Contains(algo->what, "above the 400.0 GB/s the node's NICs carry (8 x 400 Gb/s)"))
+      << algo->what;
+  EXPECT_TRUE(Contains(algo->what, "not a network measurement")) << algo->what;
+  EXPECT_TRUE(Contains(algo->what, "NCCL_ALGO=Ring")) << algo->what;
+  EXPECT_TRUE(Contains(algo->what, "NCCL's log mentions NVLS")) << algo->what;
+  EXPECT_EQ(FindingOf(t, "bandwidth")->severity, Severity::kInfo)
       << "a ring band cannot judge an NVLS figure";
 }
 
@@ -247,15 +247,15 @@ TEST(Degraded, PublishedNvlsBandJudgesAnNvlsRunAndARingBandARingRun) {
       CheckLog(NcclTestsLog(TwoNodeAllReduce(690, "NVIDIA B200")), "a4-highgpu-8g");
   const TestVerdict& n = nvls.tests.at(0);
   EXPECT_EQ(n.expected->typical, 683.5);
-  EXPECT_EQ(FindingOf(n, "bandwidth")->status, CheckStatus::kPass) << Dump(nvls);
-  EXPECT_EQ(FindingOf(n, "algorithm")->status, CheckStatus::kWarn);
-  EXPECT_EQ(n.status, CheckStatus::kWarn);
+  EXPECT_EQ(FindingOf(n, "bandwidth")->severity, Severity::kOk) << Dump(nvls);
+  EXPECT_EQ(FindingOf(n, "algorithm")->severity, Severity::kWarn);
+  EXPECT_EQ(n.status, Severity::kWarn);
 
   const CheckReport ring =
       CheckLog(NcclTestsLog(TwoNodeAllReduce(355, "NVIDIA B200")), "a4-highgpu-8g");
   const TestVerdict& r = ring.tests.at(0);
   EXPECT_EQ(r.expected->typical, 360.0);
-  EXPECT_EQ(r.status, CheckStatus::kPass) << Dump(ring);
+  EXPECT_EQ(r.status, Severity::kOk) << Dump(ring);
   EXPECT_EQ(FindingOf(r, "algorithm"), nullptr);
 }
 
@@ -274,11 +274,11 @@ TEST(Generic, PlatformFromFlagsDerivesItsBand) {
   // min(370, 8 x 400 / 8 x 0.9) = 360 GB/s, healthy from 306.
   EXPECT_EQ(t.expected->typical, 360.0);
   EXPECT_EQ(t.expected->basis, "derived");
-  EXPECT_EQ(t.status, CheckStatus::kPass) << Dump(report);
+  EXPECT_EQ(t.status, Severity::kOk) << Dump(report);
   EXPECT_EQ(FindingOf(t, "gpu_model"), nullptr) << "a generic platform names no GPU";
 
   const CheckReport slow = Check(Parse(UltraLog(0.5)), choice);
-  EXPECT_EQ(slow.tests.at(0).status, CheckStatus::kFail) << Dump(slow);
+  EXPECT_EQ(slow.tests.at(0).status, Severity::kCritical) << Dump(slow);
 }
 
 TEST(Repeats, ConsistentRepeatsPassWithConfidence) {
@@ -288,11 +288,11 @@ TEST(Repeats, ConsistentRepeatsPassWithConfidence) {
   }
   const CheckReport report = Check(runs, Named("a3-ultragpu-8g"));
   const TestVerdict& t = report.tests.at(0);
-  EXPECT_EQ(t.status, CheckStatus::kPass) << Dump(report);
+  EXPECT_EQ(t.status, Severity::kOk) << Dump(report);
   ASSERT_TRUE(t.confidence);
   EXPECT_EQ(t.confidence->samples, 3u);
   EXPECT_GT(t.confidence->probability_verdict, 0.99);
-  EXPECT_TRUE(Contains(FindingOf(t, "bandwidth")->reason, "3 repeats: 95% interval"));
+  EXPECT_TRUE(Contains(FindingOf(t, "bandwidth")->what, "3 repeats: 95% interval"));
 }
 
 TEST(Repeats, NoisyRepeatsCannotPassEvenWhenTheMeanIsHealthy) {
@@ -306,8 +306,8 @@ TEST(Repeats, NoisyRepeatsCannotPassEvenWhenTheMeanIsHealthy) {
   ASSERT_TRUE(t.confidence);
   EXPECT_GT(t.confidence->mean, 276.8);
   EXPECT_LT(t.confidence->probability_verdict, 0.9);
-  EXPECT_EQ(t.status, CheckStatus::kWarn) << Dump(report);
-  EXPECT_TRUE(Contains(FindingOf(t, "bandwidth")->reason, "the runs vary too much to tell"));
+  EXPECT_EQ(t.status, Severity::kWarn) << Dump(report);
+  EXPECT_TRUE(Contains(FindingOf(t, "bandwidth")->what, "the runs vary too much to tell"));
 }
 
 TEST(Repeats, CyclesOfOneRunAreRepeats) {
@@ -344,8 +344,8 @@ TEST(Model, StandsInWhereTheCatalogHasNoFigureAndSaysSo) {
   EXPECT_EQ(t.expected->basis, "model");
   EXPECT_NEAR(t.expected->typical, predicted, 1e-9);
   EXPECT_EQ(t.expected->from_size, largest);
-  EXPECT_EQ(t.status, CheckStatus::kFail) << Dump(report);
-  const std::string& reason = FindingOf(t, "bandwidth")->reason;
+  EXPECT_EQ(t.status, Severity::kCritical) << Dump(report);
+  const std::string& reason = FindingOf(t, "bandwidth")->what;
   EXPECT_TRUE(Contains(reason,
                        "expected from the model, as the platform has no figure for "
                        "broadcast on 2 nodes"))
@@ -359,10 +359,10 @@ TEST(Model, LatencyBeyondTwoNodesComesFromTheModel) {
   const TestVerdict& t = report.tests.at(0);
   EXPECT_EQ(t.nodes, 4);
   EXPECT_EQ(t.nodes_from, "--nodes");
-  const CheckFinding* latency = FindingOf(t, "latency");
+  const Finding* latency = FindingOf(t, "latency");
   ASSERT_NE(latency, nullptr);
-  EXPECT_TRUE(Contains(latency->reason, "fabricscope model")) << latency->reason;
-  EXPECT_TRUE(Contains(latency->reason, "floor is for 2 nodes")) << latency->reason;
+  EXPECT_TRUE(Contains(latency->what, "fabricscope model")) << latency->what;
+  EXPECT_TRUE(Contains(latency->what, "floor is for 2 nodes")) << latency->what;
 }
 
 TEST(Model, ShortRunsAreNotJudgedOnBandwidth) {
@@ -371,10 +371,10 @@ TEST(Model, ShortRunsAreNotJudgedOnBandwidth) {
   spec.gpu = "NVIDIA H200";
   spec.rows = CurveRows("all_gather", 16, 320, 28, 1 << 20);
   const CheckReport report = CheckLog(NcclTestsLog(spec), "a3-ultragpu-8g");
-  const CheckFinding* bw = FindingOf(report.tests.at(0), "bandwidth");
-  EXPECT_EQ(bw->status, CheckStatus::kWarn);
-  EXPECT_TRUE(Contains(bw->reason, "the run stops at 1 MB, below the 1 GB")) << bw->reason;
-  EXPECT_TRUE(Contains(bw->reason, "rerun with -e 1G or larger")) << bw->reason;
+  const Finding* bw = FindingOf(report.tests.at(0), "bandwidth");
+  EXPECT_EQ(bw->severity, Severity::kWarn);
+  EXPECT_TRUE(Contains(bw->what, "the run stops at 1 MB, below the 1 GB")) << bw->what;
+  EXPECT_TRUE(Contains(bw->what, "rerun with -e 1G or larger")) << bw->what;
 }
 
 // The log without its device lines: it names no host.
@@ -396,7 +396,7 @@ TEST(Scale, NodeCountFromRanksOrTheFlag) {
   const TestVerdict& r = from_ranks.tests.at(0);
   EXPECT_EQ(r.nodes, 2);
   EXPECT_EQ(r.nodes_from, "ranks / GPUs per node");
-  EXPECT_EQ(r.status, CheckStatus::kPass) << Dump(from_ranks);
+  EXPECT_EQ(r.status, Severity::kOk) << Dump(from_ranks);
 
   // broadcast's factor is 1: neither hosts nor ranks are known.
   LogSpec spec;
@@ -406,8 +406,8 @@ TEST(Scale, NodeCountFromRanksOrTheFlag) {
   const CheckReport unknown = CheckLog(log, "a3-ultragpu-8g");
   const TestVerdict& u = unknown.tests.at(0);
   EXPECT_EQ(u.nodes, 0);
-  EXPECT_EQ(u.status, CheckStatus::kWarn) << Dump(unknown);
-  EXPECT_TRUE(Contains(FindingOf(u, "bandwidth")->reason, "give --nodes N"));
+  EXPECT_EQ(u.status, Severity::kWarn) << Dump(unknown);
+  EXPECT_TRUE(Contains(FindingOf(u, "bandwidth")->what, "give --nodes N"));
 
   CheckOptions options;
   options.nodes = 2;
@@ -423,19 +423,18 @@ TEST(Scale, FewerRanksPerNodeThanGpusWarns) {
   spec.gpu = "NVIDIA H200";
   spec.rows = CurveRows("all_gather", 8, 320, 28, size_t{2} << 30);
   const CheckReport report = CheckLog(NcclTestsLog(spec), "a3-ultragpu-8g");
-  const CheckFinding* f = FindingOf(report.tests.at(0), "ranks_per_node");
+  const Finding* f = FindingOf(report.tests.at(0), "ranks_per_node");
   ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->status, CheckStatus::kWarn);
-  EXPECT_TRUE(Contains(f->reason, "use 4 of the 8 GPUs of a node")) << f->reason;
+  EXPECT_EQ(f->severity, Severity::kWarn);
+  EXPECT_TRUE(Contains(f->what, "use 4 of the 8 GPUs of a node")) << f->what;
 }
 
 TEST(Applicability, AnotherGpuThanThePlatformsWarns) {
   const CheckReport report = CheckLog(UltraLog(1.0), "a3-highgpu-8g");
-  const CheckFinding* f = FindingOf(report.tests.at(0), "gpu_model");
+  const Finding* f = FindingOf(report.tests.at(0), "gpu_model");
   ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->status, CheckStatus::kWarn);
-  EXPECT_TRUE(
-      Contains(f->reason, "measured on NVIDIA H200, but gcp-a3-highgpu-8g has NVIDIA H100"));
+  EXPECT_EQ(f->severity, Severity::kWarn);
+  EXPECT_TRUE(Contains(f->what, "measured on NVIDIA H200, but gcp-a3-highgpu-8g has NVIDIA H100"));
 }
 
 TEST(Applicability, NoPlatformIsAWarnNamingTheKnownOnes) {
@@ -444,11 +443,11 @@ TEST(Applicability, NoPlatformIsAWarnNamingTheKnownOnes) {
   none.unavailable = "could not detect the platform: this node has no GPU";
   const CheckReport report = Check(Parse(UltraLog(1.0)), none);
   const TestVerdict& t = report.tests.at(0);
-  EXPECT_EQ(t.status, CheckStatus::kWarn);
-  const CheckFinding* f = FindingOf(t, "platform");
+  EXPECT_EQ(t.status, Severity::kWarn);
+  const Finding* f = FindingOf(t, "platform");
   ASSERT_NE(f, nullptr);
-  EXPECT_TRUE(Contains(f->reason, "this node has no GPU. Give --platform NAME (gcp-a3-highgpu-8g"));
-  EXPECT_TRUE(Contains(f->reason, "--gpus-per-node N --intra-node-busbw GB/s"));
+  EXPECT_TRUE(Contains(f->what, "this node has no GPU. Give --platform NAME (gcp-a3-highgpu-8g"));
+  EXPECT_TRUE(Contains(f->what, "--gpus-per-node N --intra-node-busbw GB/s"));
   EXPECT_EQ(FindingOf(t, "bandwidth"), nullptr);
 }
 
@@ -463,20 +462,20 @@ RunResult HostMemoryRun(int64_t wrong) {
 TEST(Applicability, HostMemoryAgainstAGpuPlatformIsNotJudged) {
   const CheckReport report = Check({HostMemoryRun(0)}, Named("dgx-h100"));
   const TestVerdict& t = report.tests.at(0);
-  EXPECT_EQ(t.status, CheckStatus::kWarn) << Dump(report);
-  const CheckFinding* f = FindingOf(t, "platform");
+  EXPECT_EQ(t.status, Severity::kWarn) << Dump(report);
+  const Finding* f = FindingOf(t, "platform");
   ASSERT_NE(f, nullptr);
-  EXPECT_TRUE(Contains(f->reason, "measured on host memory (backend gloo)")) << f->reason;
+  EXPECT_TRUE(Contains(f->what, "measured on host memory (backend gloo)")) << f->what;
   EXPECT_EQ(FindingOf(t, "bandwidth"), nullptr);
 }
 
 TEST(Applicability, WrongElementsFailWhateverTheSpeed) {
   const CheckReport report = Check({HostMemoryRun(3)}, Named("dgx-h100"));
   const TestVerdict& t = report.tests.at(0);
-  EXPECT_EQ(t.status, CheckStatus::kFail);
-  const CheckFinding* f = FindingOf(t, "correctness");
-  EXPECT_EQ(f->status, CheckStatus::kFail);
-  EXPECT_TRUE(Contains(f->reason, "3 wrong elements")) << f->reason;
+  EXPECT_EQ(t.status, Severity::kCritical);
+  const Finding* f = FindingOf(t, "correctness");
+  EXPECT_EQ(f->severity, Severity::kCritical);
+  EXPECT_TRUE(Contains(f->what, "3 wrong elements")) << f->what;
 }
 
 TEST(VerdictConfidence, StudentQuantilesMatchTheTables) {

@@ -64,8 +64,8 @@ fabric::FabricReport FabricOf(const std::string& name) {
 }
 
 // The `fabric` rule's finding of the check's only test.
-CheckFinding FabricFinding(const std::string& log, const fabric::FabricReport& report,
-                           std::vector<std::string> fabric_hosts = {}) {
+Finding FabricFinding(const std::string& log, const fabric::FabricReport& report,
+                      std::vector<std::string> fabric_hosts = {}) {
   CheckOptions options;
   options.fabric = &report;
   options.fabric_hosts = std::move(fabric_hosts);
@@ -74,9 +74,9 @@ CheckFinding FabricFinding(const std::string& log, const fabric::FabricReport& r
   if (r.tests.empty()) return {};
   const auto& f = r.tests.front().findings;
   const auto it =
-      std::find_if(f.begin(), f.end(), [](const CheckFinding& x) { return x.rule == "fabric"; });
+      std::find_if(f.begin(), f.end(), [](const Finding& x) { return x.source == "fabric"; });
   EXPECT_NE(it, f.end());
-  return it == f.end() ? CheckFinding{} : *it;
+  return it == f.end() ? Finding{} : *it;
 }
 
 bool Has(const std::string& text, const std::string& needle) {
@@ -87,15 +87,16 @@ TEST(CheckOnFabric, SlowRunIsPointedAtTheOneXLinkThatLimitsIt) {
   // faults: leaf1[5] at 1X, leaf2[5] at SDR, leaf3[6] unplugged, errors on leaf1[7]; the ring
   // over h1..h16 is limited to 1/4 by the 1X link. The run reaches 1.0 GB/s of 4.5 expected.
   const auto report = FabricOf("faults");
-  const CheckFinding f = FabricFinding(Log(Hosts(1, 16), 1.0), report);
-  EXPECT_EQ(f.status, CheckStatus::kFail) << f.reason;
-  EXPECT_EQ(f.element, "leaf1[5] <-> spine1[1]") << f.reason;
-  EXPECT_TRUE(Has(f.reason, "the fabric explains it: leaf1[5] <-> spine1[1] (link-width"))
-      << f.reason;
-  EXPECT_TRUE(Has(f.reason, "runs at 1X QDR")) << f.reason;
-  EXPECT_TRUE(Has(f.reason, "limits it to 1/4.00")) << f.reason;
-  EXPECT_TRUE(Has(f.reason, "predicts 1.00 GB/s as routed and 4.00 GB/s balanced")) << f.reason;
-  EXPECT_TRUE(Has(f.reason, "Also on this job's path:")) << f.reason;
+  const Finding f = FabricFinding(Log(Hosts(1, 16), 1.0), report);
+  EXPECT_EQ(f.severity, Severity::kCritical) << f.what;
+  EXPECT_EQ(f.where, "leaf1[5] <-> spine1[1]") << f.what;
+  EXPECT_TRUE(Has(f.what, "the fabric explains it (link-width, CRITICAL): runs at 1X QDR"))
+      << f.what;
+  EXPECT_TRUE(Has(f.fix, "reseat or replace the cable")) << f.fix;
+  EXPECT_TRUE(Has(f.what, "runs at 1X QDR")) << f.what;
+  EXPECT_TRUE(Has(f.what, "limits it to 1/4.00")) << f.what;
+  EXPECT_TRUE(Has(f.what, "predicts 1.00 GB/s as routed and 4.00 GB/s balanced")) << f.what;
+  EXPECT_TRUE(Has(f.what, "Also on this job's path:")) << f.what;
   EXPECT_DOUBLE_EQ(f.figures.at("fabric_limit_factor"), 4.0);
   EXPECT_DOUBLE_EQ(f.figures.at("fabric_routed_fraction"), 0.25);
   EXPECT_NEAR(f.figures.at("fabric_expected_busbw"), 4.5 * 0.25, 1e-9);
@@ -106,19 +107,19 @@ TEST(CheckOnFabric, SlowRunIsPointedAtTheOneXLinkThatLimitsIt) {
 
 TEST(CheckOnFabric, HealthyFabricDoesNotExplainASlowRun) {
   const auto report = FabricOf("healthy");
-  const CheckFinding f = FabricFinding(Log(Hosts(1, 16), 1.0), report);
-  EXPECT_EQ(f.status, CheckStatus::kPass) << f.reason;
-  EXPECT_TRUE(f.element.empty());
-  EXPECT_TRUE(Has(f.reason, "the fabric does not explain it")) << f.reason;
-  EXPECT_TRUE(Has(f.reason, "fabricscope doctor")) << f.reason;
+  const Finding f = FabricFinding(Log(Hosts(1, 16), 1.0), report);
+  EXPECT_EQ(f.severity, Severity::kOk) << f.what;
+  EXPECT_TRUE(f.where.empty());
+  EXPECT_TRUE(Has(f.what, "the fabric does not explain it")) << f.what;
+  EXPECT_TRUE(Has(f.what, "fabricscope doctor")) << f.what;
   EXPECT_DOUBLE_EQ(f.figures.at("fabric_limit_factor"), 1.0);
 }
 
 TEST(CheckOnFabric, HealthyRunOnAFaultyFabricPassesAndListsWhatItsPathCrosses) {
   const auto report = FabricOf("faults");
-  const CheckFinding f = FabricFinding(Log(Hosts(1, 16), 3.9), report);
-  EXPECT_EQ(f.status, CheckStatus::kPass) << f.reason;
-  EXPECT_TRUE(Has(f.reason, "on its path without limiting it: link-width leaf1[5]")) << f.reason;
+  const Finding f = FabricFinding(Log(Hosts(1, 16), 3.9), report);
+  EXPECT_EQ(f.severity, Severity::kOk) << f.what;
+  EXPECT_TRUE(Has(f.what, "on its path without limiting it: link-width leaf1[5]")) << f.what;
 }
 
 TEST(CheckOnFabric, OnlyTheFindingsOnTheJobsRoutesCount) {
@@ -126,14 +127,14 @@ TEST(CheckOnFabric, OnlyTheFindingsOnTheJobsRoutesCount) {
   // their routes. leaf3's unplugged uplink is on them, but a ring over two leaves crosses
   // once each way: 3 uplinks carry it at full rate, so it does not explain a slow run.
   const auto report = FabricOf("faults");
-  const CheckFinding f = FabricFinding(Log(Hosts(9, 16), 1.5), report);
-  EXPECT_EQ(f.status, CheckStatus::kPass) << f.reason;
-  EXPECT_TRUE(Has(f.reason, "the fabric does not explain it")) << f.reason;
-  EXPECT_TRUE(Has(f.reason, "on its path without limiting it: missing-uplink leaf3")) << f.reason;
-  EXPECT_TRUE(Has(f.reason, "limits it to 1/1.00")) << f.reason;
-  EXPECT_FALSE(Has(f.reason, "link-width")) << f.reason;
-  EXPECT_FALSE(Has(f.reason, "link-speed")) << f.reason;
-  EXPECT_FALSE(Has(f.reason, "error-counter")) << f.reason;
+  const Finding f = FabricFinding(Log(Hosts(9, 16), 1.5), report);
+  EXPECT_EQ(f.severity, Severity::kOk) << f.what;
+  EXPECT_TRUE(Has(f.what, "the fabric does not explain it")) << f.what;
+  EXPECT_TRUE(Has(f.what, "on its path without limiting it: missing-uplink leaf3")) << f.what;
+  EXPECT_TRUE(Has(f.what, "limits it to 1/1.00")) << f.what;
+  EXPECT_FALSE(Has(f.what, "link-width")) << f.what;
+  EXPECT_FALSE(Has(f.what, "link-speed")) << f.what;
+  EXPECT_FALSE(Has(f.what, "error-counter")) << f.what;
 }
 
 TEST(CheckOnFabric, ErrorsOnThePathMayExplainWhatTheRoutesDoNot) {
@@ -141,20 +142,20 @@ TEST(CheckOnFabric, ErrorsOnThePathMayExplainWhatTheRoutesDoNot) {
   // are named when the routes alone do not limit it. (The healthy fabric with one counter
   // finding added on leaf1's first uplink, which the ring over h1..h16 crosses.)
   auto report = FabricOf("healthy");
-  report.findings.push_back({"counters",
-                             "error-counter",
-                             fabric::Severity::kWarn,
-                             "leaf1[5]",
-                             "error counters set: SymbolErrorCounter=5000",
-                             {"ibqueryerrors.txt:3: [SymbolErrorCounter == 5000]"},
-                             "reseat or replace the cable"});
-  const CheckFinding f = FabricFinding(Log(Hosts(1, 16), 1.0), report);
-  EXPECT_EQ(f.status, CheckStatus::kFail) << f.reason;
-  EXPECT_EQ(f.element, "leaf1[5]");
-  EXPECT_TRUE(Has(f.reason,
-                  "the fabric may explain it (the routes do not limit it): leaf1[5] "
-                  "(error-counter, WARN)"))
-      << f.reason;
+  report.findings.push_back({.severity = Severity::kWarn,
+                             .source = "error-counter",
+                             .what = "error counters set: SymbolErrorCounter=5000",
+                             .where = "leaf1[5]",
+                             .evidence = {"ibqueryerrors.txt:3: [SymbolErrorCounter == 5000]"},
+                             .fix = "reseat or replace the cable"});
+  const Finding f = FabricFinding(Log(Hosts(1, 16), 1.0), report);
+  EXPECT_EQ(f.severity, Severity::kCritical) << f.what;
+  EXPECT_EQ(f.where, "leaf1[5]");
+  EXPECT_TRUE(Has(f.what,
+                  "the fabric may explain it, the routes do not limit it (error-counter, WARN): "
+                  "error counters set: SymbolErrorCounter=5000"))
+      << f.what;
+  EXPECT_EQ(f.fix, "reseat or replace the cable");
   EXPECT_EQ(f.evidence,
             (std::vector<std::string>{"ibqueryerrors.txt:3: [SymbolErrorCounter == 5000]"}));
 }
@@ -162,33 +163,33 @@ TEST(CheckOnFabric, ErrorsOnThePathMayExplainWhatTheRoutesDoNot) {
 TEST(CheckOnFabric, UnusedSpineExplainsASlowAllToAll) {
   // dor leaves spine2 unused: the all-to-all over every host is limited to 1/1.60.
   const auto report = FabricOf("dor-engine");
-  const CheckFinding f = FabricFinding(Log(Hosts(1, 16), 2.0, "alltoall"), report);
-  ASSERT_TRUE(f.status == CheckStatus::kWarn || f.status == CheckStatus::kFail) << f.reason;
-  EXPECT_EQ(f.element, "spine2") << f.reason;
-  EXPECT_TRUE(Has(f.reason, "(unused-spine, CRITICAL)")) << f.reason;
+  const Finding f = FabricFinding(Log(Hosts(1, 16), 2.0, "alltoall"), report);
+  ASSERT_TRUE(f.severity == Severity::kWarn || f.severity == Severity::kCritical) << f.what;
+  EXPECT_EQ(f.where, "spine2") << f.what;
+  EXPECT_TRUE(Has(f.what, "(unused-spine, CRITICAL)")) << f.what;
   EXPECT_DOUBLE_EQ(f.figures.at("fabric_limit_factor"), 1.6);
 }
 
 TEST(CheckOnFabric, DeadSwitchOnThePathIsListedBesideTheLinkThatLimits) {
   // dead-switch: the faults of `faults` and spine2 dead; the 1X link still sets the pace.
   const auto report = FabricOf("dead-switch");
-  const CheckFinding f = FabricFinding(Log(Hosts(1, 16), 1.0), report);
-  EXPECT_EQ(f.status, CheckStatus::kFail) << f.reason;
-  EXPECT_EQ(f.element, "leaf1[5] <-> spine1[1]") << f.reason;
-  EXPECT_TRUE(Has(f.reason, "Also on this job's path: ")) << f.reason;
-  EXPECT_TRUE(Has(f.reason, "dead-node LID 3")) << f.reason;
+  const Finding f = FabricFinding(Log(Hosts(1, 16), 1.0), report);
+  EXPECT_EQ(f.severity, Severity::kCritical) << f.what;
+  EXPECT_EQ(f.where, "leaf1[5] <-> spine1[1]") << f.what;
+  EXPECT_TRUE(Has(f.what, "Also on this job's path: ")) << f.what;
+  EXPECT_TRUE(Has(f.what, "dead-node LID 3")) << f.what;
 }
 
 TEST(CheckOnFabric, FabricHostsMapTheRunsHostNames) {
   // The run names its hosts node0..node15; --fabric-hosts gives their HCAs in rank order.
   const auto report = FabricOf("faults");
-  CheckFinding f = FabricFinding(Log(Hosts(0, 15, "node"), 1.0), report, Hosts(1, 16));
-  EXPECT_EQ(f.element, "leaf1[5] <-> spine1[1]") << f.reason;
-  EXPECT_TRUE(Has(f.reason, "16 hosts (h1, h2, ... h16: the run's host names)")) << f.reason;
+  Finding f = FabricFinding(Log(Hosts(0, 15, "node"), 1.0), report, Hosts(1, 16));
+  EXPECT_EQ(f.where, "leaf1[5] <-> spine1[1]") << f.what;
+  EXPECT_TRUE(Has(f.what, "16 hosts (h1, h2, ... h16: the run's host names)")) << f.what;
   // Without the mapping the whole fabric is judged, and the reason says which names missed.
   f = FabricFinding(Log(Hosts(0, 15, "node"), 1.0), report);
-  EXPECT_TRUE(Has(f.reason, "every HCA of the fabric")) << f.reason;
-  EXPECT_TRUE(Has(f.reason, "are not HCAs of the fabric")) << f.reason;
+  EXPECT_TRUE(Has(f.what, "every HCA of the fabric")) << f.what;
+  EXPECT_TRUE(Has(f.what, "are not HCAs of the fabric")) << f.what;
 }
 
 TEST(CheckOnFabric, HcasOfHostsMatchesDescriptionsThatStartWithTheHostName) {
@@ -212,17 +213,26 @@ TEST_F(CheckFabricCli, TextAndJsonNameTheLinkWithItsEvidence) {
   const std::string log = Write("job.log", Log(Hosts(1, 16), 1.0));
   auto o = Here(qdr + "--fabric " + Data("faults") + " " + log);
   EXPECT_EQ(o.exit_code, 1) << o.err;
-  EXPECT_TRUE(Has(o.out, "  FAIL  fabric         the fabric explains it: leaf1[5] <-> spine1[1]"))
+  // The finding writer's line (finding.h): severity, the rule, where: what; the evidence under it.
+  EXPECT_TRUE(Has(o.out,
+                  "\n  CRITICAL      fabric          leaf1[5] <-> spine1[1]: the fabric explains "
+                  "it (link-width, CRITICAL): runs at 1X QDR"))
       << o.out;
-  EXPECT_TRUE(Has(o.out, "        evidence: " + Data("faults") + "/iblinkinfo.txt:")) << o.out;
+  const std::string under(2 + 14 + 14 + 2, ' ');
+  EXPECT_TRUE(Has(o.out, "\n" + under + "evidence: " + Data("faults") + "/iblinkinfo.txt:"))
+      << o.out;
+  EXPECT_TRUE(Has(o.out, "\n" + under + "fix: reseat or replace the cable")) << o.out;
+  EXPECT_TRUE(Has(o.out, "\nCRITICAL: 1 test, 1 CRITICAL\n")) << o.out;
   o = Here(qdr + "--fabric " + Data("faults") + " --format json " + log);
   EXPECT_EQ(o.exit_code, 1) << o.err;
   const auto json = nlohmann::json::parse(o.out);
   const auto& findings = json["tests"][0]["findings"];
   const auto it = std::find_if(findings.begin(), findings.end(),
-                               [](const nlohmann::json& f) { return f["rule"] == "fabric"; });
+                               [](const nlohmann::json& f) { return f["source"] == "fabric"; });
   ASSERT_NE(it, findings.end()) << o.out;
-  EXPECT_EQ((*it)["element"], "leaf1[5] <-> spine1[1]");
+  EXPECT_EQ((*it)["severity"], "CRITICAL");
+  EXPECT_EQ((*it)["where"], "leaf1[5] <-> spine1[1]");
+  EXPECT_TRUE(Has((*it)["fix"], "reseat or replace the cable")) << (*it)["fix"];
   EXPECT_EQ((*it)["figures"]["fabric_limit_factor"], 4.0);
   EXPECT_GE((*it)["evidence"].size(), 2u);
   // Without --fabric the rule stands aside.

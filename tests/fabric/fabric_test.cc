@@ -8,11 +8,13 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <string>
 
 #include "common/in_process.h"
 #include "fabricscope/error.h"
+#include "fabricscope/finding.h"
 
 namespace fabricscope::fabric {
 namespace {
@@ -33,7 +35,7 @@ FabricReport Report(const std::string& name, const std::string& baseline = "") {
 
 std::set<std::string> Named(const FabricReport& report) {
   std::set<std::string> out;
-  for (const auto& f : report.findings) out.insert(f.kind + " " + f.subject);
+  for (const auto& f : report.findings) out.insert(f.source + " " + f.where);
   return out;
 }
 
@@ -67,7 +69,7 @@ TEST(FabricParse, HealthyFabricHasEveryNodeLinkAndTable) {
 
 TEST(FabricFindings, HealthyFabricNamesNothing) {
   const FabricReport r = Report("healthy");
-  EXPECT_TRUE(r.findings.empty()) << r.findings.front().kind << " " << r.findings.front().subject;
+  EXPECT_TRUE(r.findings.empty()) << r.findings.front().source << " " << r.findings.front().where;
   EXPECT_DOUBLE_EQ(r.routing.ring.limit_factor, 1.0);
   EXPECT_DOUBLE_EQ(r.routing.alltoall.limit_factor, 1.0);
   // check_lft_balance's count: 12 remote hosts over a leaf's 4 uplinks.
@@ -85,7 +87,7 @@ TEST(FabricFindings, EachInjectedFaultIsNamed) {
                           "link-width leaf1[5] <-> spine1[1]", "link-speed leaf2[5] <-> spine1[3]",
                           "link-down leaf3[6] <-> spine1[6]", "error-counter leaf1[7]"}));
   const auto width = std::find_if(r.findings.begin(), r.findings.end(),
-                                  [](const Finding& f) { return f.kind == "link-width"; });
+                                  [](const Finding& f) { return f.source == "link-width"; });
   // The ring all_reduce's hottest link is the 1X one: the factor goes to its finding.
   EXPECT_NEAR(r.routing.ring.limit_factor, 4.0, 1e-9);
   EXPECT_EQ(r.routing.ring.links.front().from, "leaf1[5]");
@@ -104,7 +106,7 @@ TEST(FabricFindings, ExpectedRateJudgesEveryLink) {
   options.findings.expect = ParseLinkRate("4xNDR");
   const FabricReport r = Analyze(ParseFabric(ReadSaved(Data("healthy"))), options);
   EXPECT_EQ(std::count_if(r.findings.begin(), r.findings.end(),
-                          [](const Finding& f) { return f.kind == "link-speed"; }),
+                          [](const Finding& f) { return f.source == "link-speed"; }),
             32);
 }
 
@@ -116,24 +118,24 @@ TEST(FabricFindings, DeadSwitchMissingUplinkAndUnusedSpine) {
                                    "link-speed leaf2[5] <-> spine1[3]",
                                    "link-down leaf3[6] <-> spine1[6]", "error-counter leaf1[7]"}));
   const auto named = std::find_if(dead.findings.begin(), dead.findings.end(),
-                                  [](const Finding& f) { return f.kind == "dead-node"; });
-  EXPECT_NE(named->message.find("the baseline names it spine2 (GUID 0x0000000000200001, LID 3)"),
+                                  [](const Finding& f) { return f.source == "dead-node"; });
+  EXPECT_NE(named->what.find("the baseline names it spine2 (GUID 0x0000000000200001, LID 3)"),
             std::string::npos)
-      << named->message;
+      << named->what;
   EXPECT_NE(std::find(named->evidence.begin(), named->evidence.end(),
                       "baseline: switch spine2 GUID 0x0000000000200001 LID 3"),
             named->evidence.end());
   // Without one it is known by its LID alone, and the message says how to name it.
   const FabricReport lid_only = Report("dead-switch");
   const auto by_lid = std::find_if(lid_only.findings.begin(), lid_only.findings.end(),
-                                   [](const Finding& f) { return f.kind == "dead-node"; });
+                                   [](const Finding& f) { return f.source == "dead-node"; });
   ASSERT_NE(by_lid, lid_only.findings.end());
-  EXPECT_EQ(by_lid->subject, "LID 3");
-  EXPECT_NE(by_lid->message.find("known only by LID 3: name it with 'fabricscope fabric "
-                                 "--baseline DIR'"),
+  EXPECT_EQ(by_lid->where, "LID 3");
+  EXPECT_NE(by_lid->what.find("known only by LID 3: name it with 'fabricscope fabric "
+                              "--baseline DIR'"),
             std::string::npos)
-      << by_lid->message;
-  EXPECT_NE(by_lid->message.find("'saquery -O 3'"), std::string::npos) << by_lid->message;
+      << by_lid->what;
+  EXPECT_NE(by_lid->what.find("'saquery -O 3'"), std::string::npos) << by_lid->what;
   EXPECT_EQ(Named(Report("missing-uplink")), (std::set<std::string>{"missing-uplink leaf4"}));
   const FabricReport dor = Report("dor-engine");
   EXPECT_EQ(Named(dor), (std::set<std::string>{"unused-spine spine2"}));
@@ -159,9 +161,9 @@ TEST(FabricFindings, CounterGrowthBetweenTwoReads) {
   options.interval_seconds = 10;
   const auto found = CounterFindings(now, options);
   ASSERT_EQ(found.size(), 2u);
-  EXPECT_EQ(found[0].kind, "error-growth");
-  EXPECT_NE(found[0].message.find("SymbolErrorCounter=3766"), std::string::npos);
-  EXPECT_EQ(found[1].kind, "error-growth");  // new since the first read
+  EXPECT_EQ(found[0].source, "error-growth");
+  EXPECT_NE(found[0].what.find("SymbolErrorCounter=3766"), std::string::npos);
+  EXPECT_EQ(found[1].source, "error-growth");  // new since the first read
 }
 
 TEST(FabricParse, BadLinesAreProblemsWithFileAndLine) {
@@ -207,12 +209,16 @@ class FabricCli : public test::InProcessTest {
 TEST_F(FabricCli, SavedFabricAsTextJsonAndSvg) {
   auto o = Here("--from " + Data("faults") + " --baseline " + Data("healthy"));
   EXPECT_EQ(o.exit_code, 1) << o.err;  // CRITICAL findings
-  EXPECT_NE(o.out.find("CRITICAL link-width"), std::string::npos) << o.out;
+  EXPECT_TRUE(std::regex_search(o.out, std::regex("\nCRITICAL +link-width +leaf1\\[5\\] <-> "
+                                                  "spine1\\[1\\]: runs at 1X QDR")))
+      << o.out;
   EXPECT_NE(o.out.find("evidence: " + Data("faults") + "/iblinkinfo.txt:"), std::string::npos);
   o = Here("--from " + Data("healthy") + " --format json");
   EXPECT_EQ(o.exit_code, 0) << o.err;
   const auto json = nlohmann::json::parse(o.out);
   EXPECT_EQ(json["findings"].size(), 0u);
+  EXPECT_EQ(json["findings_version"], kFindingsVersion);
+  EXPECT_EQ(json["worst"], "OK");
   EXPECT_EQ(json["topology"]["host_leaf"]["h16"], "leaf4");
   EXPECT_EQ(json["routing"]["ring"]["limit_factor"], 1.0);
   o = Here("--from " + Data("faults") + " --format svg");
@@ -240,7 +246,67 @@ TEST_F(FabricCli, PathThroughTheTablesAndAsIbtracertSawIt) {
 TEST_F(FabricCli, MissingHostIsCritical) {
   const auto o = Here("--from " + Data("healthy") + " --hosts h1,h2,h99");
   EXPECT_EQ(o.exit_code, 1);
-  EXPECT_NE(o.out.find("missing-host    h99"), std::string::npos) << o.out;
+  EXPECT_TRUE(std::regex_search(
+      o.out, std::regex("\nCRITICAL +missing-host +h99: h99 is on the expected list")))
+      << o.out;
+}
+
+// The findings go through the one text writer and the one JSON form (finding.h): the text
+// report holds the writer's lines for them, the JSON every key of every finding.
+TEST_F(FabricCli, FindingsInTheSharedTextAndJsonForms) {
+  const FabricReport r = Report("faults", "healthy");
+  ASSERT_FALSE(r.findings.empty());
+  auto o = Here("--from " + Data("faults") + " --baseline " + Data("healthy"));
+  EXPECT_NE(o.out.find(FindingsText(r.findings)), std::string::npos) << o.out;
+  o = Here("--from " + Data("faults") + " --baseline " + Data("healthy") + " --format json");
+  EXPECT_EQ(o.exit_code, 1) << o.err;
+  const auto json = nlohmann::json::parse(o.out);
+  EXPECT_EQ(json["findings_version"], 1);
+  EXPECT_EQ(json["worst"], "CRITICAL");
+  ASSERT_EQ(json["findings"].size(), r.findings.size());
+  for (const auto& f : json["findings"]) {
+    for (const char* key :
+         {"severity", "source", "what", "where", "evidence", "fix", "figures", "decided"}) {
+      EXPECT_TRUE(f.contains(key)) << key << " missing in " << f.dump();
+    }
+  }
+  const auto& first = json["findings"][0];
+  EXPECT_EQ(first["severity"], SeverityName(r.findings[0].severity));
+  EXPECT_EQ(first["source"], r.findings[0].source);
+  EXPECT_EQ(first["where"], r.findings[0].where);
+  EXPECT_EQ(first["what"], r.findings[0].what);
+}
+
+// INFO findings (a partly filled leaf) show their fix only under --verbose; problems always.
+TEST(FabricText, InfoFindingsKeepTheirFixForVerbose) {
+  FabricReport r;
+  r.findings.push_back({.severity = Severity::kInfo,
+                        .source = "hosts-per-leaf",
+                        .what = "3 hosts where most leaves have 4",
+                        .where = "leaf4",
+                        .fix = "expected for a partly filled leaf"});
+  EXPECT_EQ(FormatText(r, false).find("fix: expected"), std::string::npos) << FormatText(r, false);
+  EXPECT_NE(FormatText(r, true).find("fix: expected"), std::string::npos) << FormatText(r, true);
+  EXPECT_EQ(r.worst(), Severity::kInfo);
+  r.findings.clear();
+  EXPECT_EQ(r.worst(), Severity::kOk);
+}
+
+// One table gives each kind its family; the report folds and the job's impact groups by it.
+TEST(FabricText, EveryKindHasItsFamily) {
+  EXPECT_EQ(CategoryOf("link-width"), "link");
+  EXPECT_EQ(CategoryOf("link-mismatch"), "link");
+  EXPECT_EQ(CategoryOf("error-growth"), "counters");
+  EXPECT_EQ(CategoryOf("dead-node"), "cabling");
+  EXPECT_EQ(CategoryOf("route-imbalance"), "routing");
+  EXPECT_EQ(CategoryOf("no-sm"), "subnet-manager");
+  EXPECT_EQ(CategoryOf("bandwidth"), "");
+  // Every kind the captured fabrics give is in the table.
+  for (const char* name : {"faults", "dead-switch", "missing-uplink", "dor-engine"}) {
+    for (const Finding& f : Report(name).findings) {
+      EXPECT_NE(CategoryOf(f.source), "") << f.source;
+    }
+  }
 }
 
 TEST_F(FabricCli, BadInputIsAClearUsageError) {

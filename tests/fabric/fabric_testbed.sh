@@ -30,10 +30,11 @@ trap "exit 1" INT TERM
 FAILURES=0
 fail() { echo "FAIL: $*"; FAILURES=$((FAILURES + 1)); }
 
-# The findings of a JSON report as "kind subject" lines, sorted.
-findings() { jq -r '.findings[] | "\(.kind) \(.subject)"' "$1" | sort; }
+# The findings of a JSON report as "kind where" lines (a fabric finding's source is its
+# kind), sorted.
+findings() { jq -r '.findings[] | "\(.source) \(.where)"' "$1" | sort; }
 
-# check NAME REPORT EXPECTED... : the report names exactly EXPECTED ("kind subject" each).
+# check NAME REPORT EXPECTED... : the report names exactly EXPECTED ("kind where" each).
 check() {
   local name=$1 report=$2; shift 2
   local want got
@@ -119,8 +120,8 @@ scenario width-1x base minhop width-1x "" "link-width leaf1[5] <-> spine1[1]"
 # a quarter of 4X QDR) is pointed at the 1X link, judged against a generic 4X QDR platform.
 "$BIN" check --gpus-per-node 1 --intra-node-busbw 100 --nics 1 --nic-rate 40 --transport IB \
   --fabric "$CURRENT/saved" --format json "$HERE/data/all_reduce_h1-h16_1GBs.log" >"$CURRENT/check.json" 2>"$CURRENT/check.err"
-element=$(jq -r '.tests[0].findings[] | select(.rule == "fabric") | "\(.verdict) \(.element) \(.figures.fabric_limit_factor)"' "$CURRENT/check.json")
-if [ "$element" = "FAIL leaf1[5] <-> spine1[1] 4" ]; then
+element=$(jq -r '.tests[0].findings[] | select(.source == "fabric") | "\(.severity) \(.where) \(.figures.fabric_limit_factor)"' "$CURRENT/check.json")
+if [ "$element" = "CRITICAL leaf1[5] <-> spine1[1] 4" ]; then
   echo "ok: width-1x: check --fabric points the slow ring at leaf1[5] <-> spine1[1] (1/4.00)"
 else
   fail "width-1x: check --fabric: [$element] $(cat "$CURRENT/check.err")"

@@ -151,11 +151,11 @@ test_sbatch() {
   done
   check "the job left the queue" equal "$state" ""
   check "the script ran to its end" contains "$tmp/sbatch.out" "fabricscope: results in $tmp/out"
-  check "it printed a verdict" grep -qE '^(PASS|WARN|FAIL)' "$tmp/sbatch.out"
+  check "it printed a verdict" grep -qE '^(OK|WARN|CRITICAL)' "$tmp/sbatch.out"
   local c
   for c in all_reduce all_gather; do
     check "check-$c.json has a verdict" equal \
-      "$(jq -r '.verdict | test("PASS|WARN|FAIL")' "$tmp/out/check-$c.json")" true
+      "$(jq -r '.verdict | test("^(OK|WARN|CRITICAL)$")' "$tmp/out/check-$c.json")" true
     check "run-$c.json holds 4 ranks" equal "$(jq '.nranks' "$tmp/out/run-$c.json")" 4
     check "run-$c.log shows 2 hosts" equal \
       "$(awk '/^#  Rank/ {print $9}' "$tmp/out/run-$c.log" | sort -u | wc -l)" 2
