@@ -314,14 +314,13 @@ CommandAction SetupCheckCommand(CLI::App& app) {
   app.add_flag("--dry-run", f.dry_run,
                "print the platform and, with -- RUN FLAGS, the run's plan; exit 0 without "
                "running or judging");
-  app.footer(
-      "Exit status: 0 OK (and WARN unless --strict), 1 CRITICAL, 2 bad usage or unreadable "
-      "input, 3 a failure while running.\nExamples:\n"
-      "  fabricscope check --platform a3-ultragpu-8g all_gather.log\n"
-      "  fabricscope check --gpus-per-node 8 --intra-node-busbw 370 --nics 8 --nic-rate 400 "
-      "job.log\n"
-      "  fabricscope check -- --collective all_gather -b 1M -e 8G -f 2\n"
-      "  fabricscope check --fabric /var/tmp/fabric job.log   # point a slow run at a link");
+  app.footer(ExitCodesHelp({.clear = "OK (and WARN unless --strict)", .failed = "CRITICAL"}) +
+             "\nExamples:\n"
+             "  fabricscope check --platform a3-ultragpu-8g all_gather.log\n"
+             "  fabricscope check --gpus-per-node 8 --intra-node-busbw 370 --nics 8 --nic-rate 400 "
+             "job.log\n"
+             "  fabricscope check -- --collective all_gather -b 1M -e 8G -f 2\n"
+             "  fabricscope check --fabric /var/tmp/fabric job.log   # point a slow run at a link");
   return [flags](const CommandContext& ctx) { return ExecuteCheck(*flags, ctx); };
 }
 

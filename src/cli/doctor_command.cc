@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/flags.h"
 #include "cli/output.h"
 #include "fabricscope/doctor.h"
 #include "fabricscope/error.h"
@@ -134,10 +135,10 @@ CommandAction SetupDoctorCommand(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--timeout", flags->timeout, "seconds rank 0 waits for the other nodes' reports")
       ->capture_default_str();
-  app.footer(
-      "Exit status: 0 every finding OK, INFO or WARN; 1 a CRITICAL finding or drift (or a "
-      "WARN with --strict); 2 bad usage or input; 3 a failure while running. INFO: a check "
-      "that does not apply here or could not read what it needs, and says why.");
+  app.footer(ExitCodesHelp({.clear = "every finding OK, INFO or WARN",
+                            .failed = "a CRITICAL finding or drift (or a WARN with --strict)"}) +
+             " INFO: a check that does not apply here or could not read what it needs, and "
+             "says why.");
   return [flags](const CommandContext& ctx) { return ExecuteDoctor(*flags, ctx); };
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/flags.h"
 #include "cli/output.h"
 #include "fabricscope/error.h"
 #include "fabricscope/fabric.h"
@@ -99,9 +100,10 @@ CommandAction SetupFabricCommand(CLI::App& app) {
   app.add_flag("--strict", flags->strict, "exit 1 on WARN too (default: only on CRITICAL)");
   app.footer(
       "Runs ibnetdiscover, iblinkinfo, ibqueryerrors, dump_fts and sminfo from PATH (no shell, "
-      "each with --tool-timeout), or reads their saved outputs (--from). Exit status: 0 no "
-      "CRITICAL finding; 1 a CRITICAL finding (or a WARN with --strict); 2 bad usage or input; "
-      "3 the fabric could not be read.");
+      "each with --tool-timeout), or reads their saved outputs (--from).\n" +
+      ExitCodesHelp({.clear = "no CRITICAL finding",
+                     .failed = "a CRITICAL finding (or a WARN with --strict)",
+                     .runtime = "the fabric could not be read"}));
   return [flags](const CommandContext& ctx) { return ExecuteFabric(*flags, ctx); };
 }
 

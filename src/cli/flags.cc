@@ -1,6 +1,15 @@
 #include "cli/flags.h"
 
+#include <fmt/format.h>
+
 namespace fabricscope::cli {
+
+std::string ExitCodesHelp(const DiagnosisExits& exits) {
+  std::string help = fmt::format("Exit codes: 0 {}; 1 {}; 2 {}; 3 {}", exits.clear, exits.failed,
+                                 exits.usage, exits.runtime);
+  if (!exits.inconclusive.empty()) help += fmt::format("; 4 {}", exits.inconclusive);
+  return help + " (docs/output.md).";
+}
 
 void MeasureFlags::ApplyTo(RunOptions& options) const {
   options.nthreads = nthreads;

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "fabricscope/options.h"
@@ -35,6 +36,21 @@ template <typename T>
 CLI::Validator AtLeast(T lo, const std::string& advice) {
   return Checked<T>([lo](T v) { return v >= lo; }, advice);
 }
+
+// What each exit code means for one diagnosis (doctor, check, fabric, watch, locate), in its
+// own words; the rule itself is one (fabricscope/finding.h, docs/output.md). An empty
+// `inconclusive` says the command never exits 4.
+struct DiagnosisExits {
+  std::string_view clear;                                    // 0
+  std::string_view failed;                                   // 1
+  std::string_view inconclusive{};                           // 4
+  std::string_view usage = "bad usage or unreadable input";  // 2
+  std::string_view runtime = "a failure while running";      // 3
+};
+
+// A diagnosis's --help footer line: "Exit codes: 0 ...; 1 ...; 2 ...; 3 ...[; 4 ...]
+// (docs/output.md)."
+std::string ExitCodesHelp(const DiagnosisExits& exits);
 
 // nccl-tests' measurement flags (-t -n -w -c -T), as run, check and locate take them.
 struct MeasureFlags {

@@ -449,9 +449,10 @@ CommandAction SetupLocateCommand(CLI::App& app) {
   auto flags = std::make_shared<LocateFlags>();
   AddFlags(app, *flags);
   app.footer(
-      "Exit codes: 0 nobody named (everything decided fine), 1 a culprit named, 2 bad usage, "
-      "3 a failure while running, 4 inconclusive or ambiguous (nobody named, not cleared).\n"
-      "Across hosts, start one process per host as for `run` (mpirun, srun, or RANK/WORLD_SIZE/"
+      ExitCodesHelp({.clear = "nobody named (everything decided fine)",
+                     .failed = "a culprit named",
+                     .inconclusive = "inconclusive or ambiguous (nobody named, not cleared)"}) +
+      "\nAcross hosts, start one process per host as for `run` (mpirun, srun, or RANK/WORLD_SIZE/"
       "MASTER_ADDR/MASTER_PORT); docs/locate.md.");
   return [flags](const CommandContext& ctx) { return Execute(*flags, ctx); };
 }

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/flags.h"
 #include "cli/output.h"
 #include "fabricscope/error.h"
 #include "fabricscope/finding.h"
@@ -217,11 +218,13 @@ int ExecuteWatch(WatchFlags f, const CommandContext& ctx) {
 CommandAction SetupWatchCommand(CLI::App& app) {
   auto flags = std::make_shared<WatchFlags>();
   AddFlags(app, *flags);
-  app.footer(
-      "Exit codes: 0 no alert and nothing undecided, 1 an alert (a CRITICAL finding), 2 bad "
-      "usage or no records, 3 a failure while running (Prometheus unreachable), 4 inconclusive "
-      "(an INCONCLUSIVE finding: a straggler or slow link within the noise, nobody named, not "
-      "cleared). docs/watch.md.");
+  app.footer(ExitCodesHelp({.clear = "no CRITICAL finding and nothing undecided",
+                            .failed = "a CRITICAL finding (an alert)",
+                            .inconclusive = "an INCONCLUSIVE finding (a straggler or slow link "
+                                            "within the noise: nobody named, not cleared)",
+                            .usage = "bad usage or no records",
+                            .runtime = "a failure while running (Prometheus unreachable)"}) +
+             " docs/watch.md.");
   return [flags](const CommandContext& ctx) { return ExecuteWatch(*flags, ctx); };
 }
 

@@ -297,7 +297,7 @@ TEST_F(CheckCli, HelpListsThePlatformsAndTheExitStatus) {
   const Outcome o = Here("--help");
   EXPECT_EQ(o.exit_code, 0);
   EXPECT_TRUE(Has(o.out, "gcp-a3-ultragpu-8g")) << o.out;
-  EXPECT_TRUE(Has(o.out, "Exit status: 0 OK (and WARN unless --strict), 1 CRITICAL")) << o.out;
+  EXPECT_TRUE(Has(o.out, "Exit codes: 0 OK (and WARN unless --strict); 1 CRITICAL")) << o.out;
 }
 
 // Each test's findings are the one writer's lines (finding.h), indented under the test's line,

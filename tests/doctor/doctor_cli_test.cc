@@ -268,9 +268,9 @@ TEST_F(DoctorCliTest, ListAndHelp) {
   EXPECT_NE(o.out.find("nccl_log"), std::string::npos);
   o = Doctor({"--help"});
   EXPECT_EQ(o.exit_code, 0);
-  for (const char* flag :
-       {"--root", "--nccl-log", "--topo-file", "--env", "--no-env", "--check", "--list", "--format",
-        "--output", "--strict", "--verbose", "--launcher", "--timeout", "Exit status"}) {
+  for (const char* flag : {"--root", "--nccl-log", "--topo-file", "--env", "--no-env", "--check",
+                           "--list", "--format", "--output", "--strict", "--verbose", "--launcher",
+                           "--timeout", "Exit codes: 0 every finding"}) {
     EXPECT_NE(o.out.find(flag), std::string::npos) << flag << "\n" << o.out;
   }
   o = RunFabricscope({"--help"}, {}, dir_);

@@ -407,10 +407,11 @@ TEST_F(WatchCli, AnInconclusiveJudgementExitsFour) {
   EXPECT_EQ(o.exit_code, 0) << o.err << o.out;
   o = Run("--help");  // and --help says so
   EXPECT_EQ(o.exit_code, 0) << o.err;
-  EXPECT_NE(o.out.find("Exit codes: 0 no alert and nothing undecided, 1 an alert"),
-            std::string::npos)
+  EXPECT_NE(
+      o.out.find("Exit codes: 0 no CRITICAL finding and nothing undecided; 1 a CRITICAL finding"),
+      std::string::npos)
       << o.out;
-  EXPECT_NE(o.out.find("4 inconclusive"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("; 4 an INCONCLUSIVE finding"), std::string::npos) << o.out;
 }
 
 TEST_F(WatchCli, ReadsADirectoryAndExitsOneOnAnAlert) {
