@@ -61,8 +61,8 @@ std::string FindingsText(const std::vector<Finding>& findings, const FindingText
     out += fmt::format("{}{:<{}}{:<{}}  {}{}\n", style.indent, severity, kSeverityWidth, f.source,
                        source_width, f.where.empty() ? "" : f.where + ": ", f.what);
     if (!style.details || (!IsProblem(f) && !style.ok_details)) continue;
-    for (const std::string& e : f.evidence) out += under + "evidence: " + e + "\n";
-    if (!f.fix.empty()) out += under + "fix: " + f.fix + "\n";
+    for (const std::string& e : f.evidence) out += fmt::format("{}evidence: {}\n", under, e);
+    if (!f.fix.empty()) out += fmt::format("{}fix: {}\n", under, f.fix);
   }
   return out;
 }
