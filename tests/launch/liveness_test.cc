@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "fabricscope/error.h"
+#include "fabricscope/store.h"
 #include "fabricscope/tcp_store.h"
 
 namespace fabricscope {
@@ -122,6 +124,37 @@ TEST(LivenessTest, APublishedAbortIsReadWhenAskedAndAcknowledged) {
   EXPECT_EQ(zero.Get("live/ack/1", milliseconds(1000)), std::vector<char>{'K'});
   server.reset();
   EXPECT_EQ(beat.PublishedAbort(), "");
+}
+
+// Process 0 ends as soon as every ack is in the store, so a process's ack may land while the
+// store's reply to it is lost with process 0. That process has read the abort already: it
+// reports the abort, not "process 0 ended or closed the store" (seen on the fault bed).
+class StoreGoneAfterTheAck : public Store {
+ public:
+  explicit StoreGoneAfterTheAck(std::string abort) : abort_(std::move(abort)) {}
+  void Set(const std::string& key, const std::vector<char>& value) override {
+    memory_.Set(key, value);
+    if (key.rfind("live/ack/", 0) == 0)
+      throw SystemError("rendezvous: lost the store (receive of '" + key + "')");
+  }
+  std::vector<char> Get(const std::string& key, std::chrono::milliseconds timeout) override {
+    if (key == "live/abort") return {abort_.begin(), abort_.end()};
+    return memory_.Get(key, timeout);
+  }
+
+ private:
+  std::string abort_;
+  InMemoryStore memory_;
+};
+
+TEST(LivenessTest, AnAbortReadIsReportedWhenTheStoreEndsWithTheAck) {
+  const std::string silent =
+      "process 3 (rank 3 on fsf274) went silent during rendezvous (joining the gloo communicator "
+      "of 4 ranks): no heartbeat for 10 s";
+  Reported reported;
+  Liveness beat(Options(2, "fsf273", "rendezvous"), std::make_unique<StoreGoneAfterTheAck>(silent),
+                [&](const std::string& m) { reported.Set(m); });
+  EXPECT_EQ(reported.Await(std::chrono::seconds(20)), silent);
 }
 
 TEST(LivenessTest, AProcessThatSaysItIsDoneIsNotSilent) {
