@@ -37,12 +37,12 @@ void Expect(WatchBucket* b, int nodes, const WatchOptions& options,
   b->expected_low_gbs = band->low_busbw;
   if (b->samples >= options.min_samples && b->busbw_gbs < band->low_busbw) {
     findings->push_back(watch::Alert(
-        "healthy-band",
-        {.where = WhereOf(*b),
+        {.source = "healthy-band",
          .what = fmt::format("busbw {:.1f} GB/s, below {}'s healthy {:.1f} GB/s on {} node(s) "
                              "(typical {:.1f})",
                              b->busbw_gbs, options.platform->name, band->low_busbw, nodes,
                              band->typical_busbw),
+         .where = WhereOf(*b),
          .fix = "run `fabricscope check` and `fabricscope doctor` on the job's nodes",
          .figures = {{"busbw_gbs", b->busbw_gbs},
                      {"healthy_low_gbs", band->low_busbw},
@@ -64,12 +64,12 @@ void CompareToBaseline(WatchBucket* b, const WatchOptions& options, WatchBaselin
   b->drop_percent = (1 - b->busbw_gbs / *b->baseline_gbs) * 100;
   if (*b->drop_percent >= options.drop_percent) {
     findings->push_back(watch::Alert(
-        "drop",
-        {.where = WhereOf(*b),
+        {.source = "drop",
          .what = fmt::format(
              "busbw {:.3g} GB/s, {:.0f}% below this job's baseline of {:.3g} GB/s (threshold "
              "{:.0f}%)",
              b->busbw_gbs, *b->drop_percent, *b->baseline_gbs, options.drop_percent),
+         .where = WhereOf(*b),
          .fix = "look for what changed since the baseline: a straggler or slow link in this "
                 "window, other traffic on the fabric, a degraded link (`fabricscope fabric`)",
          .figures = {{"busbw_gbs", b->busbw_gbs},
@@ -141,17 +141,12 @@ WatchWindow JudgeWindow(int64_t start, int64_t end, const std::vector<const Insp
 
 namespace watch {
 
-Finding Alert(std::string source, FindingText text) {
-  return {.severity = Severity::kCritical,
-          .source = std::move(source),
-          .what = std::move(text.what),
-          .where = std::move(text.where),
-          .fix = std::move(text.fix),
-          .figures = std::move(text.figures)};
+Finding Alert(Finding f) {
+  f.severity = Severity::kCritical;
+  return f;
 }
 
-Finding Inconclusive(std::string source, FindingText text) {
-  Finding f = Alert(std::move(source), std::move(text));
+Finding Inconclusive(Finding f) {
   f.severity = Severity::kWarn;
   f.decided = false;
   return f;
@@ -163,13 +158,14 @@ void JudgeBucket(WatchBucket* b, int nodes, const WatchOptions& options, WatchBa
   CompareToBaseline(b, options, baseline, findings);
   if (options.p99_alert_us && b->samples >= options.min_samples &&
       b->p99_us > *options.p99_alert_us) {
-    findings->push_back(Alert(
-        "p99", {.where = WhereOf(*b),
-                .what = fmt::format("p99 {:.1f} us over the limit of {:.1f} us", b->p99_us,
-                                    *options.p99_alert_us),
-                .fix = "look for a straggler or a slow link in this window, or run `fabricscope "
-                       "locate` on the job's nodes",
-                .figures = {{"p99_us", b->p99_us}, {"limit_us", *options.p99_alert_us}}}));
+    findings->push_back(
+        Alert({.source = "p99",
+               .what = fmt::format("p99 {:.1f} us over the limit of {:.1f} us", b->p99_us,
+                                   *options.p99_alert_us),
+               .where = WhereOf(*b),
+               .fix = "look for a straggler or a slow link in this window, or run `fabricscope "
+                      "locate` on the job's nodes",
+               .figures = {{"p99_us", b->p99_us}, {"limit_us", *options.p99_alert_us}}}));
   }
 }
 

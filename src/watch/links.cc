@@ -78,23 +78,23 @@ void JudgeComm(const std::string& comm, const CommLinks& c, const WatchOptions& 
       {"ops", static_cast<double>(slowest->ops)}};
   if (ratio >= spread * options.slow_link_ratio) {
     findings->push_back(Alert(
-        "slow-link",
-        {.where = pair,
+        {.source = "slow-link",
          .what = fmt::format(
              "{:.1f}x its ring neighbours (send ProxyOp median {:.1f} us against {:.1f} us over "
              "{} other links of communicator {}; {} ops)",
              ratio, slowest_us, typical, others.size(), comm, slowest->ops),
+         .where = pair,
          .fix = "test that pair with `fabricscope locate` and look at both NICs (`fabricscope "
                 "doctor`, `fabricscope fabric`)",
          .figures = figures}));
   } else {
     findings->push_back(Inconclusive(
-        "slow-link",
-        {.where = pair,
+        {.source = "slow-link",
          .what = fmt::format(
              "{:.1f}x the median of the other links of communicator {}, but they spread "
              "{:.1f}x among themselves",
              ratio, comm, spread),
+         .where = pair,
          .fix = "run `fabricscope locate` on those nodes to decide",
          .figures = figures}));
   }

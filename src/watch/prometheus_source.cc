@@ -142,12 +142,12 @@ std::vector<WatchRank> Ranks(const std::string& url, const std::string& sel,
     r.straggler = *r.mean_time_us <= median / 2 && median - *r.mean_time_us >= options.straggler_us;
     if (!r.straggler) continue;
     findings->push_back(watch::Alert(
-        "straggler",
-        {.where = fmt::format("rank {} on node {}", r.rank, r.node.empty() ? "?" : r.node),
+        {.source = "straggler",
          .what = fmt::format(
              "spends {:.1f} us in a collective on average, the ranks' median is {:.1f} us: the "
              "others wait for it",
              *r.mean_time_us, median),
+         .where = fmt::format("rank {} on node {}", r.rank, r.node.empty() ? "?" : r.node),
          .fix = "look at that rank's compute, data loading and GPU (`fabricscope doctor`, "
                 "`fabricscope locate`)",
          .figures = {{"rank", static_cast<double>(r.rank)},

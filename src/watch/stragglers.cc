@@ -91,24 +91,24 @@ std::vector<WatchRank> RankLateness(const std::vector<const InspectorRecord*>& r
     if (next != nullptr && r.median_late_us - noise_us < options.straggler_us) {
       r.straggler = false;
       findings->push_back(Inconclusive(
-          "straggler",
-          {.where = where,
+          {.source = "straggler",
            .what = fmt::format(
                "starts its collectives {:.1f} ms after the first rank (median) and is the last "
                "in {} of {}, but rank {} is {:.1f} ms late too: the start skew is noise of that "
                "size",
                r.median_late_us / 1e3, r.last, r.groups, next->rank, noise_us / 1e3),
+           .where = where,
            .fix = "watch a longer window, or run `fabricscope locate` on those nodes to decide",
            .figures = std::move(figures)}));
       continue;
     }
     findings->push_back(
-        Alert("straggler",
-              {.where = where,
+        Alert({.source = "straggler",
                .what = fmt::format(
                    "starts its collectives {:.1f} ms after the first rank (median; the next rank "
                    "{:.1f} ms) and is the last in {} of {}; the other ranks wait for it",
                    r.median_late_us / 1e3, noise_us / 1e3, r.last, r.groups),
+               .where = where,
                .fix = "look at that rank's compute, data loading and GPU (`fabricscope doctor`, "
                       "`fabricscope locate`)",
                .figures = std::move(figures)}));
