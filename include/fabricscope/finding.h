@@ -3,6 +3,7 @@
 // "Findings").
 #pragma once
 
+#include <array>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -14,6 +15,10 @@ namespace fabricscope {
 // How bad a finding is, ordered so that the worst of several is the largest. CRITICAL is
 // what check has called FAIL: a result or a setting that is wrong, exit 1.
 enum class Severity { kOk = 0, kInfo = 1, kWarn = 2, kCritical = 3 };
+
+// Every severity, best first: for tallies that list each one.
+inline constexpr std::array<Severity, 4> kSeverities = {Severity::kOk, Severity::kInfo,
+                                                        Severity::kWarn, Severity::kCritical};
 
 // "OK", "INFO", "WARN", "CRITICAL".
 std::string_view SeverityName(Severity severity);

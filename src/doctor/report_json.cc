@@ -9,11 +9,6 @@ namespace fabricscope::doctor {
 
 using json = nlohmann::ordered_json;
 
-namespace {
-constexpr Severity kSeverities[] = {Severity::kOk, Severity::kInfo, Severity::kWarn,
-                                    Severity::kCritical};
-}  // namespace
-
 json ToJson(const NodeReport& report) {
   json checks = json::array();
   std::map<Severity, int> counts;  // checks by their worst finding

@@ -13,8 +13,6 @@
 namespace fabricscope::doctor {
 namespace {
 
-constexpr Severity kAll[] = {Severity::kOk, Severity::kInfo, Severity::kWarn, Severity::kCritical};
-
 std::map<Severity, int> CountChecks(const NodeReport& node) {
   std::map<Severity, int> counts;
   for (const auto& c : node.checks) ++counts[c.severity()];
@@ -24,7 +22,7 @@ std::map<Severity, int> CountChecks(const NodeReport& node) {
 std::string Tally(const NodeReport& node) {
   auto counts = CountChecks(node);
   std::string out = fmt::format("{} checks:", node.checks.size());
-  for (Severity s : kAll) out += fmt::format(" {} {},", counts[s], SeverityName(s));
+  for (Severity s : kSeverities) out += fmt::format(" {} {},", counts[s], SeverityName(s));
   out.pop_back();
   return out;
 }
