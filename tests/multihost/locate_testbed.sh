@@ -12,7 +12,10 @@
 # LOCATE_TESTBED_HOG [0: that many `yes >/dev/null` loops, a CPU hog, run beside locate],
 # LOCATE_TESTBED_KEEP [none: a directory each run's report and JSON are copied to],
 # LOCATE_TESTBED_SAMPLES [none: a directory each run's --save-samples file goes to, as
-# LABEL.runN.jsonl: the traces under tests/locate/data were recorded so].
+# LABEL.runN.jsonl: the traces under tests/locate/data were recorded so],
+# LOCATE_TESTBED_SIZE [1M] and LOCATE_TESTBED_ITERS [2]: -b and -n of every run (locate's
+# own defaults, what a user runs, are 4M and 5), LOCATE_TESTBED_TIMEOUT [120: seconds each
+# process may run].
 # docs/locate.md has the 10-run acceptance command (4 hosts, a host at 300 Mbit/s).
 #
 # Scenarios (all by default):
@@ -48,6 +51,9 @@ sweeps=6  # run_locate's passes (`sweeps=N run_locate ...` for one run), unless 
 readonly HOG=${LOCATE_TESTBED_HOG:-0}
 readonly KEEP=${LOCATE_TESTBED_KEEP:-}
 readonly SAMPLES=${LOCATE_TESTBED_SAMPLES:-}
+readonly SIZE=${LOCATE_TESTBED_SIZE:-1M}
+readonly ITERS=${LOCATE_TESTBED_ITERS:-2}
+readonly RUN_TIMEOUT=${LOCATE_TESTBED_TIMEOUT:-120}
 [ "$HOSTS" -ge 4 ] || {
   echo "LOCATE_TESTBED_HOSTS must be 4 or more (the link scenario slows hosts 2 and 4)" >&2
   exit 2
@@ -96,9 +102,9 @@ run_locate() {
     name=${specs[r]#*=}
     # As `netns.sh exec`, with the hostname given (two namespaces can be one node).
     # shellcheck disable=SC2016  # $0 and $@ are the inner shell's
-    timeout -k 5 120 ip netns exec "$ns" unshare --uts -- sh -c 'hostname "$0" && exec "$@"' \
+    timeout -k 5 "$RUN_TIMEOUT" ip netns exec "$ns" unshare --uts -- sh -c 'hostname "$0" && exec "$@"' \
       "$name" env RANK="$r" WORLD_SIZE="${#specs[@]}" LOCAL_RANK=0 MASTER_ADDR=10.77.0.1 \
-      MASTER_PORT="$port" "$bin" locate -b "$size" -n 2 -T 60 "${passes[@]}" "${EXTRA_ARGS[@]}" --json "$tmp/$label.json" "${save[@]}" \
+      MASTER_PORT="$port" "$bin" locate -b "$size" -n "$ITERS" -T 60 "${passes[@]}" "${EXTRA_ARGS[@]}" --json "$tmp/$label.json" "${save[@]}" \
       --svg "$tmp/$label.svg" >"$tmp/$label.out.$r" 2>"$tmp/$label.err.$r" </dev/null &
     pids+=($!)
   done
@@ -161,7 +167,7 @@ right_or_inconclusive() {
 
 scenario_none() {
   # shellcheck disable=SC2046  # one word per host
-  run_locate none "0|4" 1M $(hosts)
+  run_locate none "0|4" "$SIZE" $(hosts)
   check_common none 1
   check "none: nobody named" equal "$(named "$tmp/none.json")" ""
   check "none: the verdict says so" grep -Eq "# verdict: (nobody named|inconclusive, nobody named)" \
@@ -174,7 +180,7 @@ scenario_none() {
 scenario_node() {
   "$netns" slow "${PREFIX}4" "$SLOW_RATE" >/dev/null
   # shellcheck disable=SC2046
-  run_locate node "1|4" 1M $(hosts)
+  run_locate node "1|4" "$SIZE" $(hosts)
   restore "${PREFIX}4"
   check_common node 1
   check "node: node ${PREFIX}4 named, or inconclusive (never a wrong name)" \
@@ -192,7 +198,7 @@ scenario_node() {
 scenario_link() {
   "$netns" slowlink "${PREFIX}2" "${PREFIX}4" "$SLOW_RATE" >/dev/null
   # shellcheck disable=SC2046
-  run_locate link "1|4" 1M $(hosts)
+  run_locate link "1|4" "$SIZE" $(hosts)
   "$netns" slowlink "${PREFIX}2" "${PREFIX}4" off >/dev/null
   check "link: 'slowlink off' leaves no class or filter toward the peer" equal \
     "$(tc -n "${PREFIX}2" class show dev eth0 | grep -c '1:104' || true)" 0
@@ -216,7 +222,7 @@ lossy_rules() {
 scenario_lossy() {
   lossy_rules -A "${PREFIX}2" "${PREFIX}4"
   # shellcheck disable=SC2046
-  run_locate lossy "1|4" 1M $(hosts)
+  run_locate lossy "1|4" "$SIZE" $(hosts)
   lossy_rules -D "${PREFIX}2" "${PREFIX}4"
   check_common lossy 1
   check "lossy: link ${PREFIX}2-${PREFIX}4 named, or inconclusive (never a wrong name)" \
@@ -235,7 +241,7 @@ scenario_rails() {
   # needs there (11 df, 36 tests), and one run stayed below it, undecided. Twelve let the
   # noise's degrees of freedom grow (t 5.6 at nine rounds, 5.1 at twelve); the passes stop
   # as soon as everything is decided.
-  sweeps=12 run_locate rails 1 1M "${specs[@]}"
+  sweeps=12 run_locate rails 1 "$SIZE" "${specs[@]}"
   restore "$PREFIX$((3 + HOSTS))"
   check_common rails 2 fsnode
   check "rails: each node's rails are its two namespaces' ranks" equal \
