@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,9 @@ namespace fabricscope::locate {
 struct PairLevel {
   NodePair pair;
   std::vector<double> logs;
-  double level = 0;   // median of logs
+  double level = 0;  // median of logs
+  // The same before the rounds' effects were taken off (NaN: not known, the level).
+  double raw_level = std::numeric_limits<double>::quiet_NaN();
   double spread = 0;  // its own robust standard deviation (0 below 3 samples)
   // How far its samples (or their collectives) reach above its level, as a standard
   // deviation (the median excess of those above it; 0 below 2 samples). A stall (another process
@@ -39,7 +42,33 @@ struct RailLevels {
   double all_reduce_typical = 0;
   std::vector<PairLevel> pairs;                    // sorted by pair
   std::vector<std::vector<size_t>> pairs_of_node;  // indices into pairs
+  // Round effects (EstimateRoundEffects): how many samples lost their round's effect, and
+  // the factor on the noise's variance that taking it costs.
+  int round_adjusted = 0;
+  double noise_variance_factor = 1.0;
 };
+
+// Round effects: every pair measured in one round shares that round's slowdown (a busy
+// CPU, a token bucket's state, another job's traffic: on the namespace bed over MPI, half
+// of a healthy run's variance; issue 29, docs/locate.md). Sample i (pairs[i], rounds[i],
+// logs[i]) is y = pair level + round effect + noise. The effects come from one pass
+// of the `reference` samples alone (the noise sample's pairs: measured whatever they
+// showed), only for rounds with kRoundEffectPairs of them or more (with two, a round's
+// effect is their mean, and each pair's samples would carry the other's noise); every
+// sample of such a round loses its effect. A fault moves every sample of its pair alike
+// and so stays in the pair's level, never in a round's effect; a stall is one sample of
+// the round's, outvoted by the median.
+inline constexpr int kRoundEffectPairs = 4;
+struct RoundEffects {
+  std::vector<double> effect;  // per sample; 0 outside such rounds (or round < 0)
+  int adjusted = 0;            // samples in such rounds
+  // The factor on one sample's noise variance, over the samples: 1 + pi/2k for a round of
+  // k reference samples (the median's own error), 1 outside such rounds.
+  double variance_factor = 1;
+};
+RoundEffects EstimateRoundEffects(const std::vector<NodePair>& pairs,
+                                  const std::vector<int>& rounds, const std::vector<double>& logs,
+                                  const std::vector<char>& reference);
 
 // Log of a sample's bandwidth over the typical: wrong data is log(1e-3), far below any
 // real pair; a collective that did not run is left out; neither ran: NaN.
@@ -49,6 +78,8 @@ double SampleLog(const PairSample& s, double sendrecv_typical, double all_reduce
 std::vector<double> SampleParts(const PairSample& s, double sendrecv_typical,
                                 double all_reduce_typical);
 
+// Each pair's level from its samples, less their rounds' effects (EstimateRoundEffects, the
+// noise sample of the measured pairs for reference).
 RailLevels BuildLevels(const std::vector<PairSample>& samples, int rail, int nodes);
 
 // The pairs whose repeats tell the noise: rounds of disjoint pairs (each round costs one
@@ -74,9 +105,10 @@ double CriticalValue(double confidence, double tests, double df);
 // A pair, or a set of pairs, against a reference set of pairs: the difference of log
 // levels, its standard error, and the call.
 struct Comparison {
-  double diff = 0;     // log(bandwidth / reference)
-  double se = 0;       // for a fine call: robust to the pair's own stalls
-  double se_slow = 0;  // for a slow call: its samples' reach above its level counts too
+  double diff = 0;       // log(bandwidth / reference)
+  double diff_slow = 0;  // for a slow call: the larger of diff and the same before round effects
+  double se = 0;         // for a fine call: robust to the pair's own stalls
+  double se_slow = 0;    // for a slow call: its samples' reach above its level counts too
   PairCall call = PairCall::kUndecided;
 };
 
@@ -92,13 +124,20 @@ struct Rule {
   PairCall Call(double diff, double se) const { return Call(diff, se, se); }
   // `se_slow` for the slow call, `se` for the fine one.
   PairCall Call(double diff, double se, double se_slow) const;
+  // `diff_slow` for the slow call, `diff` for the fine one.
+  PairCall Call(double diff, double diff_slow, double se, double se_slow) const;
 };
 
-// The median of the reference pairs' levels, its standard error (1.2533 x sd / sqrt m, the
-// sd the larger of the noise and their spread), and their count.
+// The median of the reference pairs' levels, its standard errors, and their count. For a
+// slow call (se_slow) 1.2533 x sd / sqrt m, the sd the larger of the noise and their
+// spread; for a fine call (se) the spread counts only up to one pair's own error (pairs
+// that differ for good leave the median at the middle one's level). se_slow below se (as
+// when only se is set) means se.
 struct Reference {
   double level = 0;
+  double raw_level = std::numeric_limits<double>::quiet_NaN();  // of the pairs' raw levels
   double se = 0;
+  double se_slow = 0;
   int count = 0;
 };
 Reference MakeReference(const RailLevels& levels, const std::vector<size_t>& pairs, double sigma);
