@@ -839,10 +839,15 @@ std::vector<NodePair> PairsToRemeasure(const std::vector<RailVerdict>& rails, in
   if (want.empty()) return {};
   // Few nodes: every pair is some test's reference; measure them all again.
   if (nodes <= 6) want = all;
-  std::vector<NodePair> out = sample;
+  // The pairs to decide first, the noise sample after them: PackRounds fills each round
+  // first-fit, so the sample's pairs join the rounds of the undecided ones, and each of
+  // those rounds has reference pairs whose shared effect can be taken off (round effects,
+  // EstimateRoundEffects).
+  std::vector<NodePair> out;
   for (const NodePair& p : want) {
     if (!std::binary_search(sample.begin(), sample.end(), p)) out.push_back(p);
   }
+  out.insert(out.end(), sample.begin(), sample.end());
   return out;
 }
 
