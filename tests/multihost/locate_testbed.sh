@@ -97,6 +97,8 @@ run_locate() {
   [ -z "$SAMPLES" ] || save=(--save-samples "$SAMPLES/$label.run$run.jsonl")
   [[ " ${EXTRA_ARGS[*]} " != *" --max-sweeps "* ]] || passes=()
   port=$((port + 1))  # a fresh port: the previous run's may still be in TIME_WAIT
+  # Nothing of the previous run's: a run that fails to start must not report its verdict.
+  rm -f "$tmp/$label".*
   for ((r = 0; r < ${#specs[@]}; r++)); do
     ns=${specs[r]%%=*}
     name=${specs[r]#*=}
