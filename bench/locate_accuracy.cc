@@ -8,8 +8,10 @@
 //
 //   locate_accuracy [--min-nodes 2] [--max-nodes 16] [--seeds 100] [--noise 0.1,0.3,0.5]
 //                   [--transients 0.05] [--factor 0.25] [--noise-from FILE ...]
+//                   [--no-round-effects]
 // --noise-from replays the noise of recorded healthy runs (`locate --save-samples`, e.g.
-// tests/locate/data/bed-*-none.jsonl) instead of --noise and --transients.
+// tests/locate/data/bed*-none.jsonl) instead of --noise and --transients;
+// --no-round-effects leaves each round's shared effect on its samples, for comparison.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -43,6 +45,7 @@ struct Config {
   double factor = 0.25;
   int seeds = 100;
   std::shared_ptr<const fabricscope::RecordedNoise> recorded;  // replayed instead of noise
+  bool round_effects = true;
 };
 
 // One run: `slow` is the slow node, or -1 for none.
@@ -63,6 +66,7 @@ void RunOne(const Config& c, uint64_t seed, int slow, Counts& counts) {
   fabricscope::SimulatedCluster cluster(sim);
   fabricscope::LocateOptions options;
   options.stragglers = false;
+  options.round_effects = c.round_effects;
   // Two nodes have nothing to compare their pair with but what the platform should do.
   if (c.nodes == 2) options.expect_gbs = sim.bandwidth;
   const fabricscope::LocateReport r = fabricscope::Locate(options, cluster.Layout(), cluster);
@@ -109,6 +113,9 @@ int main(int argc, char** argv) {
   app.add_option("--factor", factor)->capture_default_str();
   std::vector<std::string> noise_from;
   app.add_option("--noise-from", noise_from, "replay these recorded healthy runs' noise");
+  bool no_round_effects = false;
+  app.add_flag("--no-round-effects", no_round_effects,
+               "leave each round's shared effect on its samples (for comparison)");
   CLI11_PARSE(app, argc, argv);
   std::shared_ptr<const fabricscope::RecordedNoise> recorded;
   if (!noise_from.empty()) {
@@ -128,7 +135,7 @@ int main(int argc, char** argv) {
   int total_wrong = 0;
   for (int n = min_nodes; n <= max_nodes; ++n) {
     for (double noise : noises) {
-      const Config c{n, noise, transients, factor, seeds, recorded};
+      const Config c{n, noise, transients, factor, seeds, recorded, !no_round_effects};
       Counts fault;
       Counts none;
       for (int s = 0; s < seeds; ++s) {

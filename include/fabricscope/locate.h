@@ -181,6 +181,9 @@ struct LocateOptions {
   Topology topology;       // hosts to leaf switches; empty: blame nodes and links only
   bool per_node = true;    // the per-node round (nodes with two or more ranks)
   bool stragglers = true;  // the collective over every rank, for per-rank times
+  // Each round's shared effect taken off its samples (docs/locate.md, "Round effects");
+  // false: not, for comparison (bench/locate_accuracy.cc --no-round-effects).
+  bool round_effects = true;
   // Stragglers: a rank stands out below threshold x the median time (or above it over
   // threshold) and more than this many robust standard deviations from it.
   double min_robust_z = 3.0;

@@ -207,7 +207,8 @@ RoundEffects EstimateRoundEffects(const std::vector<NodePair>& pairs,
   return out;
 }
 
-RailLevels BuildLevels(const std::vector<PairSample>& samples, int rail, int nodes) {
+RailLevels BuildLevels(const std::vector<PairSample>& samples, int rail, int nodes,
+                       bool round_effects) {
   RailLevels out;
   out.rail = rail;
   out.sendrecv_typical = MedianOf(samples, rail, &PairSample::sendrecv_busbw);
@@ -247,7 +248,8 @@ RailLevels BuildLevels(const std::vector<PairSample>& samples, int rail, int nod
   std::sort(sample.begin(), sample.end());
   std::vector<char> reference;
   for (const NodePair& p : pairs) {
-    reference.push_back(std::binary_search(sample.begin(), sample.end(), p) ? 1 : 0);
+    const bool in_sample = std::binary_search(sample.begin(), sample.end(), p);
+    reference.push_back(round_effects && in_sample ? 1 : 0);
   }
   const RoundEffects effects = EstimateRoundEffects(pairs, rounds, logs, reference);
   out.noise_variance_factor = effects.variance_factor;
@@ -633,7 +635,7 @@ void CallLinks(RailVerdict& v) {
 RailVerdict JudgeRail(const std::vector<PairSample>& samples, int rail, int nodes,
                       const LocateOptions& options, double tests) {
   RailVerdict v;
-  v.levels = BuildLevels(samples, rail, nodes);
+  v.levels = BuildLevels(samples, rail, nodes, options.round_effects);
   std::vector<NodePair> pairs;
   for (const PairLevel& p : v.levels.pairs) pairs.push_back(p.pair);
   v.noise_sample = NoiseSample(pairs, nodes);

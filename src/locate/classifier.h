@@ -80,7 +80,8 @@ std::vector<double> SampleParts(const PairSample& s, double sendrecv_typical,
 
 // Each pair's level from its samples, less their rounds' effects (EstimateRoundEffects, the
 // noise sample of the measured pairs for reference).
-RailLevels BuildLevels(const std::vector<PairSample>& samples, int rail, int nodes);
+RailLevels BuildLevels(const std::vector<PairSample>& samples, int rail, int nodes,
+                       bool round_effects = true);
 
 // The pairs whose repeats tell the noise: rounds of disjoint pairs (each round costs one
 // round) until 64 pairs, or every pair when there are fewer. Chosen by name, never by what

@@ -537,5 +537,123 @@ TEST(Stragglers, TheLateRankHasTheShortestTime) {
   EXPECT_TRUE(FindStragglers(t, {}, {}).empty());
 }
 
+// Round effects (issue 29): eight disjoint pairs measured together in each of six rounds,
+// each round slower or faster as a whole, one pair slow for good. The rounds' effects are
+// found (the median of their pairs' differences from their own levels), the slow pair stays
+// slow, and a round of three reference samples is left alone.
+TEST(EstimateRoundEffects, EachRoundsSharedSlowdownIsFoundAndAFaultStaysInItsPair) {
+  const std::vector<double> round_effect = {0.0, -0.4, 0.3, 0.0, -0.2, 0.5};
+  std::vector<NodePair> pairs;
+  std::vector<int> rounds;
+  std::vector<double> logs;
+  for (int r = 0; r < 6; ++r) {
+    for (int p = 0; p < 8; ++p) {
+      const double jitter = 0.01 * (((3 * p + r) % 5) - 2);
+      const double level = p == 5 ? std::log(0.3) : 0.0;
+      pairs.push_back({2 * p, 2 * p + 1});
+      rounds.push_back(r);
+      logs.push_back(level + round_effect[static_cast<size_t>(r)] + jitter);
+    }
+  }
+  // A seventh round of three pairs: too few to tell its effect.
+  for (int p = 0; p < 3; ++p) {
+    pairs.push_back({2 * p, 2 * p + 1});
+    rounds.push_back(6);
+    logs.push_back(-0.6);
+  }
+  const std::vector<char> reference(logs.size(), 1);
+  const RoundEffects e = EstimateRoundEffects(pairs, rounds, logs, reference);
+  ASSERT_EQ(e.effect.size(), logs.size());
+  for (size_t i = 0; i < 48; ++i) {
+    // The rounds' effects are relative to the pairs' medians over rounds (whose own
+    // median effect is 0.0 here).
+    EXPECT_NEAR(e.effect[i], round_effect[static_cast<size_t>(rounds[i])], 0.03) << "sample " << i;
+  }
+  for (size_t i = 48; i < logs.size(); ++i) EXPECT_EQ(e.effect[i], 0.0);
+  EXPECT_EQ(e.adjusted, 48);
+  // 48 samples in rounds of 8: 1 + pi/16 each; 3 outside: 1.
+  EXPECT_NEAR(e.variance_factor, (48 * (1 + 1.5708 / 8) + 3) / 51.0, 1e-6);
+  // Not a reference sample: measured, never used for an effect.
+  std::vector<char> none(logs.size(), 0);
+  EXPECT_EQ(EstimateRoundEffects(pairs, rounds, logs, none).adjusted, 0);
+}
+
+// Round effects taken off shrink the noise the classifier measures on a cluster whose rounds
+// are slow or fast together, and the slow call keeps what was measured: a round's effect
+// taken off can clear a pair, never name one.
+TEST(BuildLevels, RoundEffectsComeOffTheSamplesButNotOffTheStallRule) {
+  // The schedule's rounds: pairs of one round are disjoint (round robin of 8: 7 rounds of 4).
+  const std::vector<Round> schedule = RoundRobinSchedule(8);
+  int round = 0;
+  std::vector<PairSample> ordered;
+  for (int sweep = 0; sweep < 6; ++sweep) {
+    for (const Round& r : schedule) {
+      const double effect = ((round * 7) % 5 - 2) * 0.2;  // -0.4 .. 0.4, shared
+      for (const NodePair& p : r.pairs) {
+        PairSample s;
+        s.pair = p;
+        s.round = round;
+        s.sendrecv_busbw = s.all_reduce_busbw = 10.0 * std::exp(effect);
+        ordered.push_back(s);
+      }
+      ++round;
+    }
+  }
+  const RailLevels with = BuildLevels(ordered, 0, 8);
+  const RailLevels without = BuildLevels(ordered, 0, 8, false);
+  std::vector<NodePair> every;
+  for (const PairLevel& p : with.pairs) every.push_back(p.pair);
+  EXPECT_LT(EstimateNoise(with, every).sigma, 0.01);
+  EXPECT_GT(EstimateNoise(without, every).sigma, 0.2);
+  EXPECT_EQ(with.round_adjusted, static_cast<int>(ordered.size()));
+  EXPECT_EQ(without.round_adjusted, 0);
+  // Every pair's raw level is kept for the slow call.
+  for (const PairLevel& p : with.pairs) EXPECT_TRUE(std::isfinite(p.raw_level));
+}
+
+// A node is cleared by a fine pair only when that pair was measured three times, and then
+// only when fewer than half of its pairs are slow (or two such pairs are fine): one burst
+// makes a once-measured pair of a slow node look fine (issue 29's replayed bed), and a slow
+// node cleared has its slow pairs named as links.
+TEST(JudgeRail, ABurstOnAOnceMeasuredPairDoesNotClearASlowNode) {
+  // Six nodes, node 2 slow: each pair measured four times, but pair 2-3 once, and fast.
+  std::vector<PairSample> samples;
+  for (const PairSample& s : AllPairs(6, 1, SlowNode(2, 0.25), 4)) {
+    if (s.pair.a == 2 && s.pair.b == 3) continue;
+    samples.push_back(s);
+  }
+  samples.push_back({{2, 3}, 0, 12.0, 12.0, 0});
+  const RailVerdict v = Judge(6, samples);
+  EXPECT_TRUE(v.slow_links.empty()) << "a slow node's pairs named as links";
+  for (int x : v.slow_nodes) EXPECT_EQ(x, 2);
+  // Measured three times and fast each time, it is fine; against four slow pairs of five
+  // it still does not clear node 2.
+  samples.push_back({{2, 3}, 0, 12.0, 12.0, 0});
+  samples.push_back({{2, 3}, 0, 12.0, 12.0, 0});
+  const RailVerdict three = Judge(6, samples);
+  EXPECT_TRUE(three.slow_links.empty()) << "a slow node's pairs named as links";
+  EXPECT_NE(three.node_calls[2], PairCall::kFine);
+}
+
+// A fine call's reference error counts the spread between the reference pairs only up to
+// one pair's own error (their median sits at the middle pair's level); the slow call keeps
+// the whole spread.
+TEST(MakeReference, TheSpreadBetweenPairsCountsOnlyUpToOnePairsErrorForAFineCall) {
+  // Four pairs at 10, 11, 12 and 14 GB/s for good, measured 16 times at noise ~0.015.
+  const RailLevels levels = BuildLevels(AllPairs(
+                                            3, 1,
+                                            [](int a, int b, int) {
+                                              if (a == 0 && b == 1) return 10.0;
+                                              if (a == 0 && b == 2) return 12.0;
+                                              return 14.0;
+                                            },
+                                            16),
+                                        0, 3);
+  const Reference ref = MakeReference(levels, {0, 1, 2}, 0.015);
+  EXPECT_GT(ref.se_slow, 0.05);                  // 1.2533 x the spread (0.14) / sqrt 3
+  EXPECT_LT(ref.se, 1.2533 * 0.015 / 4 + 1e-9);  // one pair's own error: 1.2533 x 0.015 / sqrt 16
+  EXPECT_GE(ref.se, 1.2533 * 0.015 / 4 / std::sqrt(3.0) - 1e-9);
+}
+
 }  // namespace
 }  // namespace fabricscope::locate
