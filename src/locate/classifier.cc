@@ -185,6 +185,7 @@ RoundEffects EstimateRoundEffects(const std::vector<NodePair>& pairs,
     }
     if (indices.size() < static_cast<size_t>(kRoundEffectPairs)) continue;
     std::vector<double> residuals;
+    residuals.reserve(indices.size());
     for (size_t i : indices) residuals.push_back(logs[i] - level[pairs[i]]);
     used[round] = indices.size();
     effect[round] = Median(std::move(residuals));
