@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -108,20 +109,35 @@ namespace {
       where, line, what));
 }
 
+// An integer field within [0, max]: nlohmann converts a float to int without a range check
+// (1.2e104 as "round" is undefined behaviour; samples_fuzz).
+template <typename T>
+T Count(const Json& j, const char* key, T fallback, T max, const std::string& where, int line) {
+  if (!j.contains(key)) return fallback;
+  const Json& v = j.at(key);
+  if (!v.is_number_integer() || v.get<long long>() < 0 ||
+      v.get<long long>() > static_cast<long long>(max)) {
+    Bad(where, line, fmt::format("\"{}\" is not a count from 0 to {}: {}", key, max, v.dump()));
+  }
+  return static_cast<T>(v.get<long long>());
+}
+
 Record ParseRecord(const Json& j, const std::string& where, int line) {
   Record r;
+  if (!j.is_object()) Bad(where, line, "not a JSON object");
+  if (!j.contains("round")) Bad(where, line, "a measurement without its \"round\"");
+  r.round = Count(j, "round", 0, std::numeric_limits<int>::max(), where, line);
+  r.wrong = Count(j, "wrong", 0LL, std::numeric_limits<long long>::max(), where, line);
+  r.rail = Count(j, "rail", 0, 1 << 20, where, line);
   try {
-    r.round = j.at("round").get<int>();
     r.phase = j.at("phase").get<std::string>();
     r.collective = j.at("collective").get<std::string>();
     r.busbw_gbs = j.at("busbw_gbs").is_null() ? 0.0 : j.at("busbw_gbs").get<double>();
-    r.wrong = j.value("wrong", 0LL);
     if (j.contains("node")) {
       r.a = j.at("node").get<std::string>();
     } else {
       r.a = j.at("a").get<std::string>();
       r.b = j.at("b").get<std::string>();
-      r.rail = j.value("rail", 0);
     }
   } catch (const Json::exception& e) {
     Bad(where, line, std::string("a measurement without its fields: ") + e.what());
@@ -142,17 +158,18 @@ std::vector<Record> Read(std::istream& in, const std::string& where) {
     Json j;
     try {
       j = Json::parse(text);
-    } catch (const Json::parse_error& e) {
+    } catch (const Json::exception& e) {
+      // parse_error, and out_of_range for a number beyond a double (1e999): both bad input.
       Bad(where, line, std::string("not JSON: ") + e.what());
     }
     if (!header) {
-      if (!j.is_object() || j.value("format", std::string()) != kFormat) {
+      if (!j.is_object() || !j.contains("format") || j.at("format") != kFormat) {
         Bad(where, line,
             fmt::format("the first line is not the header {{\"format\": \"{}\"}}", kFormat));
       }
-      if (j.value("version", 0) != kFormatVersion) {
-        Bad(where, line,
-            fmt::format("version {} (this build reads {})", j.value("version", 0), kFormatVersion));
+      const int version = Count(j, "version", 0, 1 << 20, where, line);
+      if (version != kFormatVersion) {
+        Bad(where, line, fmt::format("version {} (this build reads {})", version, kFormatVersion));
       }
       header = true;
       continue;

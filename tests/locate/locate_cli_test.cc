@@ -410,6 +410,13 @@ TEST_F(LocateCliTest, ASamplesFileThatIsNotOneIsRefusedWithTheLine) {
   ExpectRefused("locate --simulate 4 --noise-from " + bad.string(), 2, "replaying noise needs");
   std::ofstream(bad) << "{\"round\":0}\n";
   EXPECT_THROW(fabricscope::locate::ReadFile(bad.string()), fabricscope::UsageError);
+  // A number beyond a double is nlohmann's out_of_range, not a parse error: refused the
+  // same way (samples_fuzz found it ending the process).
+  std::ofstream(bad) << R"({"format":"fabricscope-locate-samples","version":1})"
+                     << "\n"
+                     << R"({"round":0,"busbw_gbs":1e999})"
+                     << "\n";
+  ExpectRefused("locate --simulate 4 --noise-from " + bad.string(), 2, "bad.jsonl line 2");
   EXPECT_THROW(fabricscope::locate::ReadFile((dir_ / "missing").string()), fabricscope::UsageError);
 }
 
