@@ -245,8 +245,9 @@ RailLevels BuildLevels(const std::vector<PairSample>& samples, int rail, int nod
   std::vector<NodePair> measured(pairs.begin(), pairs.end());
   std::sort(measured.begin(), measured.end());
   measured.erase(std::unique(measured.begin(), measured.end()), measured.end());
-  std::vector<NodePair> sample = NoiseSample(measured, nodes);
-  std::sort(sample.begin(), sample.end());
+  out.noise_sample = NoiseSample(measured, nodes);
+  std::sort(out.noise_sample.begin(), out.noise_sample.end());
+  const std::vector<NodePair>& sample = out.noise_sample;
   std::vector<char> reference;
   for (const NodePair& p : pairs) {
     const bool in_sample = std::binary_search(sample.begin(), sample.end(), p);
@@ -274,7 +275,7 @@ RailLevels BuildLevels(const std::vector<PairSample>& samples, int rail, int nod
     level.level = Median(level.logs);
     level.raw_level = Median(raw[pair]);
     level.spread = level.logs.size() >= 3 ? RobustSigma(level.logs) : 0.0;
-    level.upper = UpperSpread(Median(raw[pair]), raw[pair], raw_parts[pair]);
+    level.upper = UpperSpread(level.raw_level, raw[pair], raw_parts[pair]);
     level.sendrecv = Median(bandwidths[pair].first);
     level.all_reduce = Median(bandwidths[pair].second);
     const size_t index = out.pairs.size();
@@ -316,9 +317,9 @@ Noise EstimateNoise(const RailLevels& levels, const std::vector<NodePair>& sampl
   if (differences.empty()) return noise;
   // The MAD about zero, not about the median: the differences of one pair have mean zero.
   for (double& d : differences) d = std::abs(d);
-  // Less each round's effect, a sample also lost its share of that effect's estimate:
-  // its repeats agree better than two pairs of one round differ. The factor puts that
-  // back (levels.noise_variance_factor: k/(k-1) for a round of k pairs, 1 outside).
+  // Less each round's effect, a sample also carries that effect's own error (or, inside
+  // its round's median, lost its share of it): levels.noise_variance_factor puts that
+  // back (1 + pi/2k for a round of k reference samples, 1 outside; EstimateRoundEffects).
   noise.sigma = 1.4826 * Median(differences) / std::sqrt(2.0) *
                 std::sqrt(std::max(1.0, levels.noise_variance_factor));
   noise.df = kMadEfficiency * static_cast<double>(differences.size());
@@ -637,11 +638,7 @@ RailVerdict JudgeRail(const std::vector<PairSample>& samples, int rail, int node
                       const LocateOptions& options, double tests) {
   RailVerdict v;
   v.levels = BuildLevels(samples, rail, nodes, options.round_effects);
-  std::vector<NodePair> pairs;
-  for (const PairLevel& p : v.levels.pairs) pairs.push_back(p.pair);
-  v.noise_sample = NoiseSample(pairs, nodes);
-  std::sort(v.noise_sample.begin(), v.noise_sample.end());
-  v.noise = EstimateNoise(v.levels, v.noise_sample);
+  v.noise = EstimateNoise(v.levels, v.levels.noise_sample);
   v.rule.log_threshold = std::log(options.threshold);
   v.rule.sigma = v.noise.sigma;
   v.rule.z = CriticalValue(options.confidence, tests, v.noise.df);
@@ -837,7 +834,7 @@ std::vector<NodePair> PairsToRemeasure(const std::vector<RailVerdict>& rails, in
   // The noise sample every time something is measured again: its pairs are measured
   // whatever they showed, so their repeats tell the noise without the bias of measuring
   // again only what looked slow.
-  const std::vector<NodePair>& sample = rails.front().noise_sample;
+  const std::vector<NodePair>& sample = rails.front().levels.noise_sample;
   if (no_noise) return sample;
   if (want.empty()) return {};
   // Few nodes: every pair is some test's reference; measure them all again.

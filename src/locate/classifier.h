@@ -46,6 +46,9 @@ struct RailLevels {
   // the factor on the noise's variance that taking it costs.
   int round_adjusted = 0;
   double noise_variance_factor = 1.0;
+  // The noise sample of the measured pairs (NoiseSample), sorted: the round effects' reference
+  // and the pairs whose repeats tell the noise.
+  std::vector<NodePair> noise_sample;
 };
 
 // Round effects: every pair measured in one round shares that round's slowdown (a busy
@@ -187,7 +190,6 @@ std::vector<int> FindSlowNodes(const RailLevels& levels, const Rule& rule);
 // the slow links (a slow pair whose ends are both cleared), what is undecided.
 struct RailVerdict {
   RailLevels levels;
-  std::vector<NodePair> noise_sample;  // sorted
   Noise noise;
   Rule rule;
   std::vector<Comparison> pairs;  // per levels.pairs

@@ -105,6 +105,44 @@ std::string Data(const std::string& name) {
   return std::string(FABRICSCOPE_SOURCE_DIR) + "/tests/locate/data/" + name + ".jsonl";
 }
 
+// A recorded run's pair measurements as the classifier takes them: the hosts sorted by
+// name (their indices), one sample per pair and round, and the last round's number.
+struct RecordedRun {
+  std::vector<std::string> names;
+  std::vector<PairSample> samples;
+  int last_round = -1;
+};
+
+RecordedRun ReadRecordedRun(const std::string& file) {
+  const std::vector<locate::Record> records = locate::ReadFile(file);
+  RecordedRun run;
+  for (const locate::Record& r : records) {
+    for (const std::string& n : {r.a, r.b}) {
+      if (!n.empty() && std::find(run.names.begin(), run.names.end(), n) == run.names.end()) {
+        run.names.push_back(n);
+      }
+    }
+  }
+  std::sort(run.names.begin(), run.names.end());
+  auto index = [&](const std::string& n) {
+    return static_cast<int>(std::find(run.names.begin(), run.names.end(), n) - run.names.begin());
+  };
+  for (const locate::Record& r : records) {
+    if (r.b.empty()) continue;
+    run.last_round = std::max(run.last_round, r.round);
+    if (r.collective == "sendrecv") {
+      PairSample s;
+      s.pair = {std::min(index(r.a), index(r.b)), std::max(index(r.a), index(r.b))};
+      s.sendrecv_busbw = r.busbw_gbs;
+      s.round = r.round;
+      run.samples.push_back(s);
+    } else {
+      run.samples.back().all_reduce_busbw = r.busbw_gbs;
+    }
+  }
+  return run;
+}
+
 // The healthy runs recorded on the namespace test bed at locate's defaults (-b 4M -n 5;
 // tests/locate/data/bed4m-*, docs/locate.md "Traces"): Gloo on 4 hosts quiet and beside a
 // CPU hog, on 6 hosts, and MPI on 4 hosts (whose rounds are slow or fast together).
@@ -209,34 +247,11 @@ TEST(RecordedBed, EachRecordedRunIsJudgedAsTheBedWas) {
       {"bed4m-mpi-h4-quiet-link", "link 1-3", true},
   };
   for (const Case& c : cases) {
-    std::vector<std::string> names;
-    for (const locate::Record& r : locate::ReadFile(Data(c.file))) {
-      for (const std::string& n : {r.a, r.b}) {
-        if (!n.empty() && std::find(names.begin(), names.end(), n) == names.end()) {
-          names.push_back(n);
-        }
-      }
-    }
-    std::sort(names.begin(), names.end());
-    auto index = [&](const std::string& n) {
-      return static_cast<int>(std::find(names.begin(), names.end(), n) - names.begin());
-    };
-    std::vector<PairSample> samples;
-    for (const locate::Record& r : locate::ReadFile(Data(c.file))) {
-      if (r.b.empty()) continue;
-      if (r.collective == "sendrecv") {
-        PairSample s;
-        s.pair = {std::min(index(r.a), index(r.b)), std::max(index(r.a), index(r.b))};
-        s.sendrecv_busbw = r.busbw_gbs;
-        s.round = r.round;
-        samples.push_back(s);
-      } else {
-        samples.back().all_reduce_busbw = r.busbw_gbs;
-      }
-    }
-    const int n = static_cast<int>(names.size());
+    const RecordedRun run = ReadRecordedRun(Data(c.file));
+    const int n = static_cast<int>(run.names.size());
     LocateOptions options;
-    const locate::RailVerdict v = locate::JudgeRail(samples, 0, n, options, n * (n - 1) / 2.0 * 16);
+    const locate::RailVerdict v =
+        locate::JudgeRail(run.samples, 0, n, options, n * (n - 1) / 2.0 * 16);
     std::string named;
     for (int x : v.slow_nodes) named += (named.empty() ? "" : ", ") + ("node " + std::to_string(x));
     for (size_t i : v.slow_links) {
@@ -257,36 +272,15 @@ TEST(RecordedBed, EachRecordedRunIsJudgedAsTheBedWas) {
 TEST(Replay, ReplayedNoiseIsTheRecordedRunsNoise) {
   const std::string file =
       std::string(FABRICSCOPE_SOURCE_DIR) + "/tests/locate/data/bed-h4-quiet-none.jsonl";
-  const std::vector<locate::Record> records = locate::ReadFile(file);
-  std::vector<PairSample> recorded;
-  std::vector<std::string> names;
-  auto index = [&](const std::string& name) {
-    for (size_t i = 0; i < names.size(); ++i) {
-      if (names[i] == name) return static_cast<int>(i);
-    }
-    names.push_back(name);
-    return static_cast<int>(names.size() - 1);
-  };
-  int rounds = -1;
-  for (const locate::Record& r : records) {
-    if (r.b.empty()) continue;
-    rounds = std::max(rounds, r.round);
-    if (r.collective == "sendrecv") {
-      PairSample s;
-      s.pair = {std::min(index(r.a), index(r.b)), std::max(index(r.a), index(r.b))};
-      s.sendrecv_busbw = r.busbw_gbs;
-      recorded.push_back(s);
-    } else {
-      recorded.back().all_reduce_busbw = r.busbw_gbs;
-    }
-  }
-  ASSERT_EQ(names.size(), 4u);
+  const RecordedRun run = ReadRecordedRun(file);
+  ASSERT_EQ(run.names.size(), 4u);
   const std::shared_ptr<const RecordedNoise> noise = LoadRecordedNoise({file});
-  EXPECT_EQ(noise->rounds.size(), static_cast<size_t>(rounds + 1)) << "one per recorded round";
+  EXPECT_EQ(noise->rounds.size(), static_cast<size_t>(run.last_round + 1))
+      << "one per recorded round";
   EXPECT_EQ(noise->pair_offsets.size(), 6u) << "one per recorded pair";
   LocateOptions options;
   options.stragglers = false;
-  const double bed = locate::JudgeRail(recorded, 0, 4, options, 6.0 * 16).noise.sigma;
+  const double bed = locate::JudgeRail(run.samples, 0, 4, options, 6.0 * 16).noise.sigma;
   for (uint64_t seed = 1; seed <= 5; ++seed) {
     SimulatedClusterOptions sim;
     sim.nodes = 4;
