@@ -16,9 +16,10 @@ CMAKE_FLAGS ?=
 # The test programs' own code at -O0 (tests/CMakeLists.txt: half their compile time); the library
 # and the binary they test stay -O3. The benchmarks' own code too, to check that they build
 # (bench/CMakeLists.txt): a benchmark built so refuses to run, and `make bench` builds them -O3.
+BENCH_COMPILE_OPTIONS = -O0
 TEST_FLAGS = -DFABRICSCOPE_BUILD_TESTS=ON -DFABRICSCOPE_BUILD_BENCH=ON -DFABRICSCOPE_WERROR=ON \
   -DCMAKE_BUILD_TYPE=Release -DFABRICSCOPE_TEST_COMPILE_OPTIONS=-O0 \
-  -DFABRICSCOPE_BENCH_COMPILE_OPTIONS=-O0
+  -DFABRICSCOPE_BENCH_COMPILE_OPTIONS=$(BENCH_COMPILE_OPTIONS)
 # What a user's `make run` builds: the binary (and the profiler plugin when prometheus-cpp is
 # installed), a user's warnings, Release (-O3, no debug information: about two thirds of
 # RelWithDebInfo's compile time, docs/development.md).
@@ -79,11 +80,12 @@ endif
 	$(if $(filter yes,$(TSAN)),$(MAKE) tsan)
 
 # The overhead benchmarks of bench/CMakeLists.txt (docs/performance.md): Gloo backend, engine.
-# The benchmarks' own code optimized (after `make test`, which builds it at -O0, only the
-# benchmark programs compile again); every bench-* target of that build is then optimized too.
-bench: deps
-	cmake -S . -B $(BUILD) -G Ninja $(TEST_FLAGS) -DFABRICSCOPE_BENCH_COMPILE_OPTIONS= $(CMAKE_FLAGS)
-	cmake --build $(BUILD) -j $(JOBS) --target bench
+# The benchmarks' own code optimized: `configure` runs with the build type's flags alone for
+# them (after `make test`, which builds them at -O0, only the benchmark programs compile
+# again); every bench-* target of that build is then optimized too.
+bench: BENCH_COMPILE_OPTIONS =
+bench: build
+	cmake --build $(BUILD) --target bench
 
 # The test suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 sanitize:
