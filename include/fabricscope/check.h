@@ -4,13 +4,17 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "fabricscope/failures.h"
 #include "fabricscope/finding.h"
+#include "fabricscope/nccl_nodes.h"
 #include "fabricscope/node.h"
+#include "fabricscope/parse.h"
 #include "fabricscope/platform.h"
 #include "fabricscope/result.h"
 
@@ -86,10 +90,79 @@ struct CheckOptions {
   std::vector<std::string> fabric_hosts;
 };
 
+// One line of a log that a failure signature matched (data/failures, failures.h).
+struct PasteHit {
+  size_t signature = 0;  // index in the knowledge base's signatures()
+  size_t line = 0;
+  std::string text;  // the line, as the log has it
+  size_t count = 1;  // lines the signature matched in all
+};
+
+// A figure a benchmark other than nccl-tests printed (all_reduce_bench.py's "busbw: 11.4 GBps").
+struct PastedFigure {
+  double busbw = 0;  // GB/s
+  size_t line = 0;
+  std::string text;
+};
+
+// What one pasted log says besides its tables: the signatures it matched, NCCL's own facts
+// (its hosts and processes, nranks, versions), trailers without a table, other tools' figures,
+// and the shapes that tell how a run ended.
+struct PasteEvidence {
+  std::string source;
+  std::vector<PasteHit> hits;            // each signature's first line, in order of appearance
+  std::vector<std::string> log_holds;    // the knowledge base's watched texts some line holds
+  size_t lines = 0;                      // lines read that are not table rows
+  size_t nccl_lines = 0;                 // NCCL INFO / WARN lines
+  int nranks = 0;                        // the largest "nranks N" NCCL printed
+  size_t init_complete = 0;              // "Init COMPLETE" lines
+  size_t nthread_headers = 0;            // nccl-tests' "# nThread ..." headers
+  std::vector<std::string> rank0_hosts;  // the host of each "#  Rank  0 ..." device line
+  std::vector<std::string> late_env;     // "file:line: NCCL_X=1": assignments after the command
+  std::optional<double> avg_busbw;       // a trailer's "# Avg bus bandwidth : N"
+  size_t avg_line = 0;
+  std::vector<PastedFigure> figures;
+  NcclNodeComparison nccl;  // NCCL's nodes (host:pid prefixes) and their differences
+  std::string last_line;    // the log's last line, for how it ended
+  size_t last_line_no = 0;
+
+  // Whether anything in it can be judged: a signature, an NCCL line, a trailer or a figure.
+  bool Judgeable() const;
+};
+
+// Reads pasted logs for check: give it as ParseOptions::observer to the readers, then Take.
+class PasteReader : public LineObserver {
+ public:
+  explicit PasteReader(const FailureBase& base = FailureBase::Builtin());
+  ~PasteReader() override;
+  PasteReader(const PasteReader&) = delete;
+  PasteReader& operator=(const PasteReader&) = delete;
+  void Begin(const std::string& source) override;
+  void Line(std::string_view line, size_t line_no) override;
+  // One record per text input read, in order.
+  std::vector<PasteEvidence> Take();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// A pasted log's diagnosis: the cause the signatures and shapes point to, ranked, with the
+// evidence that decided it (or, when nothing decides, the candidates and the check that
+// would), and the lines that are harmless where they stand.
+struct PasteDiagnosis {
+  std::string source;
+  Severity status = Severity::kInfo;  // INFO: nothing found that judges the run
+  std::string cause;                  // the cause's id; "" none
+  bool decided = true;
+  std::vector<Finding> findings;
+};
+
 // Every test of a check and the overall outcome (the worst test).
 struct CheckReport {
   PlatformChoice platform;
   std::vector<TestVerdict> tests;
+  std::vector<PasteDiagnosis> diagnoses;
   Severity status = Severity::kOk;
   std::vector<std::string> notes;
 };
@@ -97,8 +170,16 @@ struct CheckReport {
 // Judges every test of `runs` (runs of the same collective, rank and node count are repeats
 // of one test). Never throws for what the results hold: what cannot be judged is a WARN
 // with the reason.
+// `pastes`: what PasteReader read of the same inputs; each is diagnosed (the cause of a failed
+// or slow run, from the knowledge base), and a test's NCCL WARN lines that the knowledge base
+// calls harmless where they stand do not fail it.
 CheckReport Check(const std::vector<RunResult>& runs, const PlatformChoice& platform,
-                  const CheckOptions& options = {});
+                  const CheckOptions& options = {}, const std::vector<PasteEvidence>& pastes = {});
+
+// The diagnosis of one paste against the platform (its transport) and the runs read from it.
+PasteDiagnosis DiagnosePaste(const PasteEvidence& paste, const std::vector<RunResult>& runs,
+                             const PlatformChoice& platform,
+                             const FailureBase& base = FailureBase::Builtin());
 
 // How a check was told which platform to judge against (check's flags, docs/check.md).
 struct PlatformRequest {

@@ -34,6 +34,16 @@ enum class InputFormat {
 };
 
 // How to read. The defaults read anything.
+// Sees the lines of a text log that are not table rows (launcher prefixes removed), for what
+// else a log says: check's failure signatures read them in the same pass as the tables.
+class LineObserver {
+ public:
+  virtual ~LineObserver() = default;
+  // A text input starts: every Line until the next Begin is of `source`.
+  virtual void Begin(const std::string& source) = 0;
+  virtual void Line(std::string_view line, size_t line_no) = 0;
+};
+
 struct ParseOptions {
   InputFormat format = InputFormat::kAuto;
   // Names the collective of tests whose log does not say it (no "Collective test starting"
@@ -42,6 +52,8 @@ struct ParseOptions {
   std::string collective;
   // Diagnostics of one kind kept per file before they are summarized as "N more".
   size_t max_diagnostics_per_kind = 20;
+  // Sees the text logs' other lines; nullptr: none. Not owned.
+  LineObserver* observer = nullptr;
 };
 
 // What one input held: its runs in order, and what could not be read.

@@ -107,6 +107,7 @@ class TextParser {
   TextParser(const std::string& source, const ParseOptions& options)
       : options_(options), sink_(source, options.max_diagnostics_per_kind) {
     out_.source = source;
+    if (options_.observer != nullptr) options_.observer->Begin(source);
   }
 
   void Feed(std::string_view raw, size_t line_no, bool last_partial) {
@@ -124,6 +125,7 @@ class TextParser {
     // Other log lines can start with a digit (an IP, a host "10-0-0-1"): they are read as
     // everything else is when they are not rows.
     if (IsDigit(body[0]) && !hashed && Row(line, body, line_no)) return;
+    if (options_.observer != nullptr) options_.observer->Line(line, line_no);
     Keyword(line, TrimRight(body), hashed, line_no);
   }
 

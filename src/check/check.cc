@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 #include "check/bandwidth.h"
 #include "check/evidence.h"
@@ -59,6 +60,60 @@ std::optional<Severity> Judged(const std::vector<Finding>& findings) {
   return worst;
 }
 
+// "file:line" of every line the diagnoses call harmless where it stands.
+std::set<std::string> HarmlessLines(const std::vector<PasteDiagnosis>& diagnoses) {
+  std::set<std::string> out;
+  for (const PasteDiagnosis& d : diagnoses) {
+    for (const Finding& f : d.findings) {
+      if (f.source != "note") continue;
+      for (const std::string& e : f.evidence) {
+        const size_t colon = e.find(':', d.source.size() + 1);
+        if (colon != std::string::npos) out.insert(e.substr(0, colon));
+      }
+    }
+  }
+  return out;
+}
+
+// The run errors that are not harmless lines: an NCCL WARN the knowledge base calls a note
+// where it stands (a plugin it looked for and did without) does not fail the run.
+void DropHarmless(std::vector<std::string>& errors, const std::set<std::string>& harmless) {
+  std::erase_if(errors, [&](const std::string& e) {
+    const size_t first = e.find(':');
+    const size_t second = first == std::string::npos ? first : e.find(':', first + 1);
+    return second != std::string::npos && harmless.count(e.substr(0, second)) > 0;
+  });
+}
+
+// The diagnosis of the input `source` ("file:line" of a run) came from, when it named a cause.
+const PasteDiagnosis* DiagnosisOf(const std::vector<PasteDiagnosis>& diagnoses,
+                                  const std::vector<std::string>& sources) {
+  for (const PasteDiagnosis& d : diagnoses) {
+    if (d.cause.empty()) continue;
+    for (const std::string& s : sources) {
+      if (s.starts_with(d.source + ":")) return &d;
+    }
+  }
+  return nullptr;
+}
+
+// The runs read from `source`.
+std::vector<RunResult> RunsOf(const std::vector<RunResult>& runs, const std::string& source) {
+  std::vector<RunResult> out;
+  for (const RunResult& run : runs) {
+    if (!run.source.starts_with(source + ":")) continue;
+    // The shapes need the run's facts and whether it has rows, not its rows.
+    RunResult shape;
+    shape.source = run.source;
+    shape.nranks = run.nranks;
+    shape.ranks = run.ranks;
+    shape.errors = run.errors;
+    if (!run.rows.empty()) shape.rows.push_back(run.rows.front());
+    out.push_back(std::move(shape));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<CheckRuleInfo> CheckRules() {
@@ -68,13 +123,25 @@ std::vector<CheckRuleInfo> CheckRules() {
 }
 
 CheckReport Check(const std::vector<RunResult>& runs, const PlatformChoice& platform,
-                  const CheckOptions& options) {
+                  const CheckOptions& options, const std::vector<PasteEvidence>& pastes) {
   CheckReport report;
   report.platform = platform;
+  for (const PasteEvidence& paste : pastes) {
+    report.diagnoses.push_back(DiagnosePaste(paste, RunsOf(runs, paste.source), platform));
+    if (report.diagnoses.back().status != Severity::kInfo) {
+      report.status = std::max(report.status, report.diagnoses.back().status);
+    }
+  }
+  const std::set<std::string> harmless = HarmlessLines(report.diagnoses);
   const std::string known = platform.platform ? "" : Joined(Catalog::Builtin().Names());
   const check::ScaleHints hints{options.nodes,
                                 platform.platform ? platform.platform->gpus_per_node : 0};
-  for (const check::TestEvidence& test : check::GatherTests(runs, hints)) {
+  for (check::TestEvidence& test : check::GatherTests(runs, hints)) {
+    DropHarmless(test.run_errors, harmless);
+    // A paste with no table whose diagnosis named the cause: its WARN lines are no test.
+    if (test.ranks == 0 && test.sweeps.empty() && DiagnosisOf(report.diagnoses, test.sources)) {
+      continue;
+    }
     const check::BandwidthJudgement bandwidth = check::JudgeBandwidth(test, platform, options);
     const check::RuleContext context{test, platform, options, bandwidth, known};
     TestVerdict verdict;
@@ -93,6 +160,17 @@ CheckReport Check(const std::vector<RunResult>& runs, const PlatformChoice& plat
       finding->source = std::string(rule.name);
       verdict.findings.push_back(std::move(*finding));
     }
+    if (const PasteDiagnosis* d = DiagnosisOf(report.diagnoses, test.sources)) {
+      for (Finding& f : verdict.findings) {
+        if (f.source == "correctness" && f.severity == Severity::kCritical &&
+            !test.run_errors.empty()) {
+          f.evidence.push_back(f.what);
+          f.what = "the run failed: " +
+                   d->findings.front().what.substr(0, d->findings.front().what.find(": ")) +
+                   " (the diagnosis of " + d->source + " below has the evidence and the fix)";
+        }
+      }
+    }
     if (auto finding = JudgeCandidates(test, platform, options, bandwidth)) {
       verdict.findings.push_back(std::move(*finding));
     }
@@ -108,7 +186,9 @@ CheckReport Check(const std::vector<RunResult>& runs, const PlatformChoice& plat
     report.status = std::max(report.status, verdict.status);
     report.tests.push_back(std::move(verdict));
   }
-  if (report.tests.empty()) {
+  const bool diagnosed = std::any_of(report.diagnoses.begin(), report.diagnoses.end(),
+                                     [](const PasteDiagnosis& d) { return !d.cause.empty(); });
+  if (report.tests.empty() && !diagnosed) {
     report.status = Severity::kWarn;
     report.notes.push_back("the results hold no test: nothing to judge");
   }

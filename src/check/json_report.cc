@@ -93,11 +93,20 @@ std::string RenderCheckJson(const CheckReport& report) {
     const std::string name(SeverityName(t.status));
     if (counts.contains(name)) counts[name] = counts[name].get<int>() + 1;
   }
+  json diagnoses = json::array();
+  for (const PasteDiagnosis& d : report.diagnoses) {
+    diagnoses.push_back({{"source", d.source},
+                         {"verdict", SeverityName(d.status)},
+                         {"cause", d.cause},
+                         {"decided", d.decided},
+                         {"findings", FindingsJson(d.findings)}});
+  }
   const json doc = {{"version", kCheckJsonVersion},
                     {"verdict", SeverityName(report.status)},
                     {"platform", PlatformJson(report.platform)},
                     {"findings_version", kFindingsVersion},
                     {"tests", tests},
+                    {"diagnoses", diagnoses},
                     {"counts", counts},
                     {"notes", report.notes}};
   return doc.dump(2) + "\n";

@@ -60,6 +60,14 @@ std::string RenderCheckText(const CheckReport& report) {
     ++counts.at(static_cast<size_t>(t.status));
     out += "\n" + TestLine(t) + FindingsText(t.findings, style);
   }
+  for (const PasteDiagnosis& d : report.diagnoses) {
+    if (d.findings.empty()) continue;
+    const std::string head =
+        d.cause.empty() ? "nothing in it names a cause"
+                        : (d.decided ? "cause " : "most likely cause (not decided) ") + d.cause;
+    out += fmt::format("\n{:<10}diagnosis of {}: {}\n", SeverityName(d.status), d.source, head);
+    out += FindingsText(d.findings, style);
+  }
   out += fmt::format("\n{}: {} test{}", SeverityName(report.status), report.tests.size(),
                      report.tests.size() == 1 ? "" : "s");
   for (Severity s : {Severity::kOk, Severity::kWarn, Severity::kCritical}) {

@@ -100,10 +100,25 @@ std::optional<RunResult> RunBenchmark(const std::vector<std::string>& args,
   return PerformRun(flags, std::move(command_line), ctx, RunTable::kStderr);
 }
 
-// Reads every input, printing the readers' diagnostics on ctx.err; `errors` is set when an
-// input had an error.
-std::vector<RunResult> ReadRuns(std::vector<std::string> paths, const CheckFlags& flags,
-                                const CommandContext& ctx, bool& errors) {
+// What the inputs held: their runs and what else the logs say (the failure signatures).
+struct CheckInputs {
+  std::vector<RunResult> runs;
+  std::vector<PasteEvidence> pastes;
+  bool errors = false;  // an input had an error that left part of it unread
+};
+
+// Whether `d` is the reader's "no benchmark results" error or its trailer warning, which a
+// paste the failure signatures can judge does not deserve: the paste is read, not refused.
+bool ReadAnyway(const Diagnostic& d) {
+  return d.message.starts_with("no benchmark results found") ||
+         d.message.starts_with("a trailer line with no table before it");
+}
+
+// Reads every input, printing the readers' diagnostics on ctx.err. A log with no table is
+// judged on what else it says (NCCL's lines, a trailer, PyTorch's errors); only an input of
+// which nothing can be judged is an error.
+CheckInputs ReadInputs(std::vector<std::string> paths, const CheckFlags& flags,
+                       const CommandContext& ctx) {
   if (paths.empty()) {
     if (ctx.terminals.in) {
       throw UsageError(
@@ -112,17 +127,39 @@ std::vector<RunResult> ReadRuns(std::vector<std::string> paths, const CheckFlags
     }
     paths.push_back("-");
   }
+  PasteReader reader;
   ParseOptions options;
   options.collective = flags.collective;
-  ResultsFiles read = ReadResultsFiles(paths, options, ctx.err);
-  errors = read.errors;
-  std::vector<RunResult> runs = read.TakeRuns();
-  if (runs.empty()) {
+  options.observer = &reader;
+  CheckInputs in;
+  std::vector<ParsedResults> parsed;
+  for (const std::string& path : paths) parsed.push_back(ReadResultsFile(path, options));
+  std::vector<PasteEvidence> pastes = reader.Take();
+  for (ParsedResults& p : parsed) {
+    const auto paste = std::find_if(pastes.begin(), pastes.end(),
+                                    [&](const PasteEvidence& e) { return e.source == p.source; });
+    const bool judgeable = paste != pastes.end() && paste->Judgeable();
+    for (const Diagnostic& d : p.diagnostics) {
+      if (judgeable && ReadAnyway(d)) {
+        ctx.err << p.source << ": note: no nccl-tests table in it; judged on its "
+                << paste->nccl_lines << " NCCL lines, " << paste->hits.size()
+                << " known failure lines" << (paste->avg_busbw ? " and its trailer" : "") << "\n";
+        continue;
+      }
+      ctx.err << d.ToString() << "\n";
+      if (d.severity == Diagnostic::Severity::kError) in.errors = true;
+    }
+    for (RunResult& run : p.runs) in.runs.push_back(std::move(run));
+  }
+  for (PasteEvidence& paste : pastes) {
+    if (paste.Judgeable()) in.pastes.push_back(std::move(paste));
+  }
+  if (in.runs.empty() && in.pastes.empty()) {
     throw UsageError(
         "no results could be read from the inputs (see the errors above): "
         "nothing to check");
   }
-  return runs;
+  return in;
 }
 
 const OutputFormats<CheckReport>& CheckOutputFormats() {
@@ -219,6 +256,7 @@ int ExecuteCheck(const CheckFlags& flags, const CommandContext& ctx) {
   if (flags.dry_run) return PrintCheckPlan(ChoosePlatform(flags, {}), run_args, ctx);
   bool errors = false;
   std::vector<RunResult> runs;
+  std::vector<PasteEvidence> pastes;
   PlatformChoice choice;
   if (run_mode) {
     choice = ChoosePlatform(flags, {});
@@ -229,10 +267,13 @@ int ExecuteCheck(const CheckFlags& flags, const CommandContext& ctx) {
     // Flag errors first: a bad --platform is reported before any input is read.
     if (!flags.platform.empty() || AnyGiven(flags.generic_options))
       choice = ChoosePlatform(flags, {});
-    runs = ReadRuns(files, flags, ctx, errors);
+    CheckInputs in = ReadInputs(files, flags, ctx);
+    errors = in.errors;
+    runs = std::move(in.runs);
+    pastes = std::move(in.pastes);
     if (!choice.platform) choice = ChoosePlatform(flags, runs);
   }
-  const CheckReport report = Check(runs, choice, options);
+  const CheckReport report = Check(runs, choice, options, pastes);
   Output output(ctx.out, flags.output, "the verdicts");
   format.render(report, output.stream());
   output.Close();

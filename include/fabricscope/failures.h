@@ -1,0 +1,130 @@
+// The failure knowledge base: the signatures NCCL, its net plugins, libibverbs, PyTorch and
+// nccl-tests print when a run fails or is slow, each with the upstream line that prints it,
+// the causes it points to (ranked, with the evidence that tells them apart) and the fix.
+// Kept as data (data/failures/*.json, docs/failures.md), compiled in like the platform
+// catalog, refused at load with the file and line of a bad entry.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fabricscope {
+
+// Where a signature's text comes from: the upstream file and line that prints it, or the
+// public thread that established a shape.
+struct SignatureSource {
+  std::string repo;  // "NVIDIA/nccl"
+  std::string ref;   // "v2.30.7-1", a commit, or "" for a thread
+  std::string file;  // "src/transport/shm.cc"
+  int line = 0;
+  std::string url;  // a thread or a documentation page
+};
+
+// What a matched signature says about the run.
+enum class SignatureRole {
+  kCause,    // names why the run failed by itself (a cause line): the verdict's reason
+  kSymptom,  // says that the run failed, not why ("unhandled system error"): the reason only
+             // when nothing better explains it
+  kSlow,     // explains a slow run (a socket fallback where the platform has RDMA)
+  kNote,     // harmless where it stands: shown, never the verdict's reason
+};
+
+// One test of the evidence, on the matched line, the whole log or the facts of the run.
+struct Condition {
+  enum class Kind {
+    kLine,          // the matched line holds `value`
+    kLog,           // some line of the log holds `value`
+    kNotLog,        // no line of the log holds `value`
+    kSignature,     // the signature `value` matched too
+    kTransport,     // the platform's transport is `value` (IB, RoCE, EFA, TCPX, TCPXO, gIB)
+    kNotTransport,  // ... is known and is not `value`
+    kMultiNode,     // the run spans two nodes or more ("true") or one ("false")
+  };
+  Kind kind = Kind::kLine;
+  std::string value;
+};
+
+// One cause a signature points to: taken when every condition holds (none: a default
+// candidate), ranked by `weight`.
+struct CauseLink {
+  std::string cause;
+  std::vector<Condition> when;
+  int weight = 0;
+};
+
+// One failure signature: the text a program prints, matched by the literal fragments of its
+// format string in order (a printf conversion matches any text), or a shape the reader
+// computes (a header with no rows, interleaved runs).
+struct Signature {
+  std::string id;  // "nccl-shm-extend"
+  SignatureRole role = SignatureRole::kSymptom;
+  int weight = 0;      // how specific: the heaviest matched cause or symptom is the reason
+  std::string format;  // verbatim upstream text; "" for a shape
+  std::string shape;   // the reader's shape ("no-rows", "ranks-alone", ...); "" for text
+  std::vector<std::string> fragments;  // the literal parts of `format`, in order
+  SignatureSource source;
+  std::string versions;  // the versions that print it: "2.12+", "all"
+  std::string summary;   // what the line says, for people
+  std::vector<CauseLink> causes;
+  std::vector<Condition> harmless_when;  // a cause or symptom is a note when all of these hold
+  std::vector<std::string> examples;     // lines it must match (tests)
+  std::vector<std::string> counterexamples;
+  std::string origin;  // "data/failures/nccl-shm.json:12"
+};
+
+// One cause: what it is, how to confirm it and how to fix it.
+struct FailureCause {
+  std::string id;  // "shm_exhausted"
+  std::string title;
+  std::string explain;
+  std::string check;  // the command or look that confirms it
+  std::string fix;
+  std::vector<std::string> sources;  // threads and documents that established it
+  std::string origin;
+};
+
+// The knowledge base: every signature and cause, validated (every cause a signature names
+// exists, every signature has a source and an example its fragments match).
+class FailureBase {
+ public:
+  // The compiled-in data/failures/*.json.
+  static const FailureBase& Builtin();
+
+  // One document per file: {name, text}. Throws UsageError naming the file and line of a bad
+  // entry and what to fix.
+  struct Document {
+    std::string name;  // "data/failures/nccl-shm.json"
+    std::string text;
+  };
+  static FailureBase Parse(const std::vector<Document>& documents);
+
+  const std::vector<Signature>& signatures() const { return signatures_; }
+  const std::vector<FailureCause>& causes() const { return causes_; }
+  const FailureCause* FindCause(std::string_view id) const;
+  const Signature* FindSignature(std::string_view id) const;
+
+  // Appends to `out` the index of every text signature `line` matches.
+  void Match(std::string_view line, std::vector<size_t>& out) const;
+
+ private:
+  void Index();
+  std::vector<Signature> signatures_;
+  std::vector<FailureCause> causes_;
+  // Per text signature, its most selective fragment: a line without it cannot match.
+  std::vector<std::pair<std::string, size_t>> anchors_;
+};
+
+// The literal parts of a printf format, in order: "failed to extend %s to %ld bytes" gives
+// {"failed to extend ", " to ", " bytes"}; "%%" is a literal '%'; parts of white space and
+// punctuation alone are dropped.
+std::vector<std::string> FormatFragments(std::string_view format);
+
+// The names a condition object may use as its one key ("line", "log", ...), for messages.
+std::vector<std::string> ConditionNames();
+
+// Whether `line` holds `fragments` in order.
+bool MatchesFragments(std::string_view line, const std::vector<std::string>& fragments);
+
+}  // namespace fabricscope

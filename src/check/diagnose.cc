@@ -1,0 +1,259 @@
+// The diagnosis of a paste: the failure knowledge base's signatures and the reader's shapes
+// turned into causes, ranked by how specific the line is and by the evidence that holds,
+// the best one named with its fix when the evidence decides, the candidates otherwise.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "fabricscope/check.h"
+#include "fabricscope/strings.h"
+
+namespace fabricscope {
+namespace {
+
+// A cause's score gains this for each condition of its link that held: evidence outranks a
+// default guess of the same line.
+constexpr int kConditionWeight = 20;
+// The best cause is decided when the next one scores at least this much less.
+constexpr int kDecisiveMargin = 10;
+
+struct Facts {
+  const PasteEvidence& paste;
+  std::string transport;  // the platform's; "" unknown
+  int nodes = 0;          // 0 unknown
+  std::set<std::string> signatures;
+};
+
+// One hit of a signature (or a shape the reader computed), with the line it rests on.
+struct Hit {
+  const Signature* signature = nullptr;
+  size_t line = 0;
+  std::string text;
+  size_t count = 1;
+};
+
+bool Holds(const Condition& c, const Hit& hit, const Facts& facts) {
+  const auto holds = [&](const std::string& text) {
+    return std::find(facts.paste.log_holds.begin(), facts.paste.log_holds.end(), text) !=
+           facts.paste.log_holds.end();
+  };
+  switch (c.kind) {
+    case Condition::Kind::kLine:
+      return hit.text.find(c.value) != std::string::npos;
+    case Condition::Kind::kLog:
+      return holds(c.value);
+    case Condition::Kind::kNotLog:
+      return !holds(c.value);
+    case Condition::Kind::kSignature:
+      return facts.signatures.count(c.value) > 0;
+    case Condition::Kind::kTransport:
+      return EqualsIgnoreCase(facts.transport, c.value);
+    case Condition::Kind::kNotTransport:
+      return !facts.transport.empty() && !EqualsIgnoreCase(facts.transport, c.value);
+    case Condition::Kind::kMultiNode:
+      return facts.nodes > 0 && (facts.nodes > 1) == (c.value == "true");
+  }
+  return false;
+}
+
+bool AllHold(const std::vector<Condition>& conditions, const Hit& hit, const Facts& facts) {
+  return std::all_of(conditions.begin(), conditions.end(),
+                     [&](const Condition& c) { return Holds(c, hit, facts); });
+}
+
+// One cause as the evidence ranks it.
+struct Candidate {
+  std::string cause;
+  int score = 0;
+  bool by_evidence = false;  // a link whose conditions held, or a line with one cause only
+  SignatureRole role = SignatureRole::kSymptom;
+  std::vector<std::string> evidence;
+  std::vector<std::string> decided_by;
+};
+
+std::string Where(const PasteEvidence& paste, size_t line, const std::string& text) {
+  return fmt::format("{}:{}: {}", paste.source, line, Trim(text));
+}
+
+const Signature* Shape(const FailureBase& base, std::string_view shape) {
+  for (const Signature& s : base.signatures()) {
+    if (s.shape == shape) return &s;
+  }
+  return nullptr;
+}
+
+size_t Distinct(std::vector<std::string> values) {
+  std::sort(values.begin(), values.end());
+  return static_cast<size_t>(std::unique(values.begin(), values.end()) - values.begin());
+}
+
+// The shapes of the paste and its runs: a header and no rows, every process alone, NCCL
+// variables the program never saw, nodes on different NCCL versions.
+std::vector<Hit> ShapeHits(const PasteEvidence& paste, const std::vector<RunResult>& runs,
+                           const FailureBase& base) {
+  std::vector<Hit> out;
+  const auto add = [&](std::string_view shape, size_t line, std::string text) {
+    if (const Signature* s = Shape(base, shape)) out.push_back({s, line, std::move(text), 1});
+  };
+  size_t single = 0;
+  for (const RunResult& run : runs) {
+    if (run.rows.empty() && !run.errors.empty() &&
+        run.errors.front().find("cut off before its first row") != std::string::npos) {
+      add("no-rows", paste.last_line_no, "the log ends here: " + paste.last_line);
+    }
+    if (run.nranks == 1 || (run.ranks.size() == 1 && run.nranks <= 1)) ++single;
+  }
+  const bool many_headers = paste.nthread_headers >= 2 || paste.rank0_hosts.size() >= 2;
+  if (many_headers && (single >= 2 || Distinct(paste.rank0_hosts) >= 2)) {
+    add("ranks-alone", 0,
+        fmt::format("{} nccl-tests headers, {} 'Rank 0' device lines on {} hosts, {} runs of one "
+                    "rank each",
+                    paste.nthread_headers, paste.rank0_hosts.size(), Distinct(paste.rank0_hosts),
+                    single));
+  }
+  for (const std::string& late : paste.late_env) add("late-env", 0, late);
+  for (const NcclNodeDifference& d : paste.nccl.differences) {
+    if (d.aspect != "version") continue;
+    add("version-mismatch", 0,
+        fmt::format("{} runs {}, while {} node{} run {}", d.host, d.value, d.majority_nodes,
+                    d.majority_nodes == 1 ? "" : "s", d.majority));
+  }
+  return out;
+}
+
+std::vector<Hit> TextHits(const PasteEvidence& paste, const FailureBase& base) {
+  std::vector<Hit> out;
+  for (const PasteHit& h : paste.hits) {
+    out.push_back({&base.signatures().at(h.signature), h.line, h.text, h.count});
+  }
+  return out;
+}
+
+int NodesOf(const PasteEvidence& paste, const std::vector<RunResult>& runs) {
+  if (!paste.nccl.nodes.empty()) return static_cast<int>(paste.nccl.nodes.size());
+  std::set<std::string> hosts;
+  for (const RunResult& run : runs) {
+    for (const RankInfo& r : run.ranks) hosts.insert(r.hostname);
+  }
+  hosts.erase("");
+  return static_cast<int>(hosts.size());
+}
+
+Finding NoteOf(const Hit& hit, const PasteEvidence& paste) {
+  return {.severity = Severity::kInfo,
+          .source = "note",
+          .what = "harmless here: " + hit.signature->summary + " [" + hit.signature->id + "]",
+          .evidence = {Where(paste, hit.line, hit.text)}};
+}
+
+// Adds the causes `hit` points to, each with the score its evidence earns; false when no
+// cause's conditions held (the line is then harmless where it stands).
+bool Rank(const Hit& hit, const Facts& facts, std::map<std::string, Candidate>& candidates) {
+  const Signature& s = *hit.signature;
+  bool ranked = false;
+  for (const CauseLink& link : s.causes) {
+    if (!AllHold(link.when, hit, facts)) continue;
+    ranked = true;
+    const int score =
+        s.weight + link.weight + kConditionWeight * static_cast<int>(link.when.size());
+    Candidate& c = candidates[link.cause];
+    c.cause = link.cause;
+    const std::string line = hit.line > 0 ? Where(facts.paste, hit.line, hit.text)
+                                          : facts.paste.source + ": " + hit.text;
+    if (std::find(c.evidence.begin(), c.evidence.end(), line) == c.evidence.end() &&
+        c.evidence.size() < 4) {
+      c.evidence.push_back(line);
+    }
+    if (score <= c.score) continue;
+    c.score = score;
+    c.role = s.role;
+    c.by_evidence = !link.when.empty() || s.causes.size() == 1;
+    c.decided_by.clear();
+    c.decided_by.push_back(s.id);
+    for (const Condition& cond : link.when) c.decided_by.push_back(cond.value);
+  }
+  return ranked;
+}
+
+Finding CauseFinding(const Candidate& top, const FailureCause& cause, bool decided) {
+  Finding f;
+  f.severity = top.role == SignatureRole::kSlow ? Severity::kWarn : Severity::kCritical;
+  f.source = "cause";
+  f.what = cause.title + ": " + cause.explain;
+  if (!top.decided_by.empty()) {
+    f.what += fmt::format(" (decided by: {})", fmt::join(top.decided_by, "; "));
+  }
+  f.evidence = top.evidence;
+  f.fix = cause.fix + "; to confirm: " + cause.check;
+  f.decided = decided;
+  f.figures["score"] = top.score;
+  return f;
+}
+
+}  // namespace
+
+PasteDiagnosis DiagnosePaste(const PasteEvidence& paste, const std::vector<RunResult>& runs,
+                             const PlatformChoice& platform, const FailureBase& base) {
+  PasteDiagnosis out;
+  out.source = paste.source;
+  Facts facts{.paste = paste,
+              .transport = platform.platform ? platform.platform->transport : "",
+              .nodes = NodesOf(paste, runs),
+              .signatures = {}};
+  std::vector<Hit> hits = TextHits(paste, base);
+  for (Hit& h : ShapeHits(paste, runs, base)) hits.push_back(std::move(h));
+  for (const Hit& h : hits) facts.signatures.insert(h.signature->id);
+
+  std::map<std::string, Candidate> candidates;
+  for (const Hit& hit : hits) {
+    const Signature& s = *hit.signature;
+    const bool harmless = !s.harmless_when.empty() && AllHold(s.harmless_when, hit, facts);
+    if (s.role == SignatureRole::kNote || harmless) {
+      out.findings.push_back(NoteOf(hit, paste));
+      continue;
+    }
+    if (!Rank(hit, facts, candidates)) out.findings.push_back(NoteOf(hit, paste));
+  }
+  if (candidates.empty()) return out;
+
+  std::vector<Candidate> ranked;
+  for (auto& [id, c] : candidates) ranked.push_back(std::move(c));
+  // A failure outranks a slowness, then the score; the id keeps ties in a stable order.
+  std::sort(ranked.begin(), ranked.end(), [](const Candidate& a, const Candidate& b) {
+    const bool a_fails = a.role != SignatureRole::kSlow;
+    const bool b_fails = b.role != SignatureRole::kSlow;
+    if (a_fails != b_fails) return a_fails;
+    if (a.score != b.score) return a.score > b.score;
+    return a.cause < b.cause;
+  });
+  const Candidate& top = ranked.front();
+  const bool alone = ranked.size() == 1 || ranked[1].role != top.role ||
+                     top.score - ranked[1].score >= kDecisiveMargin;
+  out.decided = alone && top.by_evidence;
+  out.cause = top.cause;
+  const FailureCause* cause = base.FindCause(top.cause);
+  Finding named = CauseFinding(top, *cause, out.decided);
+  if (!out.decided) {
+    named.what = fmt::format("not decided between {} and {}; most likely {}", top.cause,
+                             ranked.size() > 1 ? ranked[1].cause : "other causes", named.what);
+  }
+  out.status = named.severity;
+  std::vector<Finding> findings = {std::move(named)};
+  for (size_t i = 1; i < ranked.size() && i < 4; ++i) {
+    const FailureCause* other = base.FindCause(ranked[i].cause);
+    findings.push_back(
+        {.severity = Severity::kInfo,
+         .source = "candidate",
+         .what = fmt::format("{} also possible: {} (score {} against {})",
+                             i == 1 ? "next," : "then,", other->title, ranked[i].score, top.score),
+         .evidence = ranked[i].evidence,
+         .fix = "to tell: " + other->check});
+  }
+  for (Finding& note : out.findings) findings.push_back(std::move(note));
+  out.findings = std::move(findings);
+  return out;
+}
+
+}  // namespace fabricscope

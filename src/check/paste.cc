@@ -1,0 +1,181 @@
+// Reading what users paste besides the tables: each line that is not a table row is matched
+// against the failure knowledge base and read for NCCL's own facts, in the readers' one pass.
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "fabricscope/check.h"
+#include "fabricscope/strings.h"
+
+namespace fabricscope {
+namespace {
+
+bool Has(std::string_view line, std::string_view text) {
+  return line.find(text) != std::string_view::npos;
+}
+
+// The number after `key` in `line` ("nranks 16" -> 16), or nullopt.
+std::optional<long> NumberAfter(std::string_view line, std::string_view key) {
+  const size_t at = line.find(key);
+  if (at == std::string_view::npos) return std::nullopt;
+  size_t i = at + key.size();
+  size_t end = i;
+  while (end < line.size() && end - i < 9 && line[end] >= '0' && line[end] <= '9') ++end;
+  if (end == i) return std::nullopt;
+  return ToNumber<long>(line.substr(i, end - i));
+}
+
+// "busbw: 161.137 GBps (1289.1 Gbps)": all_reduce_bench.py's figure (ml-engineering's
+// network/benchmarks/all_reduce_bench.py prints algbw and busbw so).
+std::optional<double> BenchBusbw(std::string_view line) {
+  const size_t at = line.find("busbw: ");
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view rest = line.substr(at + 7);
+  const size_t unit = rest.find("GBps");
+  if (unit == std::string_view::npos) return std::nullopt;
+  return ToNumber<double>(Trim(rest.substr(0, unit)));
+}
+
+// The host of a "#  Rank  0 Group  0 Pid 1234 on HOST device 0 [...]" device line.
+std::optional<std::string> RankZeroHost(std::string_view line) {
+  const size_t rank = line.find("Rank ");
+  if (rank == std::string_view::npos) return std::nullopt;
+  std::string_view rest = Trim(line.substr(rank + 5));
+  if (rest.empty() || rest[0] != '0' || (rest.size() > 1 && rest[1] != ' ')) return std::nullopt;
+  const size_t on = rest.find(" on ");
+  if (on == std::string_view::npos) return std::nullopt;
+  std::string_view host = rest.substr(on + 4);
+  host = host.substr(0, host.find(' '));
+  return std::string(host);
+}
+
+// NCCL_X=value tokens after a nccl-tests binary on a command line: the shell passed them to
+// the program as arguments, and NCCL never saw them.
+std::vector<std::string> LateAssignments(std::string_view line) {
+  std::vector<std::string> out;
+  const size_t perf = line.find("_perf");
+  if (perf == std::string_view::npos) return out;
+  const std::vector<std::string> words = Split(line.substr(perf), ' ');
+  for (const std::string& w : words) {
+    if (w.starts_with("NCCL_") && w.find('=') != std::string::npos) out.push_back(w);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool PasteEvidence::Judgeable() const {
+  return !hits.empty() || nccl_lines > 0 || avg_busbw.has_value() || !figures.empty() ||
+         !late_env.empty();
+}
+
+struct PasteReader::State {
+  const FailureBase* base = nullptr;
+  std::vector<std::string> watched;
+  std::vector<PasteEvidence> done;
+  std::optional<PasteEvidence> current;
+  std::map<size_t, size_t> hit_index;  // signature -> index in current->hits
+  std::set<std::string> holds;
+  std::optional<NcclNodeCollector> nccl;
+  std::vector<size_t> matched;
+
+  void Close() {
+    if (!current) return;
+    current->log_holds.assign(holds.begin(), holds.end());
+    if (nccl) current->nccl = nccl->Finish();
+    done.push_back(std::move(*current));
+    current.reset();
+    hit_index.clear();
+    holds.clear();
+    nccl.reset();
+  }
+
+  void Facts(PasteEvidence& p, std::string_view line, size_t line_no) {
+    if (Has(line, "NCCL INFO") || Has(line, "NCCL WARN")) {
+      ++p.nccl_lines;
+      nccl->Feed(line, line_no);
+      if (const auto n = NumberAfter(line, " nranks ")) {
+        p.nranks = std::max(p.nranks, static_cast<int>(*n));
+      }
+      if (Has(line, "Init COMPLETE")) ++p.init_complete;
+      return;
+    }
+    if (Has(line, "nThread ") && Has(line, "nGpus ")) ++p.nthread_headers;
+    if (Has(line, "Rank ") && Has(line, " on ") && Has(line, "device ")) {
+      if (auto host = RankZeroHost(line)) p.rank0_hosts.push_back(*host);
+    }
+    if (Has(line, "Avg bus bandwidth")) {
+      const size_t colon = line.find(':', line.find("Avg bus bandwidth"));
+      if (colon != std::string_view::npos) {
+        if (auto v = ToNumber<double>(Trim(line.substr(colon + 1)))) {
+          p.avg_busbw = *v;
+          p.avg_line = line_no;
+        }
+      }
+    }
+    if (auto busbw = BenchBusbw(line)) p.figures.push_back({*busbw, line_no, std::string(line)});
+    for (const std::string& w : LateAssignments(line)) {
+      p.late_env.push_back(p.source + ":" + std::to_string(line_no) + ": " + w);
+    }
+  }
+};
+
+PasteReader::PasteReader(const FailureBase& base) : state_(std::make_unique<State>()) {
+  state_->base = &base;
+  std::set<std::string> watched;
+  for (const Signature& s : base.signatures()) {
+    for (const CauseLink& link : s.causes) {
+      for (const Condition& c : link.when) {
+        if (c.kind == Condition::Kind::kLog || c.kind == Condition::Kind::kNotLog) {
+          watched.insert(c.value);
+        }
+      }
+    }
+    for (const Condition& c : s.harmless_when) {
+      if (c.kind == Condition::Kind::kLog || c.kind == Condition::Kind::kNotLog) {
+        watched.insert(c.value);
+      }
+    }
+  }
+  state_->watched.assign(watched.begin(), watched.end());
+}
+
+PasteReader::~PasteReader() = default;
+
+void PasteReader::Begin(const std::string& source) {
+  state_->Close();
+  state_->current.emplace();
+  state_->current->source = source;
+  state_->nccl.emplace(source);
+}
+
+void PasteReader::Line(std::string_view line, size_t line_no) {
+  State& s = *state_;
+  if (!s.current) Begin("<input>");
+  PasteEvidence& p = *s.current;
+  ++p.lines;
+  p.last_line.assign(line.substr(0, 512));
+  p.last_line_no = line_no;
+  s.Facts(p, line, line_no);
+  s.matched.clear();
+  s.base->Match(line, s.matched);
+  for (size_t index : s.matched) {
+    const auto [it, fresh] = s.hit_index.emplace(index, p.hits.size());
+    if (fresh) {
+      p.hits.push_back({index, line_no, std::string(line.substr(0, 2048)), 1});
+    } else {
+      ++p.hits[it->second].count;
+    }
+  }
+  for (const std::string& w : s.watched) {
+    if (s.holds.count(w) == 0 && Has(line, w)) s.holds.insert(w);
+  }
+}
+
+std::vector<PasteEvidence> PasteReader::Take() {
+  state_->Close();
+  return std::move(state_->done);
+}
+
+}  // namespace fabricscope

@@ -1,0 +1,105 @@
+// Matching a log line against the signatures: a format string's literal parts, in order.
+#include <algorithm>
+#include <cctype>
+
+#include "fabricscope/failures.h"
+
+namespace fabricscope {
+namespace {
+
+// The length of the printf conversion that starts at format[at] ('%'), 0 when it is not
+// one ("%%" is a literal and handled by the caller).
+size_t ConversionLength(std::string_view format, size_t at) {
+  size_t i = at + 1;
+  const auto in = [&](std::string_view set) {
+    return i < format.size() && set.find(format[i]) != std::string_view::npos;
+  };
+  while (in("-+ #0'")) ++i;
+  while (in("0123456789*")) ++i;
+  if (in(".")) {
+    ++i;
+    while (in("0123456789*")) ++i;
+  }
+  while (in("hlLqjzt")) ++i;
+  if (in("diouxXeEfFgGaAcspn")) return i + 1 - at;
+  return 0;
+}
+
+bool HasWord(std::string_view text) {
+  return std::any_of(text.begin(), text.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; });
+}
+
+std::string_view TrimBlank(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())) != 0) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())) != 0) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> FormatFragments(std::string_view format) {
+  std::vector<std::string> out;
+  std::string current;
+  const auto flush = [&] {
+    // White space at either end is not matched: a conversion that printed nothing leaves
+    // its neighbours' spaces side by side, and launchers re-flow lines.
+    const std::string_view part = TrimBlank(current);
+    if (HasWord(part)) out.emplace_back(part);
+    current.clear();
+  };
+  for (size_t i = 0; i < format.size(); ++i) {
+    if (format[i] == '%' && i + 1 < format.size() && format[i + 1] == '%') {
+      current += '%';
+      ++i;
+      continue;
+    }
+    if (format[i] == '%') {
+      if (const size_t n = ConversionLength(format, i); n > 0) {
+        flush();
+        i += n - 1;
+        continue;
+      }
+    }
+    if (format[i] == '\n') {
+      flush();
+      continue;
+    }
+    current += format[i];
+  }
+  flush();
+  return out;
+}
+
+bool MatchesFragments(std::string_view line, const std::vector<std::string>& fragments) {
+  if (fragments.empty()) return false;
+  size_t at = 0;
+  for (const std::string& fragment : fragments) {
+    const size_t found = line.find(fragment, at);
+    if (found == std::string_view::npos) return false;
+    at = found + fragment.size();
+  }
+  return true;
+}
+
+void FailureBase::Index() {
+  anchors_.clear();
+  for (size_t i = 0; i < signatures_.size(); ++i) {
+    const Signature& s = signatures_[i];
+    if (s.fragments.empty()) continue;
+    // The longest part is the least likely to occur by chance.
+    const auto longest = std::max_element(
+        s.fragments.begin(), s.fragments.end(),
+        [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+    anchors_.emplace_back(*longest, i);
+  }
+}
+
+void FailureBase::Match(std::string_view line, std::vector<size_t>& out) const {
+  for (const auto& [anchor, index] : anchors_) {
+    if (line.find(anchor) == std::string_view::npos) continue;
+    if (MatchesFragments(line, signatures_[index].fragments)) out.push_back(index);
+  }
+}
+
+}  // namespace fabricscope
