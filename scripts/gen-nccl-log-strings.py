@@ -428,6 +428,36 @@ def check_macros(rel, toks):
     return found
 
 
+def chained_macros(rel, toks, known):
+    """Macros defined in toks whose body calls a check macro of `known` with one of their
+    own parameters as its name argument (2.7's SYSCHECK(call, name) is SYSCHECKVAL(call,
+    name, retval)): they print that macro's format with their own argument pasted. Added to
+    `known` until no more are found."""
+    changed = True
+    while changed:
+        changed = False
+        for k, t in enumerate(toks):
+            if not (t.kind == "ident" and t.text in known and t.macro and t.macro[1]):
+                continue
+            outer, params = t.macro
+            if outer in known or k + 1 >= len(toks) or toks[k + 1].text != "(":
+                continue
+            r = call_args(toks, k + 1)
+            if r is None:
+                continue
+            for idx, pname, fmt, mfile, mline, strz in list(known[t.text]):
+                if idx >= len(r[0]):
+                    continue
+                arg = strip_parens(r[0][idx])
+                if len(arg) != 1 or arg[0].kind != "ident" or arg[0].text not in params:
+                    continue
+                known.setdefault(outer, []).append(
+                    (params.index(arg[0].text), arg[0].text,
+                     fmt.replace("{%s}" % pname, "{%s}" % arg[0].text), mfile, mline, strz))
+                changed = True
+    return known
+
+
 def scan_file(rel, toks, checks, records, skipped, unknown):
     info_ok = want_info(rel)
     for k, t in enumerate(toks):
@@ -571,6 +601,9 @@ def main():
         if SHARED_HEADERS.match(rel):
             for name, defs in check_macros(rel, tokens[rel]).items():
                 shared.setdefault(name, []).extend(defs)
+    for rel, _ in files:
+        if SHARED_HEADERS.match(rel):
+            chained_macros(rel, tokens[rel], shared)
     if not any(d[3] == CHECKS_H for defs in shared.values() for d in defs):
         print("warning: no WARN-with-name check macros in %s" % CHECKS_H, file=sys.stderr)
 

@@ -121,6 +121,20 @@ struct PasteEvidence {
   std::vector<std::string> late_env;     // "file:line: NCCL_X=1": assignments after the command
   std::optional<double> avg_busbw;       // a trailer's "# Avg bus bandwidth : N"
   size_t avg_line = 0;
+  std::vector<double> trailers;  // every trailer's value, in order
+  int launcher_ranks = 0;        // "-np N" / "-n N" of an mpirun or srun line
+  size_t ranks_seen = 0;
+  int nics_used = 0;  // the most devices an "NET/IB : Using [0]... [N]" line lists
+  size_t nics_line = 0;
+  std::vector<std::string> nccl_hosts;  // the hosts of NCCL's "host:pid:tid [dev] NCCL" prefixes //
+                                        // distinct "rank N" of NCCL's init lines
+  // A table header ("... algbw  busbw ...") the readers did not take (an old or quoted layout),
+  // and the lines after it that start with a digit; 0 none.
+  size_t header_line = 0;
+  size_t lines_after_header = 0;
+  // Old nccl-tests' device lines ("Rank  0 uses device  0 [0x05] Tesla M40"): one process
+  // drove every GPU, so the run was on one node.
+  size_t single_process_devices = 0;
   std::vector<PastedFigure> figures;
   NcclNodeComparison nccl;  // NCCL's nodes (host:pid prefixes) and their differences
   std::string last_line;    // the log's last line, for how it ended

@@ -20,6 +20,9 @@ struct PlatformChoice {
   // The other platforms the log fits and its numbers allow (the log's own choice): each test is
   // judged against them too, and a disagreement is said.
   std::vector<Platform> candidates{};
+  // The log named its GPUs but not its NICs (no NCCL NET line): the platform is a guess from the
+  // GPU model, which cannot make a verdict CRITICAL (check caps it at WARN and says why).
+  bool network_guessed = false;
   bool generic() const { return origin == "command line"; }
 };
 

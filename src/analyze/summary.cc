@@ -89,8 +89,44 @@ RowScan ScanRows(const RunResult& run, const std::string& collective, TestAnalys
   return scan;
 }
 
+// The rank count the rows' busbw / algbw says, when it contradicts `ranks` (a device list cut
+// after its first lines: "Rank 0..3" of a 24-rank job): nccl-tests' factor of the collective
+// (2(n-1)/n for all_reduce) solved for n over rows whose algbw has two digits or more, taken
+// only when one n fits within 0.1% and `ranks` is off by more than 1%. 0 otherwise.
+int RanksFromRows(const RunResult& run, const std::string& collective, int ranks) {
+  const CollectiveSpec* spec = nullptr;
+  for (const CollectiveSpec& c : Collectives()) {
+    if (c.name == collective) spec = &c;
+  }
+  if (spec == nullptr || ranks < 1 || spec->bus_factor(2) == spec->bus_factor(3)) return 0;
+  std::vector<double> factors;
+  for (const ResultRow& row : run.rows) {
+    if (row.collective != collective) continue;
+    for (const auto* half : {&row.out_of_place, &row.in_place}) {
+      if (half->has_value() && (*half)->algbw >= 10)
+        factors.push_back((*half)->busbw / (*half)->algbw);
+    }
+  }
+  if (factors.size() < 3) return 0;
+  std::nth_element(factors.begin(), factors.begin() + static_cast<long>(factors.size() / 2),
+                   factors.end());
+  const double seen = factors[factors.size() / 2];
+  if (std::fabs(spec->bus_factor(ranks) - seen) <= 0.01 * seen) return 0;
+  int best = 0;
+  double best_error = 1;
+  for (int n = 2; n <= 65536; ++n) {
+    const double error = std::fabs(spec->bus_factor(n) - seen) / seen;
+    if (error < best_error) {
+      best_error = error;
+      best = n;
+    }
+  }
+  return best_error <= 0.001 && best > ranks ? best : 0;
+}
+
 // Nodes from the device lines' host names; from ranks / GPUs per node when the list was cut
-// (a 1440-rank log that kept only "Rank 1439 ... device 3").
+// (a 1440-rank log that kept only "Rank 1439 ... device 3"); unknown when the list kept only
+// its first lines (rank 0 and after), which say nothing of the GPUs a node.
 void CountNodes(const RunResult& run, TestAnalysis& test) {
   if (run.ranks.empty()) return;
   std::set<std::string> hosts;
@@ -102,6 +138,14 @@ void CountNodes(const RunResult& run, TestAnalysis& test) {
   if (test.ranks <= static_cast<int>(run.ranks.size())) {
     test.nodes = static_cast<int>(hosts.size());
     test.nodes_from = "host names";
+    return;
+  }
+  const bool head = std::any_of(run.ranks.begin(), run.ranks.end(),
+                                [](const RankInfo& r) { return r.rank == 0; });
+  if (head) {
+    test.notes.push_back(fmt::format(
+        "the device list shows its first {} of {} ranks: the node count is not in the log",
+        run.ranks.size(), test.ranks));
     return;
   }
   const int per_node = highest_device + 1;
@@ -120,6 +164,13 @@ TestAnalysis AnalyzeTest(const RunResult& run, const std::string& collective,
   test.tool = run.tool;
   test.collective = collective;
   test.ranks = run.nranks > 0 ? run.nranks : static_cast<int>(run.ranks.size());
+  if (const int from_rows = RanksFromRows(run, collective, test.ranks); from_rows > 0) {
+    test.notes.push_back(fmt::format(
+        "busbw / algbw in the rows is {}'s factor on {} ranks, not on the {} the device lines "
+        "show: the list was cut, {} ranks",
+        collective, from_rows, test.ranks, from_rows));
+    test.ranks = from_rows;
+  }
   CountNodes(run, test);
   test.transports = run.transports;
 

@@ -60,6 +60,23 @@ std::optional<Severity> Judged(const std::vector<Finding>& findings) {
   return worst;
 }
 
+// A platform guessed from the GPU model alone (the log does not say its NICs) judges a run's
+// speed against NICs the run may not have: a slow verdict is a WARN that says so, not a
+// CRITICAL that would blame a healthy cluster with fewer or slower NICs.
+void CapGuessed(std::vector<Finding>& findings, const PlatformChoice& choice) {
+  for (Finding& f : findings) {
+    if (f.severity != Severity::kCritical || (f.source != "bandwidth" && f.source != "latency")) {
+      continue;
+    }
+    f.severity = Severity::kWarn;
+    f.what += fmt::format(
+        "; but the log does not say its NICs (no NCCL 'NET/' line), so {} is a guess from the "
+        "GPU model: give --platform NAME or describe the NICs (--nics N --nic-rate Gb/s) for a "
+        "verdict",
+        choice.platform ? choice.platform->name : "the platform");
+  }
+}
+
 // "file:line" of every line the diagnoses call harmless where it stands.
 std::set<std::string> HarmlessLines(const std::vector<PasteDiagnosis>& diagnoses) {
   std::set<std::string> out;
@@ -162,15 +179,21 @@ CheckReport Check(const std::vector<RunResult>& runs, const PlatformChoice& plat
     }
     if (const PasteDiagnosis* d = DiagnosisOf(report.diagnoses, test.sources)) {
       for (Finding& f : verdict.findings) {
-        if (f.source == "correctness" && f.severity == Severity::kCritical &&
-            !test.run_errors.empty()) {
+        if (f.source != "correctness" || f.severity != Severity::kCritical ||
+            test.run_errors.empty()) {
+          continue;
+        }
+        const FailureCause* cause = FailureBase::Builtin().FindCause(d->cause);
+        if (d->decided && cause != nullptr) {
           f.evidence.push_back(f.what);
-          f.what = "the run failed: " +
-                   d->findings.front().what.substr(0, d->findings.front().what.find(": ")) +
-                   " (the diagnosis of " + d->source + " below has the evidence and the fix)";
+          f.what = "the run failed: " + cause->title + " (the diagnosis of " + d->source +
+                   " below has the evidence and the fix)";
+        } else {
+          f.what += "; the diagnosis of " + d->source + " below ranks its possible causes";
         }
       }
     }
+    if (platform.network_guessed && test.nodes != 1) CapGuessed(verdict.findings, platform);
     if (auto finding = JudgeCandidates(test, platform, options, bandwidth)) {
       verdict.findings.push_back(std::move(*finding));
     }

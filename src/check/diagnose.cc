@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -89,31 +90,69 @@ size_t Distinct(std::vector<std::string> values) {
   return static_cast<size_t>(std::unique(values.begin(), values.end()) - values.begin());
 }
 
-// The shapes of the paste and its runs: a header and no rows, every process alone, NCCL
-// variables the program never saw, nodes on different NCCL versions.
+// Whether every value is within 2% of the first: the same sweep printed by each process.
+bool AllAlike(const std::vector<double>& values) {
+  return std::all_of(values.begin(), values.end(), [&](double v) {
+    return std::fabs(v - values.front()) <= 0.02 * std::fabs(values.front());
+  });
+}
+
+// Whether the paste holds several nccl-tests jobs where one was meant: headers or trailers
+// repeated, each process a job of its own.
+bool RanksAlone(const PasteEvidence& paste, const std::vector<RunResult>& runs) {
+  size_t single = 0;
+  for (const RunResult& run : runs) {
+    if (run.nranks == 1 || (run.ranks.size() == 1 && run.nranks <= 1)) ++single;
+  }
+  const bool many_headers = paste.nthread_headers >= 2 || paste.rank0_hosts.size() >= 2;
+  if (many_headers &&
+      (single >= 2 || Distinct(paste.rank0_hosts) >= 2 || paste.launcher_ranks >= 2)) {
+    return true;
+  }
+  return paste.trailers.size() >= 2 && paste.launcher_ranks >= 2 && AllAlike(paste.trailers);
+}
+
+// Whether a table header stands with no row under it: in a run read, or a layout only the
+// paste reader saw (an old or quoted header).
+bool HeaderWithoutRows(const PasteEvidence& paste, const std::vector<RunResult>& runs) {
+  const bool any_rows =
+      std::any_of(runs.begin(), runs.end(), [](const RunResult& r) { return !r.rows.empty(); });
+  if (any_rows) return false;
+  const bool cut = std::any_of(runs.begin(), runs.end(), [](const RunResult& r) {
+    return std::any_of(r.errors.begin(), r.errors.end(), [](const std::string& e) {
+      return e.find("cut off before its first row") != std::string::npos;
+    });
+  });
+  const bool started = std::any_of(runs.begin(), runs.end(), [](const RunResult& r) {
+    return !r.ranks.empty() || r.config.min_bytes > 0;
+  });
+  return cut || started || (paste.header_line > 0 && paste.lines_after_header == 0);
+}
+
+// The shapes of the paste and its runs: every process alone, NCCL variables the program never
+// saw, nodes on different NCCL versions; with `quiet` (no line named a cause), a header with
+// no rows.
 std::vector<Hit> ShapeHits(const PasteEvidence& paste, const std::vector<RunResult>& runs,
-                           const FailureBase& base) {
+                           const FailureBase& base, bool quiet, int platform_nics) {
   std::vector<Hit> out;
   const auto add = [&](std::string_view shape, size_t line, std::string text) {
     if (const Signature* s = Shape(base, shape)) out.push_back({s, line, std::move(text), 1});
   };
-  size_t single = 0;
-  for (const RunResult& run : runs) {
-    if (run.rows.empty() && !run.errors.empty() &&
-        run.errors.front().find("cut off before its first row") != std::string::npos) {
-      add("no-rows", paste.last_line_no, "the log ends here: " + paste.last_line);
-    }
-    if (run.nranks == 1 || (run.ranks.size() == 1 && run.nranks <= 1)) ++single;
-  }
-  const bool many_headers = paste.nthread_headers >= 2 || paste.rank0_hosts.size() >= 2;
-  if (many_headers && (single >= 2 || Distinct(paste.rank0_hosts) >= 2)) {
+  if (RanksAlone(paste, runs)) {
     add("ranks-alone", 0,
-        fmt::format("{} nccl-tests headers, {} 'Rank 0' device lines on {} hosts, {} runs of one "
-                    "rank each",
+        fmt::format("{} nccl-tests headers, {} 'Rank 0' device lines on {} hosts, {} trailers, "
+                    "launched for {} ranks",
                     paste.nthread_headers, paste.rank0_hosts.size(), Distinct(paste.rank0_hosts),
-                    single));
+                    paste.trailers.size(), paste.launcher_ranks));
+  } else if (quiet && HeaderWithoutRows(paste, runs)) {
+    add("no-rows", paste.last_line_no, "the log ends here: " + paste.last_line);
   }
   for (const std::string& late : paste.late_env) add("late-env", 0, late);
+  if (paste.nics_used > 0 && platform_nics > paste.nics_used) {
+    add("nics-fewer", paste.nics_line,
+        fmt::format("NCCL uses {} NIC{} of the platform's {}", paste.nics_used,
+                    paste.nics_used == 1 ? "" : "s", platform_nics));
+  }
   for (const NcclNodeDifference& d : paste.nccl.differences) {
     if (d.aspect != "version") continue;
     add("version-mismatch", 0,
@@ -131,13 +170,31 @@ std::vector<Hit> TextHits(const PasteEvidence& paste, const FailureBase& base) {
   return out;
 }
 
+// The nodes the paste shows, when it shows all of them: NCCL's hosts when its lines name as
+// many ranks as nranks (or more hosts than one), else the device lines' hosts when they list
+// every rank; 0 when the paste is a part of the job's log.
 int NodesOf(const PasteEvidence& paste, const std::vector<RunResult>& runs) {
-  if (!paste.nccl.nodes.empty()) return static_cast<int>(paste.nccl.nodes.size());
+  const size_t nccl_hosts = paste.nccl_hosts.size();
+  if (nccl_hosts > 1 || (nccl_hosts == 1 && paste.nranks > 0 &&
+                         paste.ranks_seen >= static_cast<size_t>(paste.nranks))) {
+    return static_cast<int>(nccl_hosts);
+  }
   std::set<std::string> hosts;
   for (const RunResult& run : runs) {
+    if (run.ranks.empty() ||
+        (run.nranks > 0 && run.ranks.size() < static_cast<size_t>(run.nranks))) {
+      continue;
+    }
     for (const RankInfo& r : run.ranks) hosts.insert(r.hostname);
   }
   hosts.erase("");
+  if (hosts.empty() && paste.single_process_devices > 0) return 1;
+  if (hosts.size() == 1 && paste.launcher_ranks > 0) {
+    // One host's device lines of a job launched for more ranks than they list.
+    size_t listed = 0;
+    for (const RunResult& run : runs) listed = std::max(listed, run.ranks.size());
+    if (static_cast<size_t>(paste.launcher_ranks) > listed) return 0;
+  }
   return static_cast<int>(hosts.size());
 }
 
@@ -202,20 +259,23 @@ PasteDiagnosis DiagnosePaste(const PasteEvidence& paste, const std::vector<RunRe
               .transport = platform.platform ? platform.platform->transport : "",
               .nodes = NodesOf(paste, runs),
               .signatures = {}};
-  std::vector<Hit> hits = TextHits(paste, base);
-  for (Hit& h : ShapeHits(paste, runs, base)) hits.push_back(std::move(h));
-  for (const Hit& h : hits) facts.signatures.insert(h.signature->id);
-
+  const std::vector<Hit> text = TextHits(paste, base);
+  for (const Hit& h : text) facts.signatures.insert(h.signature->id);
   std::map<std::string, Candidate> candidates;
-  for (const Hit& hit : hits) {
-    const Signature& s = *hit.signature;
-    const bool harmless = !s.harmless_when.empty() && AllHold(s.harmless_when, hit, facts);
-    if (s.role == SignatureRole::kNote || harmless) {
-      out.findings.push_back(NoteOf(hit, paste));
-      continue;
+  const auto judge = [&](const std::vector<Hit>& hits) {
+    for (const Hit& hit : hits) {
+      const Signature& s = *hit.signature;
+      const bool harmless = !s.harmless_when.empty() && AllHold(s.harmless_when, hit, facts);
+      if (s.role == SignatureRole::kNote || harmless || !Rank(hit, facts, candidates)) {
+        out.findings.push_back(NoteOf(hit, paste));
+      }
     }
-    if (!Rank(hit, facts, candidates)) out.findings.push_back(NoteOf(hit, paste));
-  }
+  };
+  judge(text);
+  const bool quiet = std::none_of(candidates.begin(), candidates.end(), [](const auto& c) {
+    return c.second.role != SignatureRole::kSlow;
+  });
+  judge(ShapeHits(paste, runs, base, quiet, platform.platform ? platform.platform->nics : 0));
   if (candidates.empty()) return out;
 
   std::vector<Candidate> ranked;
@@ -246,10 +306,10 @@ PasteDiagnosis DiagnosePaste(const PasteEvidence& paste, const std::vector<RunRe
     findings.push_back(
         {.severity = Severity::kInfo,
          .source = "candidate",
-         .what = fmt::format("{} also possible: {} (score {} against {})",
-                             i == 1 ? "next," : "then,", other->title, ranked[i].score, top.score),
-         .evidence = ranked[i].evidence,
-         .fix = "to tell: " + other->check});
+         .what = fmt::format("{} also possible: {} (score {} against {}); to tell: {}",
+                             i == 1 ? "next," : "then,", other->title, ranked[i].score, top.score,
+                             other->check),
+         .evidence = ranked[i].evidence});
   }
   for (Finding& note : out.findings) findings.push_back(std::move(note));
   out.findings = std::move(findings);

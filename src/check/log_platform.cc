@@ -456,6 +456,7 @@ PlatformChoice InferPlatform(const Catalog& catalog, const std::vector<RunResult
            std::pair(b->NicTotalGBs(), b->intra_node_ring_busbw);
   });
   choice.platform = **weakest;
+  choice.network_guessed = f.nics == 0 && f.transport.empty();
   if (fits.size() > 1) {
     std::vector<std::string> names;
     names.reserve(fits.size());

@@ -11,6 +11,13 @@
 namespace fabricscope {
 namespace {
 
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+std::string_view TrimLeft(std::string_view s) {
+  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
+  return s;
+}
+
 bool Has(std::string_view line, std::string_view text) {
   return line.find(text) != std::string_view::npos;
 }
@@ -45,9 +52,25 @@ std::optional<std::string> RankZeroHost(std::string_view line) {
   if (rest.empty() || rest[0] != '0' || (rest.size() > 1 && rest[1] != ' ')) return std::nullopt;
   const size_t on = rest.find(" on ");
   if (on == std::string_view::npos) return std::nullopt;
-  std::string_view host = rest.substr(on + 4);
+  std::string_view host = TrimLeft(rest.substr(on + 4));
   host = host.substr(0, host.find(' '));
   return std::string(host);
+}
+
+// The host of NCCL's "host:pid:tid [dev] NCCL INFO" prefix, behind any launcher prefix.
+std::optional<std::string_view> NcclHost(std::string_view line) {
+  const size_t nccl = line.find("] NCCL ");
+  if (nccl == std::string_view::npos) return std::nullopt;
+  const size_t open = line.rfind(" [", nccl);
+  if (open == std::string_view::npos || open == 0) return std::nullopt;
+  const size_t start = line.rfind(' ', open - 1);
+  std::string_view token = line.substr(start == std::string_view::npos ? 0 : start + 1,
+                                       open - (start == std::string_view::npos ? 0 : start + 1));
+  const size_t colon = token.find(':');
+  if (colon == std::string_view::npos || colon == 0) return std::nullopt;
+  // "host:pid:tid": two numbers after the host.
+  if (token.find(':', colon + 1) == std::string_view::npos) return std::nullopt;
+  return token.substr(0, colon);
 }
 
 // NCCL_X=value tokens after a nccl-tests binary on a command line: the shell passed them to
@@ -67,7 +90,8 @@ std::vector<std::string> LateAssignments(std::string_view line) {
 
 bool PasteEvidence::Judgeable() const {
   return !hits.empty() || nccl_lines > 0 || avg_busbw.has_value() || !figures.empty() ||
-         !late_env.empty();
+         !late_env.empty() || header_line > 0 || nthread_headers > 0 || !rank0_hosts.empty() ||
+         single_process_devices > 0;
 }
 
 struct PasteReader::State {
@@ -79,10 +103,16 @@ struct PasteReader::State {
   std::set<std::string> holds;
   std::optional<NcclNodeCollector> nccl;
   std::vector<size_t> matched;
+  std::set<long> ranks;
+  std::set<std::string, std::less<>> hosts;
 
   void Close() {
     if (!current) return;
     current->log_holds.assign(holds.begin(), holds.end());
+    current->ranks_seen = ranks.size();
+    current->nccl_hosts.assign(hosts.begin(), hosts.end());
+    ranks.clear();
+    hosts.clear();
     if (nccl) current->nccl = nccl->Finish();
     done.push_back(std::move(*current));
     current.reset();
@@ -95,13 +125,37 @@ struct PasteReader::State {
     if (Has(line, "NCCL INFO") || Has(line, "NCCL WARN")) {
       ++p.nccl_lines;
       nccl->Feed(line, line_no);
+      if (auto host = NcclHost(line); host && hosts.size() < 100000 && hosts.count(*host) == 0) {
+        hosts.emplace(*host);
+      }
       if (const auto n = NumberAfter(line, " nranks ")) {
         p.nranks = std::max(p.nranks, static_cast<int>(*n));
       }
       if (Has(line, "Init COMPLETE")) ++p.init_complete;
+      if (const size_t at = line.find("NET/IB : Using"); at != std::string_view::npos) {
+        const std::string_view list = line.substr(at, line.find(';', at) - at);
+        const int n = static_cast<int>(std::count(list.begin(), list.end(), '['));
+        if (n > p.nics_used) {
+          p.nics_used = n;
+          p.nics_line = line_no;
+        }
+      }
+      if (const auto r = NumberAfter(line, " rank "); r && Has(line, " nranks ")) ranks.insert(*r);
       return;
     }
+    const std::string_view text = TrimLeft(line);
+    if (p.header_line > 0 && !text.empty() && IsDigit(text.front())) ++p.lines_after_header;
+    if (Has(line, "algbw") && Has(line, "busbw") && !Has(line, "busbw:")) p.header_line = line_no;
+    if (Has(line, "mpirun") || Has(line, "srun") || Has(line, "mpiexec")) {
+      for (std::string_view flag : {" -np ", " -n ", " --ntasks ", " --np "}) {
+        if (const auto n = NumberAfter(line, flag)) {
+          p.launcher_ranks = static_cast<int>(*n);
+          break;
+        }
+      }
+    }
     if (Has(line, "nThread ") && Has(line, "nGpus ")) ++p.nthread_headers;
+    if (Has(line, "Rank ") && Has(line, " uses device ")) ++p.single_process_devices;
     if (Has(line, "Rank ") && Has(line, " on ") && Has(line, "device ")) {
       if (auto host = RankZeroHost(line)) p.rank0_hosts.push_back(*host);
     }
@@ -111,6 +165,7 @@ struct PasteReader::State {
         if (auto v = ToNumber<double>(Trim(line.substr(colon + 1)))) {
           p.avg_busbw = *v;
           p.avg_line = line_no;
+          p.trailers.push_back(*v);
         }
       }
     }

@@ -70,6 +70,9 @@ std::string RenderCheckText(const CheckReport& report) {
   }
   out += fmt::format("\n{}: {} test{}", SeverityName(report.status), report.tests.size(),
                      report.tests.size() == 1 ? "" : "s");
+  const auto named = std::count_if(report.diagnoses.begin(), report.diagnoses.end(),
+                                   [](const PasteDiagnosis& d) { return !d.cause.empty(); });
+  if (named > 0) out += fmt::format(", {} diagnos{}", named, named == 1 ? "is" : "es");
   for (Severity s : {Severity::kOk, Severity::kWarn, Severity::kCritical}) {
     const int n = counts.at(static_cast<size_t>(s));
     if (n > 0) out += fmt::format(", {} {}", n, SeverityName(s));

@@ -248,8 +248,12 @@ TEST(Degraded, PublishedNvlsBandJudgesAnNvlsRunAndARingBandARingRun) {
   const TestVerdict& n = nvls.tests.at(0);
   EXPECT_EQ(n.expected->typical, 683.5);
   EXPECT_EQ(FindingOf(n, "bandwidth")->severity, Severity::kOk) << Dump(nvls);
-  EXPECT_EQ(FindingOf(n, "algorithm")->severity, Severity::kWarn);
-  EXPECT_EQ(n.status, Severity::kWarn);
+  // Above the NIC total and at 86% of the twice-the-NIC-total a 2-node NVLS/Tree reaches: a
+  // healthy network measured through NVLS (issue 36 item 7), not a doubt.
+  EXPECT_EQ(FindingOf(n, "algorithm")->severity, Severity::kOk);
+  EXPECT_TRUE(Contains(FindingOf(n, "algorithm")->what, "up to twice the NIC total (800.0 GB/s)"))
+      << FindingOf(n, "algorithm")->what;
+  EXPECT_EQ(n.status, Severity::kOk);
 
   const CheckReport ring =
       CheckLog(NcclTestsLog(TwoNodeAllReduce(355, "NVIDIA B200")), "a4-highgpu-8g");
