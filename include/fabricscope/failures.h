@@ -105,7 +105,9 @@ class FailureBase {
   const FailureCause* FindCause(std::string_view id) const;
   const Signature* FindSignature(std::string_view id) const;
 
-  // Appends to `out` the index of every text signature `line` matches.
+  // Appends to `out` the index of every text signature `line` matches. An NCCL INFO line (most
+  // of a big log) is matched only against the signatures an INFO line prints (those with an
+  // example that holds "NCCL INFO"), each by its first fragment near the message's start.
   void Match(std::string_view line, std::vector<size_t>& out) const;
 
  private:
@@ -114,6 +116,8 @@ class FailureBase {
   std::vector<FailureCause> causes_;
   // Per text signature, its most selective fragment: a line without it cannot match.
   std::vector<std::pair<std::string, size_t>> anchors_;
+  // The signatures an NCCL INFO line prints, for INFO lines.
+  std::vector<size_t> info_;
 };
 
 // The literal parts of a printf format, in order: "failed to extend %s to %ld bytes" gives

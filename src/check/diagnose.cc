@@ -249,6 +249,44 @@ Finding CauseFinding(const Candidate& top, const FailureCause& cause, bool decid
   return f;
 }
 
+// The candidates ranked (a failure before a slowness, then by score), the best named as the
+// cause (decided when it rests on evidence and leads the next of its kind by the margin) and
+// the next three as candidates with the check that tells them apart.
+std::vector<Finding> Conclude(std::map<std::string, Candidate> candidates, const FailureBase& base,
+                              PasteDiagnosis& out) {
+  std::vector<Candidate> ranked;
+  for (auto& [id, c] : candidates) ranked.push_back(std::move(c));
+  const auto fails = [](const Candidate& c) { return c.role != SignatureRole::kSlow; };
+  std::sort(ranked.begin(), ranked.end(), [&](const Candidate& a, const Candidate& b) {
+    if (fails(a) != fails(b)) return fails(a);
+    if (a.score != b.score) return a.score > b.score;
+    return a.cause < b.cause;  // a stable order for ties
+  });
+  const Candidate& top = ranked.front();
+  const bool alone = ranked.size() == 1 || fails(ranked[1]) != fails(top) ||
+                     top.score - ranked[1].score >= kDecisiveMargin;
+  out.decided = alone && top.by_evidence;
+  out.cause = top.cause;
+  Finding named = CauseFinding(top, *base.FindCause(top.cause), out.decided);
+  if (!out.decided) {
+    named.what = fmt::format("not decided between {} and {}; most likely {}", top.cause,
+                             ranked.size() > 1 ? ranked[1].cause : "other causes", named.what);
+  }
+  out.status = named.severity;
+  std::vector<Finding> findings = {std::move(named)};
+  for (size_t i = 1; i < ranked.size() && i < 4; ++i) {
+    const FailureCause* other = base.FindCause(ranked[i].cause);
+    findings.push_back(
+        {.severity = Severity::kInfo,
+         .source = "candidate",
+         .what = fmt::format("{} also possible: {} (score {} against {}); to tell: {}",
+                             i == 1 ? "next," : "then,", other->title, ranked[i].score, top.score,
+                             other->check),
+         .evidence = ranked[i].evidence});
+  }
+  return findings;
+}
+
 }  // namespace
 
 PasteDiagnosis DiagnosePaste(const PasteEvidence& paste, const std::vector<RunResult>& runs,
@@ -277,40 +315,7 @@ PasteDiagnosis DiagnosePaste(const PasteEvidence& paste, const std::vector<RunRe
   });
   judge(ShapeHits(paste, runs, base, quiet, platform.platform ? platform.platform->nics : 0));
   if (candidates.empty()) return out;
-
-  std::vector<Candidate> ranked;
-  for (auto& [id, c] : candidates) ranked.push_back(std::move(c));
-  // A failure outranks a slowness, then the score; the id keeps ties in a stable order.
-  std::sort(ranked.begin(), ranked.end(), [](const Candidate& a, const Candidate& b) {
-    const bool a_fails = a.role != SignatureRole::kSlow;
-    const bool b_fails = b.role != SignatureRole::kSlow;
-    if (a_fails != b_fails) return a_fails;
-    if (a.score != b.score) return a.score > b.score;
-    return a.cause < b.cause;
-  });
-  const Candidate& top = ranked.front();
-  const bool alone = ranked.size() == 1 || ranked[1].role != top.role ||
-                     top.score - ranked[1].score >= kDecisiveMargin;
-  out.decided = alone && top.by_evidence;
-  out.cause = top.cause;
-  const FailureCause* cause = base.FindCause(top.cause);
-  Finding named = CauseFinding(top, *cause, out.decided);
-  if (!out.decided) {
-    named.what = fmt::format("not decided between {} and {}; most likely {}", top.cause,
-                             ranked.size() > 1 ? ranked[1].cause : "other causes", named.what);
-  }
-  out.status = named.severity;
-  std::vector<Finding> findings = {std::move(named)};
-  for (size_t i = 1; i < ranked.size() && i < 4; ++i) {
-    const FailureCause* other = base.FindCause(ranked[i].cause);
-    findings.push_back(
-        {.severity = Severity::kInfo,
-         .source = "candidate",
-         .what = fmt::format("{} also possible: {} (score {} against {}); to tell: {}",
-                             i == 1 ? "next," : "then,", other->title, ranked[i].score, top.score,
-                             other->check),
-         .evidence = ranked[i].evidence});
-  }
+  std::vector<Finding> findings = Conclude(std::move(candidates), base, out);
   for (Finding& note : out.findings) findings.push_back(std::move(note));
   out.findings = std::move(findings);
   return out;

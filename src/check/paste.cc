@@ -100,7 +100,8 @@ struct PasteReader::State {
   std::vector<PasteEvidence> done;
   std::optional<PasteEvidence> current;
   std::map<size_t, size_t> hit_index;  // signature -> index in current->hits
-  std::set<std::string> holds;
+  std::vector<char> holds;             // per watched text: some line held it
+  size_t unseen = 0;                   // watched texts no line held yet
   std::optional<NcclNodeCollector> nccl;
   std::vector<size_t> matched;
   std::set<long> ranks;
@@ -108,7 +109,10 @@ struct PasteReader::State {
 
   void Close() {
     if (!current) return;
-    current->log_holds.assign(holds.begin(), holds.end());
+    current->log_holds.clear();
+    for (size_t i = 0; i < watched.size(); ++i) {
+      if (holds[i] != 0) current->log_holds.push_back(watched[i]);
+    }
     current->ranks_seen = ranks.size();
     current->nccl_hosts.assign(hosts.begin(), hosts.end());
     ranks.clear();
@@ -117,7 +121,6 @@ struct PasteReader::State {
     done.push_back(std::move(*current));
     current.reset();
     hit_index.clear();
-    holds.clear();
     nccl.reset();
   }
 
@@ -203,6 +206,8 @@ void PasteReader::Begin(const std::string& source) {
   state_->current.emplace();
   state_->current->source = source;
   state_->nccl.emplace(source);
+  state_->holds.assign(state_->watched.size(), 0);
+  state_->unseen = state_->watched.size();
 }
 
 void PasteReader::Line(std::string_view line, size_t line_no) {
@@ -223,8 +228,11 @@ void PasteReader::Line(std::string_view line, size_t line_no) {
       ++p.hits[it->second].count;
     }
   }
-  for (const std::string& w : s.watched) {
-    if (s.holds.count(w) == 0 && Has(line, w)) s.holds.insert(w);
+  for (size_t i = 0; s.unseen > 0 && i < s.watched.size(); ++i) {
+    if (s.holds[i] == 0 && Has(line, s.watched[i])) {
+      s.holds[i] = 1;
+      --s.unseen;
+    }
   }
 }
 

@@ -7,6 +7,12 @@
 namespace fabricscope {
 namespace {
 
+// NCCL's INFO lines: "host:pid:tid [dev] NCCL INFO message".
+constexpr std::string_view kInfoMark = "NCCL INFO ";
+// How far into an INFO message a format's first literal part may start (after "%s" of a
+// subsystem name such as NET, GIN or RMA).
+constexpr size_t kInfoLead = 8;
+
 // The length of the printf conversion that starts at format[at] ('%'), 0 when it is not
 // one ("%%" is a literal and handled by the caller).
 size_t ConversionLength(std::string_view format, size_t at) {
@@ -84,6 +90,7 @@ bool MatchesFragments(std::string_view line, const std::vector<std::string>& fra
 
 void FailureBase::Index() {
   anchors_.clear();
+  info_.clear();
   for (size_t i = 0; i < signatures_.size(); ++i) {
     const Signature& s = signatures_[i];
     if (s.fragments.empty()) continue;
@@ -92,10 +99,26 @@ void FailureBase::Index() {
         s.fragments.begin(), s.fragments.end(),
         [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
     anchors_.emplace_back(*longest, i);
+    if (std::any_of(s.examples.begin(), s.examples.end(),
+                    [](const std::string& e) { return e.find(kInfoMark) != std::string::npos; })) {
+      info_.push_back(i);
+    }
   }
 }
 
 void FailureBase::Match(std::string_view line, std::vector<size_t>& out) const {
+  if (const size_t info = line.find(kInfoMark); info != std::string_view::npos) {
+    const std::string_view message = line.substr(info + kInfoMark.size());
+    for (size_t index : info_) {
+      const std::vector<std::string>& fragments = signatures_[index].fragments;
+      // A format may start with a short conversion ("%s/Plugin: ..."): its first literal
+      // part starts within the message's first few bytes.
+      const size_t window = fragments.front().size() + kInfoLead;
+      if (message.substr(0, window).find(fragments.front()) == std::string_view::npos) continue;
+      if (MatchesFragments(message, fragments)) out.push_back(index);
+    }
+    return;
+  }
   for (const auto& [anchor, index] : anchors_) {
     if (line.find(anchor) == std::string_view::npos) continue;
     if (MatchesFragments(line, signatures_[index].fragments)) out.push_back(index);

@@ -70,7 +70,7 @@ TEST_F(CheckCli, PublishedRunAsJson) {
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_EQ(o.err, "");
   const json report = json::parse(o.out);
-  EXPECT_EQ(report["version"], 2);
+  EXPECT_EQ(report["version"], 3);
   EXPECT_EQ(report["findings_version"], 1);
   EXPECT_EQ(report["verdict"], "OK");
   EXPECT_EQ(report["platform"]["name"], "gcp-a3-ultragpu-8g");

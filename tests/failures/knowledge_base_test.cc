@@ -121,6 +121,18 @@ TEST(NcclLogStrings, GeneratorReproducesItsFixture) {
   fs::remove(out);
 }
 
+// docs/failures.md's tables are scripts/failures-table.py's output: every entry is there.
+TEST(FailureBase, DocsNameEverySignatureAndCause) {
+  const std::string docs = Slurp(kSource / "docs/failures.md");
+  for (const Signature& s : FailureBase::Builtin().signatures()) {
+    EXPECT_NE(docs.find("| `" + s.id + "` |"), std::string::npos)
+        << s.id << ": regenerate the table with python3 scripts/failures-table.py";
+  }
+  for (const FailureCause& c : FailureBase::Builtin().causes()) {
+    EXPECT_NE(docs.find("| `" + c.id + "` |"), std::string::npos) << c.id;
+  }
+}
+
 // A document of one signature, `field` replaced (or added) with `value`.
 std::string WithField(const std::string& field, const std::string& value) {
   json sig = json::parse(R"({
