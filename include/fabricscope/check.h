@@ -12,7 +12,6 @@
 
 #include "fabricscope/failures.h"
 #include "fabricscope/finding.h"
-#include "fabricscope/nccl_nodes.h"
 #include "fabricscope/node.h"
 #include "fabricscope/parse.h"
 #include "fabricscope/platform.h"
@@ -136,8 +135,14 @@ struct PasteEvidence {
   // drove every GPU, so the run was on one node.
   size_t single_process_devices = 0;
   std::vector<PastedFigure> figures;
-  NcclNodeComparison nccl;  // NCCL's nodes (host:pid prefixes) and their differences
-  std::string last_line;    // the log's last line, for how it ended
+  // Each host's "NCCL version" line (the host of NCCL's prefix; "" for a line without one).
+  struct HostVersion {
+    std::string host;
+    std::string version;
+    size_t line = 0;
+  };
+  std::vector<HostVersion> versions;
+  std::string last_line;  // the log's last line, for how it ended
   size_t last_line_no = 0;
 
   // Whether anything in it can be judged: a signature, an NCCL line, a trailer or a figure.

@@ -5,7 +5,9 @@
 // catalog, refused at load with the file and line of a bad entry.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,6 +54,41 @@ struct CauseLink {
   std::string cause;
   std::vector<Condition> when;
   int weight = 0;
+};
+
+// Which of a fixed set of texts a line holds, in one pass over the line: a bitmap of the
+// texts' first two bytes rules out almost every position, and only a position whose pair
+// begins some text is compared (the set is small, a line is short, most lines hold none).
+class TextSet {
+ public:
+  TextSet() = default;
+  explicit TextSet(std::vector<std::string> texts);
+  // Calls found(i) for each place a text i occurs in `line` (a text that occurs twice is
+  // found twice), in the order of the places.
+  template <typename F>
+  void Find(std::string_view line, F found) const {
+    if (line.size() < 2 || texts_.empty()) return;
+    for (size_t at = 0; at + 1 < line.size(); ++at) {
+      const unsigned pair = Pair(line[at], line[at + 1]);
+      if ((pairs_[pair >> 6] >> (pair & 63) & 1) == 0) continue;
+      const auto [first, last] =
+          std::equal_range(by_pair_.begin(), by_pair_.end(), std::pair<unsigned, size_t>{pair, 0},
+                           [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (auto it = first; it != last; ++it) {
+        if (line.substr(at, texts_[it->second].size()) == texts_[it->second]) found(it->second);
+      }
+    }
+  }
+  const std::vector<std::string>& texts() const { return texts_; }
+
+ private:
+  static unsigned Pair(char a, char b) {
+    return static_cast<unsigned>(static_cast<unsigned char>(a)) << 8 |
+           static_cast<unsigned char>(b);
+  }
+  std::vector<std::string> texts_;
+  std::vector<uint64_t> pairs_ = std::vector<uint64_t>(1024, 0);  // 65536 bits
+  std::vector<std::pair<unsigned, size_t>> by_pair_;              // sorted by pair
 };
 
 // One failure signature: the text a program prints, matched by the literal fragments of its
@@ -109,13 +146,18 @@ class FailureBase {
   // of a big log) is matched only against the signatures an INFO line prints (those with an
   // example that holds "NCCL INFO"), each by its first fragment near the message's start.
   void Match(std::string_view line, std::vector<size_t>& out) const;
+  // The same for the message of an NCCL INFO line (what follows "NCCL INFO "), for a reader
+  // that has found the mark already.
+  void MatchInfoMessage(std::string_view message, std::vector<size_t>& out) const;
 
  private:
   void Index();
   std::vector<Signature> signatures_;
   std::vector<FailureCause> causes_;
-  // Per text signature, its most selective fragment: a line without it cannot match.
+  // Per text signature, its most selective fragment: a line without it cannot match; the
+  // anchors in one TextSet, found in one pass.
   std::vector<std::pair<std::string, size_t>> anchors_;
+  TextSet anchor_set_;
   // The signatures an NCCL INFO line prints, for INFO lines.
   std::vector<size_t> info_;
 };

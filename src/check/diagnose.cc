@@ -153,11 +153,16 @@ std::vector<Hit> ShapeHits(const PasteEvidence& paste, const std::vector<RunResu
         fmt::format("NCCL uses {} NIC{} of the platform's {}", paste.nics_used,
                     paste.nics_used == 1 ? "" : "s", platform_nics));
   }
-  for (const NcclNodeDifference& d : paste.nccl.differences) {
-    if (d.aspect != "version") continue;
-    add("version-mismatch", 0,
-        fmt::format("{} runs {}, while {} node{} run {}", d.host, d.value, d.majority_nodes,
-                    d.majority_nodes == 1 ? "" : "s", d.majority));
+  std::map<std::string, std::vector<std::string>> hosts_of;  // version -> hosts
+  for (const PasteEvidence::HostVersion& v : paste.versions) {
+    hosts_of[v.version].push_back(v.host.empty() ? "(no host)" : v.host);
+  }
+  if (hosts_of.size() > 1) {
+    std::vector<std::string> parts;
+    for (const auto& [version, hosts] : hosts_of) {
+      parts.push_back(fmt::format("NCCL {} on {}", version, fmt::join(hosts, ", ")));
+    }
+    add("version-mismatch", paste.versions.front().line, fmt::format("{}", fmt::join(parts, "; ")));
   }
   return out;
 }

@@ -11,6 +11,9 @@
 namespace fabricscope {
 namespace {
 
+// What starts NCCL's own lines after their prefix.
+constexpr std::string_view kNcclMark = "NCCL INFO ";
+
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
 std::string_view TrimLeft(std::string_view s) {
@@ -73,6 +76,25 @@ std::optional<std::string_view> NcclHost(std::string_view line) {
   return token.substr(0, colon);
 }
 
+// Where NCCL's "NCCL INFO " or "NCCL WARN " starts in `line`; npos for a line of another
+// program.
+size_t NcclMark(std::string_view line) {
+  for (size_t at = line.find("NCCL "); at != std::string_view::npos;
+       at = line.find("NCCL ", at + 1)) {
+    const std::string_view rest = line.substr(at + 5);
+    if (rest.starts_with("INFO ") || rest.starts_with("WARN ")) return at;
+  }
+  return std::string_view::npos;
+}
+
+// NCCL's per-connection and per-call INFO messages ("Channel 00/0 : 0[0] -> 1[1] via P2P/IPC",
+// "AllReduce: opCount 0 sendbuff ..."), which NCCL prints by the thousand in a big job.
+bool BulkInfo(std::string_view message) {
+  if (message.starts_with("Channel ") || message.starts_with("Connected all")) return true;
+  const size_t op = message.substr(0, 32).find(": opCount ");
+  return op != std::string_view::npos;
+}
+
 // NCCL_X=value tokens after a nccl-tests binary on a command line: the shell passed them to
 // the program as arguments, and NCCL never saw them.
 std::vector<std::string> LateAssignments(std::string_view line) {
@@ -102,8 +124,10 @@ struct PasteReader::State {
   std::map<size_t, size_t> hit_index;  // signature -> index in current->hits
   std::vector<char> holds;             // per watched text: some line held it
   size_t unseen = 0;                   // watched texts no line held yet
-  std::optional<NcclNodeCollector> nccl;
   std::vector<size_t> matched;
+  TextSet watched_set;
+  std::string last_host;
+  std::map<std::string, std::pair<std::string, size_t>> versions;  // host -> version, line
   std::set<long> ranks;
   std::set<std::string, std::less<>> hosts;
 
@@ -115,36 +139,58 @@ struct PasteReader::State {
     }
     current->ranks_seen = ranks.size();
     current->nccl_hosts.assign(hosts.begin(), hosts.end());
+    for (const auto& [host, version] : versions) {
+      current->versions.push_back({host, version.first, version.second});
+    }
     ranks.clear();
     hosts.clear();
-    if (nccl) current->nccl = nccl->Finish();
+    versions.clear();
+    last_host.clear();
     done.push_back(std::move(*current));
     current.reset();
     hit_index.clear();
-    nccl.reset();
   }
 
-  void Facts(PasteEvidence& p, std::string_view line, size_t line_no) {
-    if (Has(line, "NCCL INFO") || Has(line, "NCCL WARN")) {
-      ++p.nccl_lines;
-      nccl->Feed(line, line_no);
-      if (auto host = NcclHost(line); host && hosts.size() < 100000 && hosts.count(*host) == 0) {
-        hosts.emplace(*host);
-      }
-      if (const auto n = NumberAfter(line, " nranks ")) {
+  // A line of NCCL's own ("host:pid:tid [dev] NCCL INFO message"): most of a big log, so
+  // each fact is looked for only where the message can start with it.
+  void NcclFacts(PasteEvidence& p, std::string_view line, size_t mark, size_t line_no) {
+    ++p.nccl_lines;
+    if (auto host = NcclHost(line.substr(0, mark + kNcclMark.size())); host && *host != last_host) {
+      last_host.assign(*host);
+      if (hosts.size() < 100000 && hosts.find(*host) == hosts.end()) hosts.emplace(*host);
+    }
+    const std::string_view message = line.substr(mark + kNcclMark.size());
+    if (message.starts_with("comm ") || message.starts_with("ncclCommInitRank") ||
+        message.starts_with("nranks ")) {
+      if (const auto n = NumberAfter(message, "nranks ")) {
         p.nranks = std::max(p.nranks, static_cast<int>(*n));
+        if (const auto r = NumberAfter(message, " rank ")) ranks.insert(*r);
       }
-      if (Has(line, "Init COMPLETE")) ++p.init_complete;
-      if (const size_t at = line.find("NET/IB : Using"); at != std::string_view::npos) {
-        const std::string_view list = line.substr(at, line.find(';', at) - at);
-        const int n = static_cast<int>(std::count(list.begin(), list.end(), '['));
-        if (n > p.nics_used) {
-          p.nics_used = n;
-          p.nics_line = line_no;
-        }
+      if (Has(message, "Init COMPLETE")) ++p.init_complete;
+    } else if (message.starts_with("NET/IB : Using")) {
+      const std::string_view list = message.substr(0, message.find(';'));
+      const int n = static_cast<int>(std::count(list.begin(), list.end(), '['));
+      if (n > p.nics_used) {
+        p.nics_used = n;
+        p.nics_line = line_no;
       }
-      if (const auto r = NumberAfter(line, " rank "); r && Has(line, " nranks ")) ranks.insert(*r);
-      return;
+    } else if (message.starts_with("NCCL version ")) {
+      Version(message.substr(13), line_no);
+    }
+  }
+
+  // "2.18.3+cuda12.2" of the host whose line this is.
+  void Version(std::string_view text, size_t line_no) {
+    const std::string version(Trim(text.substr(0, text.find_first_of(" \t"))));
+    if (version.empty() || versions.size() >= 100000) return;
+    versions.emplace(last_host, std::pair(version, line_no));
+  }
+
+  // `mark`: where "NCCL INFO " or "NCCL WARN " starts in the line, npos for none.
+  void Facts(PasteEvidence& p, std::string_view line, size_t mark, size_t line_no) {
+    if (mark != std::string_view::npos) return NcclFacts(p, line, mark, line_no);
+    if (const size_t v = line.find("NCCL version "); v != std::string_view::npos) {
+      Version(line.substr(v + 13), line_no);
     }
     const std::string_view text = TrimLeft(line);
     if (p.header_line > 0 && !text.empty() && IsDigit(text.front())) ++p.lines_after_header;
@@ -197,6 +243,7 @@ PasteReader::PasteReader(const FailureBase& base) : state_(std::make_unique<Stat
     }
   }
   state_->watched.assign(watched.begin(), watched.end());
+  state_->watched_set = TextSet(state_->watched);
 }
 
 PasteReader::~PasteReader() = default;
@@ -205,7 +252,6 @@ void PasteReader::Begin(const std::string& source) {
   state_->Close();
   state_->current.emplace();
   state_->current->source = source;
-  state_->nccl.emplace(source);
   state_->holds.assign(state_->watched.size(), 0);
   state_->unseen = state_->watched.size();
 }
@@ -217,9 +263,24 @@ void PasteReader::Line(std::string_view line, size_t line_no) {
   ++p.lines;
   p.last_line.assign(line.substr(0, 512));
   p.last_line_no = line_no;
-  s.Facts(p, line, line_no);
+  const size_t mark = NcclMark(line);
+  const bool info = mark != std::string_view::npos && line.substr(mark + 5).starts_with("INFO");
+  const std::string_view message =
+      mark == std::string_view::npos ? line : line.substr(mark + kNcclMark.size());
+  // Most of a big log is one line per channel connection and per collective call: the text
+  // readers take their transports; no fact, failure signature or watched text is in them
+  // that the rank's other lines do not give.
+  if (info && BulkInfo(message)) {
+    ++p.nccl_lines;
+    return;
+  }
+  s.Facts(p, line, mark, line_no);
   s.matched.clear();
-  s.base->Match(line, s.matched);
+  if (info) {
+    s.base->MatchInfoMessage(message, s.matched);
+  } else {
+    s.base->Match(line, s.matched);
+  }
   for (size_t index : s.matched) {
     const auto [it, fresh] = s.hit_index.emplace(index, p.hits.size());
     if (fresh) {
@@ -228,11 +289,13 @@ void PasteReader::Line(std::string_view line, size_t line_no) {
       ++p.hits[it->second].count;
     }
   }
-  for (size_t i = 0; s.unseen > 0 && i < s.watched.size(); ++i) {
-    if (s.holds[i] == 0 && Has(line, s.watched[i])) {
-      s.holds[i] = 1;
-      --s.unseen;
-    }
+  if (s.unseen > 0) {
+    s.watched_set.Find(line, [&](size_t i) {
+      if (s.holds[i] == 0) {
+        s.holds[i] = 1;
+        --s.unseen;
+      }
+    });
   }
 }
 

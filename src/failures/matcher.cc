@@ -88,6 +88,16 @@ bool MatchesFragments(std::string_view line, const std::vector<std::string>& fra
   return true;
 }
 
+TextSet::TextSet(std::vector<std::string> texts) : texts_(std::move(texts)) {
+  for (size_t i = 0; i < texts_.size(); ++i) {
+    if (texts_[i].size() < 2) continue;  // (the loader's fragments hold a word)
+    const unsigned pair = Pair(texts_[i][0], texts_[i][1]);
+    pairs_[pair >> 6] |= uint64_t{1} << (pair & 63);
+    by_pair_.emplace_back(pair, i);
+  }
+  std::sort(by_pair_.begin(), by_pair_.end());
+}
+
 void FailureBase::Index() {
   anchors_.clear();
   info_.clear();
@@ -104,11 +114,27 @@ void FailureBase::Index() {
       info_.push_back(i);
     }
   }
+  std::vector<std::string> texts;
+  texts.reserve(anchors_.size());
+  for (const auto& [anchor, index] : anchors_) texts.push_back(anchor);
+  anchor_set_ = TextSet(std::move(texts));
 }
 
 void FailureBase::Match(std::string_view line, std::vector<size_t>& out) const {
   if (const size_t info = line.find(kInfoMark); info != std::string_view::npos) {
-    const std::string_view message = line.substr(info + kInfoMark.size());
+    return MatchInfoMessage(line.substr(info + kInfoMark.size()), out);
+  }
+  const size_t before = out.size();
+  anchor_set_.Find(line, [&](size_t i) {
+    const size_t index = anchors_[i].second;
+    if (MatchesFragments(line, signatures_[index].fragments)) out.push_back(index);
+  });
+  std::sort(out.begin() + static_cast<long>(before), out.end());
+  out.erase(std::unique(out.begin() + static_cast<long>(before), out.end()), out.end());
+}
+
+void FailureBase::MatchInfoMessage(std::string_view message, std::vector<size_t>& out) const {
+  {
     for (size_t index : info_) {
       const std::vector<std::string>& fragments = signatures_[index].fragments;
       // A format may start with a short conversion ("%s/Plugin: ..."): its first literal
@@ -117,11 +143,6 @@ void FailureBase::Match(std::string_view line, std::vector<size_t>& out) const {
       if (message.substr(0, window).find(fragments.front()) == std::string_view::npos) continue;
       if (MatchesFragments(message, fragments)) out.push_back(index);
     }
-    return;
-  }
-  for (const auto& [anchor, index] : anchors_) {
-    if (line.find(anchor) == std::string_view::npos) continue;
-    if (MatchesFragments(line, signatures_[index].fragments)) out.push_back(index);
   }
 }
 
