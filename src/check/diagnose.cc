@@ -159,6 +159,7 @@ std::vector<Hit> ShapeHits(const PasteEvidence& paste, const std::vector<RunResu
   }
   if (hosts_of.size() > 1) {
     std::vector<std::string> parts;
+    parts.reserve(hosts_of.size());
     for (const auto& [version, hosts] : hosts_of) {
       parts.push_back(fmt::format("NCCL {} on {}", version, fmt::join(hosts, ", ")));
     }
@@ -257,10 +258,11 @@ Finding CauseFinding(const Candidate& top, const FailureCause& cause, bool decid
 // The candidates ranked (a failure before a slowness, then by score), the best named as the
 // cause (decided when it rests on evidence and leads the next of its kind by the margin) and
 // the next three as candidates with the check that tells them apart.
-std::vector<Finding> Conclude(std::map<std::string, Candidate> candidates, const FailureBase& base,
-                              PasteDiagnosis& out) {
+std::vector<Finding> Conclude(const std::map<std::string, Candidate>& candidates,
+                              const FailureBase& base, PasteDiagnosis& out) {
   std::vector<Candidate> ranked;
-  for (auto& [id, c] : candidates) ranked.push_back(std::move(c));
+  ranked.reserve(candidates.size());
+  for (const auto& [id, c] : candidates) ranked.push_back(c);
   const auto fails = [](const Candidate& c) { return c.role != SignatureRole::kSlow; };
   std::sort(ranked.begin(), ranked.end(), [&](const Candidate& a, const Candidate& b) {
     if (fails(a) != fails(b)) return fails(a);
@@ -320,7 +322,7 @@ PasteDiagnosis DiagnosePaste(const PasteEvidence& paste, const std::vector<RunRe
   });
   judge(ShapeHits(paste, runs, base, quiet, platform.platform ? platform.platform->nics : 0));
   if (candidates.empty()) return out;
-  std::vector<Finding> findings = Conclude(std::move(candidates), base, out);
+  std::vector<Finding> findings = Conclude(candidates, base, out);
   for (Finding& note : out.findings) findings.push_back(std::move(note));
   out.findings = std::move(findings);
   return out;

@@ -133,6 +133,7 @@ CheckInputs ReadInputs(std::vector<std::string> paths, const CheckFlags& flags,
   options.observer = &reader;
   CheckInputs in;
   std::vector<ParsedResults> parsed;
+  parsed.reserve(paths.size());
   for (const std::string& path : paths) parsed.push_back(ReadResultsFile(path, options));
   std::vector<PasteEvidence> pastes = reader.Take();
   for (ParsedResults& p : parsed) {

@@ -286,79 +286,87 @@ std::vector<std::string> ConditionNames() {
   return names;
 }
 
-FailureBase FailureBase::Parse(const std::vector<Document>& documents) {
-  FailureBase base;
-  for (const Document& doc : documents) {
-    json root;
-    try {
-      root = json::parse(doc.text);
-    } catch (const json::exception& e) {
-      throw UsageError("failure knowledge base " + doc.name + ": not valid JSON (" + e.what() +
-                       ")");
+namespace {
+
+// One document's entries appended to `signatures` and `causes`, each with its file and line.
+void ParseDocument(const FailureBase::Document& doc, std::vector<Signature>& signatures,
+                   std::vector<FailureCause>& causes) {
+  json root;
+  try {
+    root = json::parse(doc.text);
+  } catch (const json::exception& e) {
+    throw UsageError("failure knowledge base " + doc.name + ": not valid JSON (" + e.what() + ")");
+  }
+  size_t line = 1;
+  EntryLines lines(&line);
+  json::sax_parse(CountingIterator(doc.text.data(), &line),
+                  CountingIterator(doc.text.data() + doc.text.size(), &line), &lines);
+  if (!root.is_object()) {
+    throw UsageError("failure knowledge base " + doc.name +
+                     ": must be an object with 'signatures' and/or 'causes'");
+  }
+  for (const auto& [key, value] : root.items()) {
+    if (key == "about") continue;
+    if (key != "signatures" && key != "causes") {
+      throw UsageError("failure knowledge base " + doc.name + ": unknown key '" + key +
+                       "' (use about, signatures, causes)");
     }
-    size_t line = 1;
-    EntryLines lines(&line);
-    json::sax_parse(CountingIterator(doc.text.data(), &line),
-                    CountingIterator(doc.text.data() + doc.text.size(), &line), &lines);
-    if (!root.is_object()) {
-      throw UsageError("failure knowledge base " + doc.name +
-                       ": must be an object with 'signatures' and/or 'causes'");
+    if (!value.is_array()) {
+      throw UsageError("failure knowledge base " + doc.name + ": '" + key + "' must be an array");
     }
-    for (const auto& [key, value] : root.items()) {
-      if (key != "signatures" && key != "causes" && key != "about") {
-        throw UsageError("failure knowledge base " + doc.name + ": unknown key '" + key +
-                         "' (use about, signatures, causes)");
-      }
-      if (key == "about") continue;
-      if (!value.is_array()) {
-        throw UsageError("failure knowledge base " + doc.name + ": '" + key + "' must be an array");
-      }
-      const std::vector<size_t>& at = lines.lines[key];
-      for (size_t i = 0; i < value.size(); ++i) {
-        const std::string where =
-            fmt::format("{}:{}", doc.name, i < at.size() ? at[i] : static_cast<size_t>(1));
-        const Entry entry(value[i], where);
-        if (key == "signatures") {
-          base.signatures_.push_back(ReadSignature(entry));
-        } else {
-          base.causes_.push_back(ReadCause(entry));
-        }
+    const std::vector<size_t>& at = lines.lines[key];
+    for (size_t i = 0; i < value.size(); ++i) {
+      const Entry entry(value[i],
+                        fmt::format("{}:{}", doc.name, i < at.size() ? at[i] : size_t{1}));
+      if (key == "signatures") {
+        signatures.push_back(ReadSignature(entry));
+      } else {
+        causes.push_back(ReadCause(entry));
       }
     }
   }
+}
+
+// Every id once, every cause a signature names defined, every signature a condition names.
+void CheckReferences(const FailureBase& base) {
   std::set<std::string, std::less<>> ids;
-  for (const FailureCause& c : base.causes_) {
+  for (const FailureCause& c : base.causes()) {
     if (!ids.insert(c.id).second) {
       throw UsageError("failure knowledge base " + c.origin + ": the cause id '" + c.id +
                        "' is taken by an earlier entry");
     }
   }
   ids.clear();
-  for (const Signature& s : base.signatures_) {
+  for (const Signature& s : base.signatures()) {
     if (!ids.insert(s.id).second) {
       throw UsageError("failure knowledge base " + s.origin + ": the signature id '" + s.id +
                        "' is taken by an earlier entry");
     }
+  }
+  for (const Signature& s : base.signatures()) {
     for (const CauseLink& link : s.causes) {
       if (base.FindCause(link.cause) == nullptr) {
         throw UsageError("failure knowledge base " + s.origin + ": signature '" + s.id +
                          "' names the cause '" + link.cause +
                          "', which no entry of 'causes' defines");
       }
-    }
-  }
-  for (const Signature& s : base.signatures_) {
-    for (const CauseLink& link : s.causes) {
       for (const Condition& c : link.when) {
-        if (c.kind == Condition::Kind::kSignature && base.FindSignature(c.value) == nullptr) {
+        if (c.kind == Condition::Kind::kSignature && ids.count(c.value) == 0) {
           throw UsageError("failure knowledge base " + s.origin +
-                           ": a condition names the "
-                           "signature '" +
-                           c.value + "', which no entry defines");
+                           ": a condition names the signature '" + c.value +
+                           "', which no entry defines");
         }
       }
     }
   }
+}
+
+}  // namespace
+
+FailureBase FailureBase::Parse(const std::vector<Document>& documents) {
+  FailureBase base;
+  for (const Document& doc : documents) ParseDocument(doc, base.signatures_, base.causes_);
+  CheckReferences(base);
   base.Index();
   return base;
 }
