@@ -97,9 +97,15 @@ struct PasteHit {
   size_t count = 1;  // lines the signature matched in all
 };
 
-// A figure a benchmark other than nccl-tests printed (all_reduce_bench.py's "busbw: 11.4 GBps").
+// A figure a benchmark other than nccl-tests printed: all_reduce_bench.py's (stas00/
+// ml-engineering network/benchmarks/all_reduce_bench.py, and the copies of it cloud recipes
+// run) "The average bandwidth of all_reduce with a 4.0GB payload (5 trials, 16 ranks):" then
+// "algbw: 44.947 GBps (359.6 Gbps)" and "busbw: 84.275 GBps (674.2 Gbps)".
 struct PastedFigure {
   double busbw = 0;  // GB/s
+  double algbw = 0;  // GB/s; 0 when not printed
+  size_t bytes = 0;  // the payload (its "GB" are 1e9 bytes: M*N*4/1e9); 0 when not printed
+  int ranks = 0;     // 0 when not printed
   size_t line = 0;
   std::string text;
 };
@@ -142,12 +148,20 @@ struct PasteEvidence {
     size_t line = 0;
   };
   std::vector<HostVersion> versions;
+  // The check rules that flagged a test of this input ("gpudirect": the transport rule found
+  // GPUDirect not in use), each a shape of the knowledge base ("rule-gpudirect") whose causes
+  // the platform's transport tells apart.
+  std::vector<std::string> rule_flags;
   std::string last_line;  // the log's last line, for how it ended
   size_t last_line_no = 0;
 
   // Whether anything in it can be judged: a signature, an NCCL line, a trailer or a figure.
   bool Judgeable() const;
 };
+
+// The runs all_reduce_bench's figures stand for, one row each (all_reduce, float, sum), so that
+// check judges them as it judges nccl-tests rows; each run's source is "file:line".
+std::vector<RunResult> RunsFromFigures(const PasteEvidence& paste);
 
 // Reads pasted logs for check: give it as ParseOptions::observer to the readers, then Take.
 class PasteReader : public LineObserver {

@@ -126,9 +126,35 @@ std::vector<RunResult> RunsOf(const std::vector<RunResult>& runs, const std::str
     shape.ranks = run.ranks;
     shape.errors = run.errors;
     if (!run.rows.empty()) shape.rows.push_back(run.rows.front());
+    if (run.rows.size() > 1) shape.rows.push_back(run.rows.back());
     out.push_back(std::move(shape));
   }
   return out;
+}
+
+// A paste whose diagnosis named no cause, diagnosed again with the rules that flagged its
+// tests: GPUDirect not in use, seen in the numbers (busbw at the platform's figure without
+// it) when no line says why, is the cause the platform's transport names.
+void Rediagnose(CheckReport& report, const std::vector<RunResult>& runs,
+                const std::vector<PasteEvidence>& pastes) {
+  for (size_t i = 0; i < pastes.size() && i < report.diagnoses.size(); ++i) {
+    PasteDiagnosis& d = report.diagnoses[i];
+    if (!d.cause.empty()) continue;
+    PasteEvidence flagged = pastes[i];
+    for (const TestVerdict& t : report.tests) {
+      const bool ours = std::any_of(t.sources.begin(), t.sources.end(), [&](const std::string& s) {
+        return s.starts_with(d.source + ":");
+      });
+      for (const Finding& f : t.findings) {
+        if (ours && f.source == "gpudirect" && f.severity >= Severity::kWarn) {
+          flagged.rule_flags.push_back(f.source);
+        }
+      }
+    }
+    if (flagged.rule_flags.empty()) continue;
+    d = DiagnosePaste(flagged, RunsOf(runs, d.source), report.platform);
+    if (d.status != Severity::kInfo) report.status = std::max(report.status, d.status);
+  }
 }
 
 }  // namespace
@@ -209,6 +235,7 @@ CheckReport Check(const std::vector<RunResult>& runs, const PlatformChoice& plat
     report.status = std::max(report.status, verdict.status);
     report.tests.push_back(std::move(verdict));
   }
+  Rediagnose(report, runs, pastes);
   const bool diagnosed = std::any_of(report.diagnoses.begin(), report.diagnoses.end(),
                                      [](const PasteDiagnosis& d) { return !d.cause.empty(); });
   if (report.tests.empty() && !diagnosed) {

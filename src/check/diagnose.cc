@@ -97,6 +97,19 @@ bool AllAlike(const std::vector<double>& values) {
   });
 }
 
+// Whether every row of the runs has busbw 0 where algbw is not: nccl-tests on one rank.
+bool ZeroBusbw(const std::vector<RunResult>& runs) {
+  size_t rows = 0;
+  for (const RunResult& run : runs) {
+    for (const ResultRow& row : run.rows) {
+      if (!row.out_of_place) continue;
+      if (row.out_of_place->busbw != 0 || row.out_of_place->algbw <= 0) return false;
+      ++rows;
+    }
+  }
+  return rows > 0;
+}
+
 // Whether the paste holds several nccl-tests jobs where one was meant: headers or trailers
 // repeated, each process a job of its own.
 bool RanksAlone(const PasteEvidence& paste, const std::vector<RunResult>& runs) {
@@ -109,6 +122,9 @@ bool RanksAlone(const PasteEvidence& paste, const std::vector<RunResult>& runs) 
       (single >= 2 || Distinct(paste.rank0_hosts) >= 2 || paste.launcher_ranks >= 2)) {
     return true;
   }
+  // Launched for several ranks, and NCCL says each communicator had one, or the rows' busbw is
+  // 0 where algbw is not (nccl-tests' factor on one rank).
+  if (paste.launcher_ranks >= 2 && (paste.nranks == 1 || ZeroBusbw(runs))) return true;
   return paste.trailers.size() >= 2 && paste.launcher_ranks >= 2 && AllAlike(paste.trailers);
 }
 
@@ -148,6 +164,9 @@ std::vector<Hit> ShapeHits(const PasteEvidence& paste, const std::vector<RunResu
     add("no-rows", paste.last_line_no, "the log ends here: " + paste.last_line);
   }
   for (const std::string& late : paste.late_env) add("late-env", 0, late);
+  for (const std::string& rule : paste.rule_flags) {
+    add("rule-" + rule, 0, "check's " + rule + " rule: " + rule + " is not in use (see the test)");
+  }
   if (paste.nics_used > 0 && platform_nics > paste.nics_used) {
     add("nics-fewer", paste.nics_line,
         fmt::format("NCCL uses {} NIC{} of the platform's {}", paste.nics_used,

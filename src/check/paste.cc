@@ -36,15 +36,35 @@ std::optional<long> NumberAfter(std::string_view line, std::string_view key) {
   return ToNumber<long>(line.substr(i, end - i));
 }
 
-// "busbw: 161.137 GBps (1289.1 Gbps)": all_reduce_bench.py's figure (ml-engineering's
-// network/benchmarks/all_reduce_bench.py prints algbw and busbw so).
-std::optional<double> BenchBusbw(std::string_view line) {
-  const size_t at = line.find("busbw: ");
+// "busbw: 161.137 GBps (1289.1 Gbps)" with key "busbw: ": all_reduce_bench.py's figures
+// (ml-engineering's network/benchmarks/all_reduce_bench.py prints algbw and busbw so).
+std::optional<double> BenchFigure(std::string_view line, std::string_view key) {
+  const size_t at = line.find(key);
   if (at == std::string_view::npos) return std::nullopt;
-  std::string_view rest = line.substr(at + 7);
+  std::string_view rest = line.substr(at + key.size());
   const size_t unit = rest.find("GBps");
   if (unit == std::string_view::npos) return std::nullopt;
   return ToNumber<double>(Trim(rest.substr(0, unit)));
+}
+
+// "The average bandwidth of all_reduce with a 4.0GB payload (5 trials, 16 ranks):".
+bool BenchHeader(std::string_view line, PastedFigure& figure) {
+  constexpr std::string_view kLead = "The average bandwidth of all_reduce with a ";
+  const size_t at = line.find(kLead);
+  if (at == std::string_view::npos) return false;
+  std::string_view rest = line.substr(at + kLead.size());
+  const size_t gb = rest.find("GB payload");
+  if (gb == std::string_view::npos) return false;
+  figure = PastedFigure{};
+  if (const auto size = ToNumber<double>(Trim(rest.substr(0, gb))); size && *size > 0) {
+    figure.bytes = static_cast<size_t>(*size * 1e9);
+  }
+  if (const size_t trials = rest.find(" trials, "); trials != std::string_view::npos) {
+    std::string_view n = rest.substr(trials + 9);
+    n = n.substr(0, n.find(' '));
+    figure.ranks = ToNumber<int>(n).value_or(0);
+  }
+  return true;
 }
 
 // The host of a "#  Rank  0 Group  0 Pid 1234 on HOST device 0 [...]" device line.
@@ -110,6 +130,32 @@ std::vector<std::string> LateAssignments(std::string_view line) {
 
 }  // namespace
 
+std::vector<RunResult> RunsFromFigures(const PasteEvidence& paste) {
+  std::vector<RunResult> out;
+  for (const PastedFigure& f : paste.figures) {
+    if (f.bytes == 0 || f.busbw <= 0) continue;
+    RunResult run;
+    run.tool = "all_reduce_bench";
+    run.backend = "nccl";
+    run.source = paste.source + ":" + std::to_string(f.line);
+    run.nranks = f.ranks;
+    ResultRow row;
+    row.collective = "all_reduce";
+    row.size = f.bytes;
+    row.count = f.bytes / 4;  // float32: M*N*4 bytes
+    row.type = "float";
+    row.redop = "sum";
+    PlacementResult placement;
+    placement.busbw = f.busbw;
+    placement.algbw = f.algbw;
+    placement.time_us = f.algbw > 0 ? static_cast<double>(f.bytes) / (f.algbw * 1e3) : 0;
+    row.out_of_place = placement;
+    run.rows.push_back(std::move(row));
+    out.push_back(std::move(run));
+  }
+  return out;
+}
+
 bool PasteEvidence::Judgeable() const {
   return !hits.empty() || nccl_lines > 0 || avg_busbw.has_value() || !figures.empty() ||
          !late_env.empty() || header_line > 0 || nthread_headers > 0 || !rank0_hosts.empty() ||
@@ -125,6 +171,7 @@ struct PasteReader::State {
   std::vector<char> holds;             // per watched text: some line held it
   size_t unseen = 0;                   // watched texts no line held yet
   std::vector<size_t> matched;
+  PastedFigure figure;  // all_reduce_bench's header and algbw, until its busbw line
   TextSet watched_set;
   std::string last_host;
   std::map<std::string, std::pair<std::string, size_t>> versions;  // host -> version, line
@@ -218,7 +265,15 @@ struct PasteReader::State {
         }
       }
     }
-    if (auto busbw = BenchBusbw(line)) p.figures.push_back({*busbw, line_no, std::string(line)});
+    if (BenchHeader(line, figure)) return;
+    if (auto algbw = BenchFigure(line, "algbw: ")) figure.algbw = *algbw;
+    if (auto busbw = BenchFigure(line, "busbw: ")) {
+      figure.busbw = *busbw;
+      figure.line = line_no;
+      figure.text = std::string(line);
+      p.figures.push_back(figure);
+      figure = PastedFigure{};
+    }
     for (const std::string& w : LateAssignments(line)) {
       p.late_env.push_back(p.source + ":" + std::to_string(line_no) + ": " + w);
     }

@@ -153,6 +153,13 @@ CheckInputs ReadInputs(std::vector<std::string> paths, const CheckFlags& flags,
     for (RunResult& run : p.runs) in.runs.push_back(std::move(run));
   }
   for (PasteEvidence& paste : pastes) {
+    // all_reduce_bench's figures are judged as rows when the input held no table of its own.
+    const bool tables = std::any_of(in.runs.begin(), in.runs.end(), [&](const RunResult& r) {
+      return r.source.starts_with(paste.source + ":") && !r.rows.empty();
+    });
+    if (!tables) {
+      for (RunResult& run : RunsFromFigures(paste)) in.runs.push_back(std::move(run));
+    }
     if (paste.Judgeable()) in.pastes.push_back(std::move(paste));
   }
   if (in.runs.empty() && in.pastes.empty()) {
