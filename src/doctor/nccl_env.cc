@@ -78,11 +78,30 @@ std::string JoinList(const std::vector<std::string>& items) {
   return items.empty() ? "none" : Joined(items);
 }
 
+// Whether NCCL's level parser takes `value` (graph/paths.cc ncclGetLevel: a path name of
+// graph/topo.cc's table, or an old number 0-5, larger numbers read as SYS), as the generated
+// table says for `name` at its newest release.
+bool AcceptedLevel(const std::string& name, const std::string& value) {
+  if (!value.empty() &&
+      std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return true;
+  }
+  const GeneratedVariable* v = NcclSourceVariables().Find(name);
+  const std::vector<std::string> fallback = {"LOC", "NVL", "NVB", "PIX",
+                                             "PXB", "PXN", "PHB", "SYS"};
+  const std::vector<std::string>& names =
+      v != nullptr && !v->accepted.empty() ? v->accepted : fallback;
+  return std::find(names.begin(), names.end(), value) != names.end();
+}
+
+std::string AcceptedNames(const std::string& name) {
+  const GeneratedVariable* v = NcclSourceVariables().Find(name);
+  return v != nullptr && !v->accepted.empty() ? Joined(v->accepted) : "LOC, PIX, PXB, PHB, SYS";
+}
+
 void GdrLevel(const std::string& name, const EnvSetting& s, const LintContext&,
               std::vector<Finding>& out) {
   const std::string v(Trim(s.value));
-  static const std::set<std::string> kValid = {"LOC", "PIX", "PXB", "PHB", "SYS", "NVL",
-                                               "0",   "1",   "2",   "3",   "4",   "5"};
   if (v == "0" || v == "LOC") {
     out.push_back(
         MakeFinding(Severity::kCritical,
@@ -91,10 +110,10 @@ void GdrLevel(const std::string& name, const EnvSetting& s, const LintContext&,
                         "staged through host memory (30-60% less bandwidth)",
                     {Quote(name, s)},
                     "unset " + name + " (NCCL picks the distance itself), or give PXB/PHB/SYS"));
-  } else if (!kValid.contains(v)) {
-    out.push_back(MakeFinding(Severity::kWarn, name + "='" + v + "' is not a level NCCL knows",
-                              {Quote(name, s)},
-                              "give one of LOC, PIX, PXB, PHB, SYS (or unset it)"));
+  } else if (!AcceptedLevel("NCCL_NET_GDR_LEVEL", v)) {
+    out.push_back(MakeFinding(
+        Severity::kWarn, name + "='" + v + "' is not a level NCCL knows", {Quote(name, s)},
+        "give one of " + AcceptedNames("NCCL_NET_GDR_LEVEL") + " (or unset it)"));
   }
 }
 
@@ -132,6 +151,10 @@ void P2pLevel(const std::string& name, const EnvSetting& s, const LintContext&,
     out.push_back(MakeFinding(Severity::kCritical,
                               name + "=" + v + " never uses GPU peer-to-peer, not even over NVLink",
                               {Quote(name, s)}, "unset " + name));
+  } else if (!AcceptedLevel(name, v)) {
+    out.push_back(MakeFinding(Severity::kWarn, name + "='" + v + "' is not a level NCCL knows",
+                              {Quote(name, s)},
+                              "give one of " + AcceptedNames(name) + " (or unset it)"));
   }
 }
 
@@ -256,6 +279,15 @@ void GidIndex(const std::string& name, const EnvSetting& s, const LintContext& c
                               {Quote(name, s)}, "give the index of a RoCE v2 GID"));
     return;
   }
+  if (*index < 0) {
+    // -1 is NCCL's own default since 2.21.5 (transport/net_ib: pick the GID itself, by
+    // NCCL_IB_ADDR_FAMILY and NCCL_IB_ROCE_VERSION_NUM).
+    out.push_back(MakeFinding(
+        Severity::kOk,
+        name + "=" + s.value + ": NCCL selects the GID itself (its default since 2.21.5)",
+        {Quote(name, s)}, ""));
+    return;
+  }
   int roce = 0;
   for (const IbPort* p : c.ib.Ports()) {
     if (!p->roce()) continue;
@@ -328,6 +360,9 @@ void IgnoreAffinity(const std::string& name, const EnvSetting& s, const LintCont
 
 void Renamed(const std::string& name, const EnvSetting& s, const LintContext&,
              std::vector<Finding>& out) {
+  // A name the newest release still reads (NCCL_MAX_NRINGS, kept as an alias) is not obsolete.
+  const GeneratedVariable* read = NcclSourceVariables().Find(name);
+  if (read != nullptr && read->last == NcclSourceVariables().newest) return;
   for (const auto& v : NcclVariables()) {
     if (v.name == name && !v.replaced_by.empty()) {
       out.push_back(
@@ -352,6 +387,27 @@ size_t Distance(std::string_view a, std::string_view b) {
     }
   }
   return row[b.size()];
+}
+
+// The edits a typo makes (a letter dropped, doubled, swapped or wrong).
+constexpr size_t kTypoEdits = 2;
+
+// A name NCCL's source reads (or read): nothing to say when the newest release reads it; the
+// release range when it no longer does.
+bool SourceKnows(const std::string& name, const EnvSetting& setting, std::vector<Finding>& out) {
+  const GeneratedVariables& table = NcclSourceVariables();
+  const GeneratedVariable* v = table.Find(name);
+  if (v == nullptr) return false;
+  if (v->last != table.newest) {
+    out.push_back(MakeFinding(
+        Severity::kWarn,
+        name + " is no longer read: NCCL read it from " + v->first + " to " + v->last + " (" +
+            v->file + ":" + std::to_string(v->line) + " at " + v->last + "); " + table.newest +
+            " ignores it",
+        {Quote(name, setting)},
+        "remove it (on a cluster that runs " + v->last + " or older it still applies)"));
+  }
+  return true;
 }
 
 }  // namespace
@@ -547,14 +603,20 @@ EnvSettings CollectNcclSettings(const Root& root,
 }
 
 std::string ClosestVariable(std::string_view name) {
+  // A typo is one or two edits: a name farther away is another variable, and suggesting it
+  // would change what the setting does (NCCL_RMA_DISABLE is not NCCL_IB_DISABLE).
   std::string best;
-  size_t best_distance = std::max<size_t>(3, name.size() / 6) + 1;
-  for (const auto& v : NcclVariables()) {
-    const size_t d = Distance(name, v.name);
+  size_t best_distance = kTypoEdits + 1;
+  const auto consider = [&](std::string_view candidate) {
+    const size_t d = Distance(name, candidate);
     if (d < best_distance) {
       best_distance = d;
-      best = std::string(v.name);
+      best = std::string(candidate);
     }
+  };
+  for (const auto& v : NcclVariables()) consider(v.name);
+  for (const GeneratedVariable& v : NcclSourceVariables().variables) {
+    if (v.last == NcclSourceVariables().newest) consider(v.name);
   }
   return best;
 }
@@ -575,6 +637,7 @@ std::vector<Finding> LintNcclSettings(const LintContext& context) {
         std::find_if(NcclVariablePrefixes().begin(), NcclVariablePrefixes().end(),
                      [&name = name](const auto& p) { return name.starts_with(p.first); });
     if (prefix != NcclVariablePrefixes().end()) continue;
+    if (SourceKnows(name, setting, out)) continue;
     const std::string suggestion = ClosestVariable(name);
     out.push_back(MakeFinding(Severity::kWarn,
                               name + " is not a variable NCCL reads" +

@@ -42,6 +42,28 @@ struct NcclVariable {
 // Every known variable, sorted by name.
 const std::vector<NcclVariable>& NcclVariables();
 
+// A variable as NCCL's source reads it (data/nccl/env-variables.json, generated from
+// NVIDIA/nccl by scripts/gen-nccl-env.py): the releases that read it, its kind, the names a
+// level accepts, where it is read at the newest release that reads it.
+struct GeneratedVariable {
+  std::string name;
+  std::string first;  // the first release tag of the table that reads it ("v2.18.6-1")
+  std::string last;   // the last
+  std::string kind;   // "int64", "string", "level", ...
+  std::vector<std::string> accepted;  // a level's names (LOC, NVL, NVB, C2C, PIX, ...)
+  std::string file;
+  int line = 0;
+  std::string plugin;  // the bundled plugin that reads it; "" for NCCL itself
+};
+
+// The generated table and the newest release it was generated from.
+struct GeneratedVariables {
+  std::vector<GeneratedVariable> variables;  // sorted by name
+  std::string newest;                        // "v2.30.7-1"
+  const GeneratedVariable* Find(std::string_view name) const;
+};
+const GeneratedVariables& NcclSourceVariables();
+
 // Prefixes of variables read by network plugins and tools rather than NCCL itself.
 const std::vector<std::pair<std::string_view, std::string_view>>& NcclVariablePrefixes();
 

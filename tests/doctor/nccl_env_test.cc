@@ -130,7 +130,9 @@ TEST_F(NcclEnvTest, UnknownNamesAreLikelyTypos) {
 }
 
 TEST_F(NcclEnvTest, ObsoleteAndPyTorchNames) {
-  EXPECT_TRUE(Has(Lint({{"NCCL_MAX_NRINGS", "8"}}), Severity::kWarn, "NCCL_MAX_NCHANNELS"));
+  EXPECT_TRUE(Has(Lint({{"NCCL_IB_CUDA_SUPPORT", "1"}}), Severity::kWarn, "NCCL_NET_GDR_LEVEL"));
+  // NCCL 2.30.7 still reads NCCL_MAX_NRINGS (an alias of NCCL_MAX_NCHANNELS): not obsolete.
+  EXPECT_EQ(Lint({{"NCCL_MAX_NRINGS", "8"}}).severity(), Severity::kOk);
   EXPECT_TRUE(Has(Lint({{"NCCL_ASYNC_ERROR_HANDLING", "1"}}), Severity::kWarn,
                   "TORCH_NCCL_ASYNC_ERROR_HANDLING"));
 }
@@ -146,11 +148,58 @@ TEST_F(NcclEnvTest, TopoFileThatDoesNotExist) {
   EXPECT_TRUE(Has(Find(r, "topo_file"), Severity::kInfo, "does not exist")) << Dump(r);
 }
 
+// Issue 37: every variable NCCL 2.30.7 or its bundled plugins read is known (the generated
+// table, data/nccl/env-variables.json), none gets "not a variable" or rename advice that
+// would change what it does; a typo of one is still caught.
+TEST_F(NcclEnvTest, EveryVariableTheSourceReadsIsKnown) {
+  const GeneratedVariables& table = NcclSourceVariables();
+  ASSERT_EQ(table.newest, "v2.30.7-1");
+  std::map<std::string, std::string> env;
+  for (const GeneratedVariable& v : table.variables) {
+    if (v.last == table.newest) env[v.name] = "1";
+  }
+  ASSERT_GE(env.size(), 250u);
+  Lint(env);
+  for (const Finding& f : Find(report_, "nccl_env").findings) {
+    EXPECT_EQ(f.what.find("is not a variable NCCL reads"), std::string::npos) << f.what;
+    EXPECT_EQ(f.what.find("did you mean"), std::string::npos) << f.what;
+  }
+  const CheckResult c = Lint({{"NCCL_RMA_DISABLE", "1"},
+                              {"NCCL_PAT_ENABLE", "0"},
+                              {"NCCL_SYM_CTAS", "4"},
+                              {"NCCL_INSPECTOR_ENABLE", "1"}});
+  EXPECT_EQ(c.severity(), Severity::kOk) << Dump(report_);
+  EXPECT_TRUE(Has(Lint({{"NCCL_PAT_ENABEL", "1"}}), Severity::kWarn,
+                  "NCCL_PAT_ENABEL is not a variable NCCL reads: did you mean NCCL_PAT_ENABLE?"));
+}
+
+TEST_F(NcclEnvTest, RemovedVariablesNameTheReleasesThatReadThem) {
+  EXPECT_TRUE(Has(Lint({{"NCCL_AGG_CHANNEL_SIZE", "4"}}), Severity::kWarn,
+                  "NCCL_AGG_CHANNEL_SIZE is no longer read: NCCL read it from v2.18.6-1 to "
+                  "v2.19.4-1"));
+}
+
+TEST_F(NcclEnvTest, LevelsAcceptWhatNcclsParserAccepts) {
+  for (const char* level : {"NVB", "C2C", "P2C", "PXN", "SYS", "3"}) {
+    EXPECT_EQ(Lint({{"NCCL_NET_GDR_LEVEL", level}}).severity(), Severity::kOk) << level;
+    EXPECT_EQ(Lint({{"NCCL_P2P_LEVEL", level}}).severity(), Severity::kOk) << level;
+  }
+  EXPECT_TRUE(Has(Lint({{"NCCL_P2P_LEVEL", "NVLINK"}}), Severity::kWarn, "not a level"));
+}
+
+TEST_F(NcclEnvTest, GidIndexMinusOneIsNcclsOwnChoice) {
+  const CheckResult c = Lint({{"NCCL_IB_GID_INDEX", "-1"}}, true);
+  EXPECT_EQ(c.severity(), Severity::kOk) << Dump(report_);
+  EXPECT_TRUE(Has(c, Severity::kOk, "NCCL selects the GID itself"));
+}
+
 TEST_F(NcclEnvTest, VariableTableIsSortedAndUnique) {
   const auto& v = NcclVariables();
   for (size_t i = 1; i < v.size(); ++i) EXPECT_LT(v[i - 1].name, v[i].name);
   EXPECT_EQ(ClosestVariable("NCCL_ALOG"), "NCCL_ALGO");
   EXPECT_EQ(ClosestVariable("SOMETHING_ELSE_ENTIRELY_DIFFERENT"), "");
+  // Three edits away is another variable, not a typo of it.
+  EXPECT_EQ(ClosestVariable("NCCL_XYZ_DISABLE"), "");
 }
 
 }  // namespace

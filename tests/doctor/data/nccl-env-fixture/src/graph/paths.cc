@@ -2,6 +2,7 @@
 // NCCL's src/graph/topo.cc, topo.h and paths.cc (never compiled).
 #include <stdlib.h>
 #include <string.h>
+
 #include "param.h"
 
 #define PATH_LOC 0
@@ -11,9 +12,9 @@
 #define PATH_SYS 4
 #define PATH_DIS 5
 
-const char* topoPathTypeStr[] = { "LOC", "NVL", "PIX", "PHB", "SYS", "DIS" };
+const char* topoPathTypeStr[] = {"LOC", "NVL", "PIX", "PHB", "SYS", "DIS"};
 
-static const int levelsOldToNew[] = { PATH_LOC, PATH_PIX, PATH_PHB, PATH_SYS };
+static const int levelsOldToNew[] = {PATH_LOC, PATH_PIX, PATH_PHB, PATH_SYS};
 int ncclGetLevel(int* level, const char* disableEnv, const char* levelEnv) {
   if (*level == -1) {
     int l = -1;

@@ -8,14 +8,14 @@
 const char* ncclGetEnv(const char* name);
 void ncclLoadParam(char const* env, int64_t deftVal, int64_t uninitialized, int64_t* cache);
 
-#define NCCL_PARAM(name, env, deftVal) \
-  int64_t ncclParam##name() { \
-    constexpr int64_t uninitialized = INT64_MIN; \
-    static int64_t cache = uninitialized; \
-    if (cache == uninitialized) { \
+#define NCCL_PARAM(name, env, deftVal)                            \
+  int64_t ncclParam##name() {                                     \
+    constexpr int64_t uninitialized = INT64_MIN;                  \
+    static int64_t cache = uninitialized;                         \
+    if (cache == uninitialized) {                                 \
       ncclLoadParam("NCCL_" env, deftVal, uninitialized, &cache); \
-    } \
-    return cache; \
+    }                                                             \
+    return cache;                                                 \
   }
 
 #endif
