@@ -165,7 +165,8 @@ std::vector<Hit> ShapeHits(const PasteEvidence& paste, const std::vector<RunResu
   }
   for (const std::string& late : paste.late_env) add("late-env", 0, late);
   for (const std::string& rule : paste.rule_flags) {
-    add("rule-" + rule, 0, "check's " + rule + " rule: " + rule + " is not in use (see the test)");
+    add("rule-" + rule, 0,
+        fmt::format("check's {} rule: {} is not in use (see the test)", rule, rule));
   }
   if (paste.nics_used > 0 && platform_nics > paste.nics_used) {
     add("nics-fewer", paste.nics_line,
