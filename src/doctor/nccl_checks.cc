@@ -81,15 +81,44 @@ class NcclLogCheck : public Check {
               evidence, "see the gpudirect and gpu_nic_affinity checks");
     }
     CompareNodes(log.node_comparison, out);
-    if (!log.warnings.empty()) {
-      std::vector<std::string> evidence;
-      CiteLines(log, log.warnings, evidence);
-      out.Add(Severity::kWarn, fmt::format("NCCL logged {} warning(s)", log.warnings.size()),
-              evidence, "read the WARN lines: they name the failing call");
+    Diagnose(log, out);
+    // A log that failed is not OK in any part: what it did before failing is a fact, INFO.
+    if (log.diagnosis.status == Severity::kCritical) {
+      for (Finding& f : out.findings()) {
+        if (f.severity == Severity::kOk) f.severity = Severity::kInfo;
+      }
     }
   }
 
  private:
+  // The log's failure or slowness as the failure knowledge base names it; its findings are
+  // the log's nodes', not this node's (doctor runs elsewhere than the log's job). WARN lines
+  // no cause explains stay a WARN with the lines.
+  static void Diagnose(const NcclLog& log, CheckOutput& out) {
+    std::string hosts;
+    for (const auto& [host, lines] : log.hosts) hosts += (hosts.empty() ? "" : ", ") + host;
+    const std::string where =
+        log.hosts.empty()
+            ? "the log's job"
+            : "the log's node" + std::string(log.hosts.size() == 1 ? "" : "s") + " (" + hosts + ")";
+    for (Finding f : log.diagnosis.findings) {
+      if (f.source == "note") continue;
+      f.where = where;
+      f.source.clear();
+      out.findings().push_back(std::move(f));
+    }
+    if (!log.diagnosis.cause.empty() || log.warnings.empty()) return;
+    std::vector<std::string> evidence;
+    CiteLines(log, log.warnings, evidence);
+    out.Add(Severity::kWarn,
+            fmt::format("NCCL logged {} warning(s) that the failure knowledge base does not "
+                        "explain",
+                        log.warnings.size()),
+            evidence,
+            "the first WARN line names the failing call; rerun with NCCL_DEBUG=INFO "
+            "NCCL_DEBUG_SUBSYS=INIT,NET for the lines before it");
+  }
+
   // Network connections of one network, with and without GPUDirect RDMA.
   struct Tally {
     int total = 0, gdr = 0, pxn = 0;

@@ -158,12 +158,15 @@ NcclLog ParseNcclLog(std::istream& in, const std::string& name) {
   NcclLog log;
   log.file = name;
   NcclNodeCollector nodes(name);
+  PasteReader paste;
+  paste.Begin(name);
   std::string text;
   int number = 0;
   while (std::getline(in, text)) {
     ++number;
     if (!text.empty() && text.back() == '\r') text.pop_back();
     nodes.Feed(text, static_cast<size_t>(number));
+    if (!text.empty()) paste.Line(text, static_cast<size_t>(number));
     size_t at = std::string::npos;
     std::string message;
     bool warn = false;
@@ -189,6 +192,9 @@ NcclLog ParseNcclLog(std::istream& in, const std::string& name) {
     }
   }
   log.node_comparison = nodes.Finish();
+  // The log's platform is not this node's: its causes are judged without one.
+  std::vector<PasteEvidence> read = paste.Take();
+  if (!read.empty()) log.diagnosis = DiagnosePaste(read.front(), {}, PlatformChoice{});
   if (log.nccl_lines == 0) {
     throw UsageError("--nccl-log '" + name +
                      "' holds no NCCL line: expected lines such as 'host:pid:tid [0] NCCL INFO "

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fabricscope/nccl_nodes.h"
+#include "fabricscope/paste.h"
 
 namespace fabricscope::doctor {
 
@@ -51,6 +52,9 @@ struct NcclLog {
   // Each node's transport, HCAs, plugin, version, TUNING, NVLS and CollNet, and the nodes
   // that differ from the majority (a log of many ranks on many nodes).
   NcclNodeComparison node_comparison;
+  // What the failure knowledge base makes of the log (docs/failures.md), as check does: the
+  // cause of a failure or slowness with its evidence and fix, or the candidates ranked.
+  PasteDiagnosis diagnosis;
 };
 
 // Parses a log; throws UsageError naming the file when it cannot be read or holds no NCCL

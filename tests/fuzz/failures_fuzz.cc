@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "fabricscope/check.h"
+#include "fabricscope/paste.h"
 #include "fabricscope/error.h"
 #include "fabricscope/failures.h"
 #include "fabricscope/parse.h"

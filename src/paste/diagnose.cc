@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "fabricscope/check.h"
+#include "fabricscope/paste.h"
 #include "fabricscope/strings.h"
 
 namespace fabricscope {

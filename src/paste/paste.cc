@@ -1,11 +1,12 @@
 // Reading what users paste besides the tables: each line that is not a table row is matched
 // against the failure knowledge base and read for NCCL's own facts, in the readers' one pass.
+#include "fabricscope/paste.h"
+
 #include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
 
-#include "fabricscope/check.h"
 #include "fabricscope/strings.h"
 
 namespace fabricscope {
