@@ -57,6 +57,17 @@ struct NcclLog {
   PasteDiagnosis diagnosis;
 };
 
+// An upstream format string that a pattern of ParseNcclLog reads, at one release: the string
+// is in data/nccl/log-strings/<tag>.json at that file and line (tests/doctor hold each one to
+// its generated string and to the pattern's marker).
+struct NcclLogCitation {
+  std::string_view marker;  // the pattern's marker ("GPU Direct RDMA")
+  std::string_view tag;     // "v2.30.7-1"
+  std::string_view file;
+  int line = 0;
+};
+const std::vector<NcclLogCitation>& NcclLogCitations();
+
 // Parses a log; throws UsageError naming the file when it cannot be read or holds no NCCL
 // line at all (not a log written with NCCL_DEBUG=INFO).
 NcclLog ParseNcclLog(const std::string& path);

@@ -6,7 +6,11 @@
 
 #include <algorithm>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "doctor/fixture.h"
 #include "fabricscope/error.h"
@@ -230,6 +234,83 @@ TEST_F(NcclLogTest, FilesThatAreNotNcclLogsAreRefused) {
   }
   EXPECT_THROW(ParseNcclLog((dir_ / "missing.log").string()), UsageError);
   EXPECT_THROW(ParseNcclLog(dir_.string()), UsageError);  // a directory
+}
+
+}  // namespace
+}  // namespace fabricscope::doctor::testing
+
+namespace fabricscope::doctor::testing {
+namespace {
+
+// `format` (a printf format of NCCL's) with numbers for its numeric conversions and `words`,
+// in order, for its %s.
+std::string Instantiate(const std::string& format, std::vector<std::string> words) {
+  std::string out;
+  size_t word = 0;
+  for (size_t i = 0; i < format.size(); ++i) {
+    if (format[i] != '%') {
+      out += format[i];
+      continue;
+    }
+    size_t j = i + 1;
+    while (j < format.size() &&
+           std::string_view("0123456789.lzh").find(format[j]) != std::string_view::npos) {
+      ++j;
+    }
+    if (j >= format.size()) break;
+    if (format[j] == 's') {
+      out += word < words.size() ? words[word] : "IB";
+      ++word;
+    } else if (format[j] == '%') {
+      out += '%';
+    } else if (format[j] == 'p') {
+      out += "0x1";
+    } else {
+      out += "1";
+    }
+    i = j;
+  }
+  return out;
+}
+
+// Every format string the log reader cites is the one its release prints at that line
+// (data/nccl/log-strings, generated from NVIDIA/nccl), and a line of exactly that form is
+// the pattern's: its marker is in it.
+TEST(NcclLogCitations, EachPatternReadsTheLineItsReleasePrints) {
+  ASSERT_GE(NcclLogCitations().size(), 20u);
+  for (const NcclLogCitation& c : NcclLogCitations()) {
+    const std::string table = std::string(FABRICSCOPE_SOURCE_DIR) + "/data/nccl/log-strings/" +
+                              std::string(c.tag) + ".json";
+    std::ifstream in(table);
+    ASSERT_TRUE(in) << table;
+    const nlohmann::json doc = nlohmann::json::parse(in);
+    std::string format;
+    for (const auto& s : doc["strings"]) {
+      if (s["file"] == c.file && s["line"] == c.line && s["level"] == "INFO") format = s["format"];
+    }
+    ASSERT_FALSE(format.empty()) << c.tag << " " << c.file << ":" << c.line << " prints no INFO";
+    const std::string message = Instantiate(format, {"IB", "Disabled", "mlx5_0"});
+    EXPECT_NE(message.find(c.marker), std::string::npos)
+        << "'" << c.marker << "' is not in " << c.tag << "'s " << message;
+  }
+}
+
+// NCCL 2.30's forms: the connection line's "/GDRDMA(PCI)/Shared", the per-HCA GDR line, and
+// the HINT line that names GPU Direct RDMA without saying its state.
+TEST(NcclLogCitations, Nccl230LinesAreRead) {
+  std::istringstream in(
+      "h:1:1 [0] NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0'\n"
+      "h:1:1 [0] NCCL INFO HINT: In many cases this error occurs when ACS is enabled which would "
+      "break GPU Direct RDMA protocol.\n"
+      "h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA(PCI)/Shared\n"
+      "h:1:1 [0] NCCL INFO Channel 01/0 : 8[0] -> 0[0] [receive] via NET/IB/1\n");
+  const NcclLog log = ParseNcclLog(in, "log");
+  EXPECT_EQ(log.gdr_enabled.size(), 1u);
+  EXPECT_EQ(log.gdr_disabled.size(), 0u);
+  ASSERT_EQ(log.connections.size(), 2u);
+  EXPECT_TRUE(log.connections[0].gdr);
+  EXPECT_EQ(log.connections[0].net_device, 0);
+  EXPECT_FALSE(log.connections[1].gdr);
 }
 
 }  // namespace
