@@ -92,7 +92,16 @@ void AddRunFlags(CLI::App& app, RunFlags& f, bool fixed_collective) {
       ->capture_default_str();
   app.add_option("-K,--per_iter_skip", f.per_iter_skip,
                  "drop the first N per-iteration samples from those columns")
-      ->check(AtLeast(0, "give 0 or more"))
+      ->capture_default_str();
+  app.add_option("-x,--cta_policy", f.cta_policy,
+                 "NCCL's CTA policy (ncclConfig_t.CTAPolicy, NCCL 2.27+); -1 = NCCL's default; "
+                 "not applied by fabricscope's backends (a note says so)")
+      ->capture_default_str();
+  app.add_option("-D,--device_implementation", f.device_implementation,
+                 "nccl-tests' device-API kernels (NCCL 2.28+); only 0 (host API) here")
+      ->capture_default_str();
+  app.add_option("-V,--device_cta_count", f.device_cta_count,
+                 "CTAs of the device implementation (1..128)")
       ->capture_default_str();
 
   // fabricscope's own flags.
@@ -129,6 +138,54 @@ void AddRunFlags(CLI::App& app, RunFlags& f, bool fixed_collective) {
                  "show #wrong > 0 and exit 1");
 }
 
+std::vector<std::string> ApplyNcclTestsNotes(RunFlags& f) {
+  std::vector<std::string> notes;
+  if (f.device_implementation > 0) {
+    throw UsageError(fmt::format(
+        "-D/--device_implementation {}: fabricscope runs the collectives through NCCL's host API "
+        "only; nccl-tests' device-API kernels (NCCL 2.28+, with -R 2) are not implemented here. "
+        "Give -D 0",
+        f.device_implementation));
+  }
+  if (f.device_cta_count <= 0 || f.device_cta_count > 128) {
+    notes.push_back(fmt::format(
+        "device_cta_count (-V) must be positive and less than 128, got {}. Using default value 16.",
+        f.device_cta_count));
+    f.device_cta_count = 16;
+  }
+  if (f.cta_policy >= 0) {
+    notes.push_back(fmt::format(
+        "Option -x (cta_policy) {} is not applied by fabricscope's backends (they create their "
+        "communicator without an ncclConfig_t). Ignoring",
+        f.cta_policy));
+    f.cta_policy = -1;
+  }
+  if (f.per_iter_timing != 0 && f.per_iter_timing != 1) {
+    notes.emplace_back("per-iteration timing (-I) only supports 0=off or 1=on. Disabling.");
+    f.per_iter_timing = 0;
+  }
+  if (f.per_iter_timing != 0 && f.cudagraph >= 1) {
+    notes.emplace_back(
+        "per-iteration timing (-I) is incompatible with CUDA graph mode (-G). Disabling.");
+    f.per_iter_timing = 0;
+  }
+  if (f.blocking == 3 && f.cudagraph >= 1) {
+    notes.emplace_back(
+        "blocking mode (-z 3) is incompatible with CUDA graph mode (-G). Disabling.");
+    f.blocking = 0;
+  }
+  if (f.per_iter_skip < 0 || f.per_iter_skip >= f.measure.iters) {
+    notes.push_back(fmt::format("per-iteration skip (-K) must be between 0 and {}. Disabling.",
+                                f.measure.iters - 1));
+    f.per_iter_skip = 0;
+  }
+  if (f.per_iter_skip != 0 && f.per_iter_timing == 0) {
+    notes.emplace_back("per-iteration skip (-K) requires per-iteration timing (-I 1). Disabling.");
+    f.per_iter_skip = 0;
+  }
+  return notes;
+}
+
 RunOptions ToRunOptions(const RunFlags& f) {
   RunOptions o;
   o.backend = f.backend;
@@ -146,11 +203,6 @@ RunOptions ToRunOptions(const RunFlags& f) {
   o.blocking = f.blocking;
   o.average = static_cast<TimeAggregation>(f.average);
   o.root = f.root;
-  if (f.per_iter_timing != 0 && f.per_iter_skip >= f.measure.iters) {
-    throw UsageError("-K/--per_iter_skip " + std::to_string(f.per_iter_skip) +
-                     " drops every one of the " + std::to_string(f.measure.iters) +
-                     " iterations (-n); give -K smaller than -n");
-  }
   o.per_iter_timing = f.per_iter_timing != 0;
   o.per_iter_skip = f.per_iter_skip;
   o.report_timestamps = f.report_timestamps != 0;
@@ -171,11 +223,7 @@ RunOptions ToRunOptions(const RunFlags& f) {
                        std::to_string(o.blocking) +
                        ": a graph cannot wait between its operations; drop one of them");
     }
-    if (o.per_iter_timing) {
-      throw UsageError(
-          "-G/--cudagraph cannot be combined with -I/--per_iter_timing: a graph replays every "
-          "iteration at once; drop one of them");
-    }
+
     if (o.stream_null) {
       throw UsageError("-G/--cudagraph cannot capture the default stream (-y 1): drop -y");
     }
@@ -250,27 +298,29 @@ void PrintRunPlan(const RunFlags& flags, const RunOptions& options, const Launch
 std::optional<RunResult> PerformRun(const RunFlags& flags, std::vector<std::string> command_line,
                                     const CommandContext& ctx, RunTable table) {
   const bool on_stderr = table == RunTable::kStderr;
-  RunOptions options = ToRunOptions(flags);
+  RunFlags corrected = flags;
+  for (const std::string& note : ApplyNcclTestsNotes(corrected)) ctx.err << note << "\n";
+  RunOptions options = ToRunOptions(corrected);
   options.command_line = std::move(command_line);
   const Env env = Env::Process();
-  const LaunchInfo launch = DetectLaunch(env, flags.launcher);
+  const LaunchInfo launch = DetectLaunch(env, corrected.launcher);
   AnnounceLaunch(launch, ctx.err);
-  if (flags.dry_run) {
+  if (corrected.dry_run) {
     if (launch.process_rank == 0)
-      PrintRunPlan(flags, options, launch, ctx.out, on_stderr ? "stderr" : "stdout");
+      PrintRunPlan(corrected, options, launch, ctx.out, on_stderr ? "stderr" : "stdout");
     return std::nullopt;
   }
-  auto backend = ResolveBackend(flags, launch, env, options, ctx.err);
+  auto backend = ResolveBackend(corrected, launch, env, options, ctx.err);
 
   // Only the first process reports (and touches the output files): on a shared file
   // system, every process opening -J would truncate rank 0's results.
   MultiReporter sink;
   std::unique_ptr<Output> output;
   if (launch.process_rank == 0) {
-    output = AddRunReporters(flags, on_stderr ? ctx.err : ctx.out, sink);
+    output = AddRunReporters(corrected, on_stderr ? ctx.err : ctx.out, sink);
     // Progress only when someone watches stderr, the table is not on stderr, and it is not
     // already scrolling by on the same terminal.
-    const bool table_on_terminal = flags.output.empty() && ctx.terminals.out;
+    const bool table_on_terminal = corrected.output.empty() && ctx.terminals.out;
     const SweepPlan plan = PlanSweep(options, options.nthreads * options.ngpus);
     if (!on_stderr && ctx.terminals.err && !table_on_terminal) {
       const int ranks = launch.process_count * options.nthreads * options.ngpus;

@@ -53,6 +53,10 @@ struct RunFlags {
   int unalign = 0;
   int per_iter_timing = 0;
   int per_iter_skip = 0;
+  // nccl-tests 2.19.6's device-API flags (-x, -D, -V), with its defaults.
+  int cta_policy = -1;
+  int device_implementation = 0;
+  int device_cta_count = 16;
   int inject_fault = -1;
   bool dry_run = false;  // --dry-run: print the plan, run nothing
 };
@@ -62,6 +66,11 @@ void AddRunFlags(CLI::App& app, RunFlags& flags, bool fixed_collective);
 
 // Checks the flags and converts them; throws UsageError / UnsupportedError.
 RunOptions ToRunOptions(const RunFlags& flags);
+
+// The flag combinations nccl-tests 2.19.6 notes and goes on from (src/common.cu:1417-1436,
+// and -x/-V at 1323-1350): `flags` corrected as nccl-tests corrects them, each note in its
+// words, for stderr. -D > 0 is refused (UsageError): fabricscope has no device-API kernels.
+std::vector<std::string> ApplyNcclTestsNotes(RunFlags& flags);
 
 // The backend the flags ask for; with no --backend, nccl where a GPU is usable, else gloo
 // (said on `err` by process 0). Sets options.backend to the name chosen. The backend reads

@@ -77,7 +77,9 @@ constexpr std::array kVariables = {
                 "\"DIV n\" (nccl-tests)",
                 kJobs},
     EnvVariable{"NCCL_TESTS_SPLIT_MASK", kUnset,
-                "the same as NCCL_TESTS_SPLIT=\"AND mask\", when NCCL_TESTS_SPLIT is unset", kJobs},
+                "colour = rank AND mask, the mask in hex as nccl-tests reads it (f = 15, 10 = 16); "
+                "read before NCCL_TESTS_SPLIT",
+                kJobs},
     EnvVariable{"NCCL_TESTS_MIN_BW", kUnset,
                 "the average bus bandwidth (GB/s) the run must reach: below 0.9 x this is "
                 "FAILED, exit 1",

@@ -221,6 +221,21 @@ int64_t ParseSplitNumber(const std::string& text, const std::string& variable) {
   return v;
 }
 
+// NCCL_TESTS_SPLIT_MASK as nccl-tests reads it: strtoul(value, NULL, 16), so "f" is 15 and
+// "10" is 16 (nccl-tests 2.19.6 src/common.cu:1498). A value that is not hex is refused
+// where strtoul would read its leading digits or 0 (a deliberate difference: docs/env.md).
+int64_t ParseHexMask(const std::string& text) {
+  std::string_view digits = Trim(text);
+  if (digits.starts_with("0x") || digits.starts_with("0X")) digits.remove_prefix(2);
+  const auto v = ToNumber<int64_t>(digits, 16);
+  if (!v || *v < 0) {
+    throw UsageError("NCCL_TESTS_SPLIT_MASK='" + text +
+                     "' is not a hex mask (nccl-tests reads it in base 16): write e.g. "
+                     "NCCL_TESTS_SPLIT_MASK=0x7 or 7");
+  }
+  return *v;
+}
+
 }  // namespace
 
 LaunchInfo DetectLaunch(const Env& env, std::string_view requested) {
@@ -281,6 +296,10 @@ uint16_t SlurmStorePort(uint64_t job_id, uint64_t step_id) {
 }
 
 int SplitColor(const Env& env, int rank) {
+  // NCCL_TESTS_SPLIT_MASK first, as nccl-tests checks it (src/common.cu:1497-1499), in hex.
+  if (const auto mask = env.Get("NCCL_TESTS_SPLIT_MASK")) {
+    return static_cast<int>(static_cast<int64_t>(rank) & ParseHexMask(*mask));
+  }
   std::string op;
   std::string operand;
   std::string variable;
@@ -298,10 +317,6 @@ int SplitColor(const Env& env, int rank) {
     while (j < s.size() && std::isspace(static_cast<unsigned char>(s[j]))) ++j;
     operand = s.substr(j);
     op = Upper(op);
-  } else if (const auto mask = env.Get("NCCL_TESTS_SPLIT_MASK")) {
-    variable = "NCCL_TESTS_SPLIT_MASK";
-    op = "AND";
-    operand = *mask;
   } else {
     return 0;
   }

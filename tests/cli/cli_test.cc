@@ -257,12 +257,37 @@ TEST_F(CliTest, BadInputsGetAClearErrorAndExitCode) {
   ExpectRefusedHere("run -z 7", 2, "--blocking: 7 is out of range: give 0, 1, 2 or 3");
   ExpectRefusedHere("run -a 4", 2, "--average: 4 is out of range");
   ExpectRefusedHere("run -T -1", 2, "--timeout: -1 is out of range: give 0");
-  ExpectRefusedHere("run -I 1 -n 5 -K 5", 2, "-K/--per_iter_skip");
+  ExpectRefusedHere("run -D 1", 2, "-D/--device_implementation 1");
   ExpectRefusedHere("run -g 2", 2, "needs a GPU backend");
   ExpectRefusedHere("run -G 1", 2, "CUDA graphs");
   ExpectRefusedHere("run -b 8 -e 8 -J /nonexistent-dir/r.json", 3, "cannot write JSON results");
   ExpectRefusedHere("run -b 8 -e 8 --output /nonexistent-dir/r.txt", 3, "cannot write the report");
   ExpectRefusedHere("frobnicate", 2, "unknown command 'frobnicate'");
+}
+
+// Where nccl-tests 2.19.6 prints a note and goes on (src/common.cu:1417-1436), so does run,
+// in nccl-tests' words; its device-API flags parse with its defaults.
+TEST_F(CliTest, NcclTestsNotesAndGoesOn) {
+  Outcome o = Here("run -t 2 -b 1K -e 1K -n 5 -I 1 -K 5");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.err.find("per-iteration skip (-K) must be between 0 and 4. Disabling."),
+            std::string::npos)
+      << o.err;
+  o = Here("run -t 2 -b 1K -e 1K -n 2 -K 1");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.err.find("per-iteration skip (-K) requires per-iteration timing (-I 1). Disabling."),
+            std::string::npos)
+      << o.err;
+  o = Here("run -t 2 -b 1K -e 1K -n 2 -x 1 -V 0");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.err.find("Option -x (cta_policy) 1 is not applied"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("device_cta_count (-V) must be positive and less than 128, got 0. Using "
+                       "default value 16."),
+            std::string::npos)
+      << o.err;
+  o = Here("run -t 2 -b 1K -e 1K -n 2 -x -1 -D 0 -V 16");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(o.err.find("Ignoring"), std::string::npos) << o.err;
 }
 
 TEST_F(CliTest, UnwritableJsonPathFailsBeforeTheSweep) {

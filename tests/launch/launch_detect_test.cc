@@ -263,6 +263,13 @@ TEST(SplitColorTest, NcclTestsSplitExpressions) {
   EXPECT_THROW(SplitColor(Env(Env::Variables{{"NCCL_TESTS_SPLIT", "XOR 1"}}), 1), UsageError);
   EXPECT_THROW(SplitColor(Env(Env::Variables{{"NCCL_TESTS_SPLIT", "MOD 0"}}), 1), UsageError);
   EXPECT_THROW(SplitColor(Env(Env::Variables{{"NCCL_TESTS_SPLIT_MASK", "seven"}}), 1), UsageError);
+  // nccl-tests reads the mask in hex (strtoul base 16) and before NCCL_TESTS_SPLIT.
+  EXPECT_EQ(SplitColor(Env(Env::Variables{{"NCCL_TESTS_SPLIT_MASK", "f"}}), 13), 13);
+  EXPECT_EQ(SplitColor(Env(Env::Variables{{"NCCL_TESTS_SPLIT_MASK", "10"}}), 17), 16);
+  EXPECT_EQ(
+      SplitColor(
+          Env(Env::Variables{{"NCCL_TESTS_SPLIT_MASK", "0x1"}, {"NCCL_TESTS_SPLIT", "DIV 8"}}), 12),
+      0);
 }
 
 }  // namespace
