@@ -90,6 +90,7 @@ INFO_FILES = (
     "src/transport/shm.cc",
     "src/transport/p2p.cc",
     "src/graph/*.cc",
+    "src/enqueue.cc",
 )
 
 # <inttypes.h> format macros: conversion letter without the length modifier.

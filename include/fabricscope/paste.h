@@ -71,6 +71,15 @@ struct PasteEvidence {
   // drove every GPU, so the run was on one node.
   size_t single_process_devices = 0;
   std::vector<PastedFigure> figures;
+  // Other tools' own bandwidth verdicts: Azure's health checks (azurehpc-health-checks,
+  // check_nccl_allreduce) print "BUS BW (expected >=431.0 GB/s, but measured 15.1043 GB/s)".
+  struct ToolVerdict {
+    double expected = 0;  // GB/s
+    double measured = 0;
+    size_t line = 0;
+    std::string text;
+  };
+  std::vector<ToolVerdict> tool_verdicts;
   // Each host's "NCCL version" line (the host of NCCL's prefix; "" for a line without one).
   struct HostVersion {
     std::string host;

@@ -238,7 +238,10 @@ CheckReport Check(const std::vector<RunResult>& runs, const PlatformChoice& plat
   Rediagnose(report, runs, pastes);
   const bool diagnosed = std::any_of(report.diagnoses.begin(), report.diagnoses.end(),
                                      [](const PasteDiagnosis& d) { return !d.cause.empty(); });
-  if (report.tests.empty() && !diagnosed) {
+  const bool judged =
+      std::any_of(report.diagnoses.begin(), report.diagnoses.end(),
+                  [](const PasteDiagnosis& d) { return d.status != Severity::kInfo; });
+  if (report.tests.empty() && !diagnosed && !judged) {
     report.status = Severity::kWarn;
     report.notes.push_back("the results hold no test: nothing to judge");
   }

@@ -314,6 +314,27 @@ std::vector<Finding> Conclude(const std::map<std::string, Candidate>& candidates
   return findings;
 }
 
+// Another tool's own bandwidth verdict, as it gave it: below its expectation is what it failed
+// the node for, whatever the cause (which its line does not say).
+void ToolVerdicts(const PasteEvidence& paste, PasteDiagnosis& out) {
+  for (const PasteEvidence::ToolVerdict& v : paste.tool_verdicts) {
+    if (v.expected <= 0 || v.measured >= v.expected) continue;
+    Finding f;
+    f.severity = Severity::kCritical;
+    f.source = "tool";
+    f.what = fmt::format(
+        "the health check measured busbw {:.1f} GB/s against its own expectation of {:.1f} GB/s "
+        "({:.0f}%); its line does not say why: run fabricscope doctor on the node and check the "
+        "NCCL variables its image sets (NCCL_TOPO_FILE, NCCL_GRAPH_FILE, /etc/nccl.conf)",
+        v.measured, v.expected, 100 * v.measured / v.expected);
+    f.evidence = {Where(paste, v.line, v.text)};
+    f.figures["measured_busbw"] = v.measured;
+    f.figures["expected_busbw"] = v.expected;
+    out.status = Severity::kCritical;
+    out.findings.push_back(std::move(f));
+  }
+}
+
 }  // namespace
 
 PasteDiagnosis DiagnosePaste(const PasteEvidence& paste, const std::vector<RunResult>& runs,
@@ -341,6 +362,7 @@ PasteDiagnosis DiagnosePaste(const PasteEvidence& paste, const std::vector<RunRe
     return c.second.role != SignatureRole::kSlow;
   });
   judge(ShapeHits(paste, runs, base, quiet, platform.platform ? platform.platform->nics : 0));
+  ToolVerdicts(paste, out);
   if (candidates.empty()) return out;
   std::vector<Finding> findings = Conclude(candidates, base, out);
   for (Finding& note : out.findings) findings.push_back(std::move(note));

@@ -48,6 +48,24 @@ std::optional<double> BenchFigure(std::string_view line, std::string_view key) {
   return ToNumber<double>(Trim(rest.substr(0, unit)));
 }
 
+// "BUS BW (expected >=431.0 GB/s, but measured 15.1043 GB/s)": Azure's health checks
+// (Azure/azurehpc-health-checks, customTests/azure_nccl_allreduce*.nhc).
+std::optional<PasteEvidence::ToolVerdict> ToolBandwidth(std::string_view line) {
+  constexpr std::string_view kExpected = "(expected >=";
+  constexpr std::string_view kMeasured = "but measured ";
+  const size_t e = line.find(kExpected);
+  if (e == std::string_view::npos) return std::nullopt;
+  const size_t m = line.find(kMeasured, e);
+  if (m == std::string_view::npos) return std::nullopt;
+  const auto number = [](std::string_view text) {
+    return ToNumber<double>(Trim(text.substr(0, text.find("GB/s"))));
+  };
+  const auto expected = number(line.substr(e + kExpected.size()));
+  const auto measured = number(line.substr(m + kMeasured.size()));
+  if (!expected || !measured) return std::nullopt;
+  return PasteEvidence::ToolVerdict{*expected, *measured, 0, ""};
+}
+
 // "The average bandwidth of all_reduce with a 4.0GB payload (5 trials, 16 ranks):".
 bool BenchHeader(std::string_view line, PastedFigure& figure) {
   constexpr std::string_view kLead = "The average bandwidth of all_reduce with a ";
@@ -160,7 +178,7 @@ std::vector<RunResult> RunsFromFigures(const PasteEvidence& paste) {
 bool PasteEvidence::Judgeable() const {
   return !hits.empty() || nccl_lines > 0 || avg_busbw.has_value() || !figures.empty() ||
          !late_env.empty() || header_line > 0 || nthread_headers > 0 || !rank0_hosts.empty() ||
-         single_process_devices > 0;
+         single_process_devices > 0 || !tool_verdicts.empty();
 }
 
 struct PasteReader::State {
@@ -267,6 +285,11 @@ struct PasteReader::State {
       }
     }
     if (BenchHeader(line, figure)) return;
+    if (auto verdict = ToolBandwidth(line)) {
+      verdict->line = line_no;
+      verdict->text = std::string(line.substr(0, 1024));
+      p.tool_verdicts.push_back(std::move(*verdict));
+    }
     if (auto algbw = BenchFigure(line, "algbw: ")) figure.algbw = *algbw;
     if (auto busbw = BenchFigure(line, "busbw: ")) {
       figure.busbw = *busbw;
