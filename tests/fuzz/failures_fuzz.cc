@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "fabricscope/paste.h"
 #include "fabricscope/error.h"
 #include "fabricscope/failures.h"
 #include "fabricscope/parse.h"
+#include "fabricscope/paste.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
