@@ -1,16 +1,11 @@
 // Data files compiled into the binary (see cmake/embed_files.cmake).
 #pragma once
 
-#include <string_view>
 #include <vector>
 
-namespace fabricscope::detail {
+#include "fabricscope/embedded_file.h"
 
-// One embedded file: its name in data/ and its whole text.
-struct EmbeddedFile {
-  std::string_view name;
-  std::string_view text;
-};
+namespace fabricscope::detail {
 
 // data/platforms/*.json, in the order CMakeLists.txt lists them.
 const std::vector<EmbeddedFile>& PlatformDocuments();
