@@ -12,7 +12,7 @@ import json
 import os
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-ORDER = ["nccl-net", "nccl-shm-p2p", "nccl-init", "cuda", "pytorch", "plugins", "nccl-tests",
+ORDER = ["nccl-net", "nccl-more", "nccl-shm-p2p", "nccl-init", "cuda", "pytorch", "plugins", "nccl-tests",
          "shapes", "notes"]
 
 

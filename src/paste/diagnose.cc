@@ -231,6 +231,14 @@ Finding NoteOf(const Hit& hit, const PasteEvidence& paste) {
           .evidence = {Where(paste, hit.line, hit.text)}};
 }
 
+// The conditions of `when` that are evidence for the cause: the node count only says which
+// causes can apply (a network path needs two nodes), not which of them it is.
+size_t EvidenceCount(const std::vector<Condition>& when) {
+  return static_cast<size_t>(std::count_if(when.begin(), when.end(), [](const Condition& c) {
+    return c.kind != Condition::Kind::kMultiNode;
+  }));
+}
+
 // Adds the causes `hit` points to, each with the score its evidence earns; false when no
 // cause's conditions held (the line is then harmless where it stands).
 bool Rank(const Hit& hit, const Facts& facts, std::map<std::string, Candidate>& candidates) {
@@ -240,7 +248,7 @@ bool Rank(const Hit& hit, const Facts& facts, std::map<std::string, Candidate>& 
     if (!AllHold(link.when, hit, facts)) continue;
     ranked = true;
     const int score =
-        s.weight + link.weight + kConditionWeight * static_cast<int>(link.when.size());
+        s.weight + link.weight + kConditionWeight * static_cast<int>(EvidenceCount(link.when));
     Candidate& c = candidates[link.cause];
     c.cause = link.cause;
     const std::string line = hit.line > 0 ? Where(facts.paste, hit.line, hit.text)
@@ -252,7 +260,7 @@ bool Rank(const Hit& hit, const Facts& facts, std::map<std::string, Candidate>& 
     if (score <= c.score) continue;
     c.score = score;
     c.role = s.role;
-    c.by_evidence = !link.when.empty() || s.causes.size() == 1;
+    c.by_evidence = EvidenceCount(link.when) > 0 || s.causes.size() == 1;
     c.decided_by.clear();
     c.decided_by.push_back(s.id);
     for (const Condition& cond : link.when) c.decided_by.push_back(cond.value);

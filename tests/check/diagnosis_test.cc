@@ -236,6 +236,25 @@ TEST_F(PasteTest, APureNcclLogIsReadNotRefused) {
   EXPECT_NE(o.err.find("no nccl-tests table in it"), std::string::npos) << o.err;
 }
 
+// A header and no rows: killed at Slurm's time limit it hung; with nothing after it, the paste
+// may only be cut, and that comes first among the candidates.
+TEST_F(PasteTest, AHangIsToldApartFromACutLog) {
+  const std::string header =
+      "# nThread 1 nGpus 1 minBytes 8 maxBytes 128 step: 2(factor) warmup iters: 5 iters: 20 "
+      "agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n"
+      "#  Rank  0 Group  0 Pid   1 on nodea device  0 [0000:04:00] NVIDIA H100 80GB HBM3\n"
+      "#  Rank  1 Group  0 Pid   2 on nodeb device  0 [0000:04:00] NVIDIA H100 80GB HBM3\n"
+      "#\n#       size         count      type   redop    root     time   algbw   busbw #wrong "
+      "    time   algbw   busbw #wrong\n";
+  const Outcome killed = Check(header +
+                               "slurmstepd: error: *** JOB 77 ON nodea CANCELLED AT "
+                               "2026-12-01T10:00:00 DUE TO TIME LIMIT ***\n");
+  EXPECT_NE(killed.out.find("cause run_hung"), std::string::npos) << killed.out;
+  const Outcome cut = Check(header);
+  EXPECT_NE(cut.out.find("most likely cause (not decided)"), std::string::npos) << cut.out;
+  EXPECT_NE(cut.out.find("the log ends after the header"), std::string::npos) << cut.out;
+}
+
 TEST_F(PasteTest, APasteWithNothingToJudgeIsRefused) {
   const Outcome o = Check("hello\nworld\n");
   EXPECT_EQ(o.exit_code, 2);
