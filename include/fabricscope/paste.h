@@ -102,6 +102,11 @@ struct PasteEvidence {
 // check judges them as it judges nccl-tests rows; each run's source is "file:line".
 std::vector<RunResult> RunsFromFigures(const PasteEvidence& paste);
 
+// NCCL's own facts over the readers' guesses: a run of a paste whose NCCL lines say a larger
+// nranks than the run's (a device list cut after its first lines, a table whose rank count
+// was inferred) takes NCCL's, with a note; returns how many runs changed.
+size_t ApplyNcclRanks(std::vector<RunResult>& runs, const std::vector<PasteEvidence>& pastes);
+
 // Reads pasted logs for check: give it as ParseOptions::observer to the readers, then Take.
 class PasteReader : public LineObserver {
  public:

@@ -152,6 +152,7 @@ CheckInputs ReadInputs(std::vector<std::string> paths, const CheckFlags& flags,
     }
     for (RunResult& run : p.runs) in.runs.push_back(std::move(run));
   }
+  ApplyNcclRanks(in.runs, pastes);
   for (PasteEvidence& paste : pastes) {
     // all_reduce_bench's figures are judged as rows when the input held no table of its own.
     const bool tables = std::any_of(in.runs.begin(), in.runs.end(), [&](const RunResult& r) {

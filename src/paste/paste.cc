@@ -175,6 +175,22 @@ std::vector<RunResult> RunsFromFigures(const PasteEvidence& paste) {
   return out;
 }
 
+size_t ApplyNcclRanks(std::vector<RunResult>& runs, const std::vector<PasteEvidence>& pastes) {
+  size_t changed = 0;
+  for (const PasteEvidence& paste : pastes) {
+    if (paste.nranks <= 0) continue;
+    for (RunResult& run : runs) {
+      if (!run.source.starts_with(paste.source + ":") || run.nranks >= paste.nranks) continue;
+      run.notes.push_back("NCCL's lines say nranks " + std::to_string(paste.nranks) +
+                          " where the table alone gave " + std::to_string(run.nranks) +
+                          ": NCCL's count is taken");
+      run.nranks = paste.nranks;
+      ++changed;
+    }
+  }
+  return changed;
+}
+
 bool PasteEvidence::Judgeable() const {
   return !hits.empty() || nccl_lines > 0 || avg_busbw.has_value() || !figures.empty() ||
          !late_env.empty() || header_line > 0 || nthread_headers > 0 || !rank0_hosts.empty() ||

@@ -255,6 +255,24 @@ TEST_F(PasteTest, AHangIsToldApartFromACutLog) {
   EXPECT_NE(cut.out.find("the log ends after the header"), std::string::npos) << cut.out;
 }
 
+// NCCL's nranks wins over the table's guess (issue 36 item 6): a device list cut to its first
+// line, with rows whose algbw is too small for busbw/algbw to tell the rank count.
+TEST_F(PasteTest, NcclsRankCountWinsOverTheTablesGuess) {
+  const std::string log =
+      "#  Rank  0 Group  0 Pid      1 on          a device  0 [0000:04:00] NVIDIA H100 80GB "
+      "HBM3\n"
+      "a:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 16 cudaDev 0 busId 1000 - Init COMPLETE\n"
+      "b:2:2 [0] NCCL INFO comm 0x2 rank 8 nranks 16 cudaDev 0 busId 1000 - Init COMPLETE\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong "
+      "    time   algbw   busbw #wrong\n"
+      "  1073741824     268435456     float     sum      -1  214748.4    5.00    9.38      0 "
+      " 214748.4    5.00    9.38      0\n";
+  const Outcome o = Check(log, {"--platform", "dgx-h100", "--format", "json"});
+  const json doc = json::parse(o.out);
+  ASSERT_EQ(doc["tests"].size(), 1u) << o.out;
+  EXPECT_EQ(doc["tests"][0]["ranks"], 16) << o.out;
+}
+
 TEST_F(PasteTest, APasteWithNothingToJudgeIsRefused) {
   const Outcome o = Check("hello\nworld\n");
   EXPECT_EQ(o.exit_code, 2);
