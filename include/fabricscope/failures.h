@@ -79,7 +79,6 @@ class TextSet {
       }
     }
   }
-  const std::vector<std::string>& texts() const { return texts_; }
 
  private:
   static unsigned Pair(char a, char b) {
@@ -140,7 +139,6 @@ class FailureBase {
   const std::vector<Signature>& signatures() const { return signatures_; }
   const std::vector<FailureCause>& causes() const { return causes_; }
   const FailureCause* FindCause(std::string_view id) const;
-  const Signature* FindSignature(std::string_view id) const;
 
   // Appends to `out` the index of every text signature `line` matches. An NCCL INFO line (most
   // of a big log) is matched only against the signatures an INFO line prints (those with an

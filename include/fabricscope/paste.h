@@ -50,14 +50,11 @@ struct PasteEvidence {
   size_t lines = 0;                      // lines read that are not table rows
   size_t nccl_lines = 0;                 // NCCL INFO / WARN lines
   int nranks = 0;                        // the largest "nranks N" NCCL printed
-  size_t init_complete = 0;              // "Init COMPLETE" lines
   size_t nthread_headers = 0;            // nccl-tests' "# nThread ..." headers
   std::vector<std::string> rank0_hosts;  // the host of each "#  Rank  0 ..." device line
   std::vector<std::string> late_env;     // "file:line: NCCL_X=1": assignments after the command
-  std::optional<double> avg_busbw;       // a trailer's "# Avg bus bandwidth : N"
-  size_t avg_line = 0;
-  std::vector<double> trailers;  // every trailer's value, in order
-  int launcher_ranks = 0;        // "-np N" / "-n N" of an mpirun or srun line
+  std::vector<double> trailers;          // every trailer's "# Avg bus bandwidth : N", in order
+  int launcher_ranks = 0;                // "-np N" / "-n N" of an mpirun or srun line
   size_t ranks_seen = 0;
   int nics_used = 0;  // the most devices an "NET/IB : Using [0]... [N]" line lists
   size_t nics_line = 0;

@@ -144,7 +144,8 @@ CheckInputs ReadInputs(std::vector<std::string> paths, const CheckFlags& flags,
       if (judgeable && ReadAnyway(d)) {
         ctx.err << p.source << ": note: no nccl-tests table in it; judged on its "
                 << paste->nccl_lines << " NCCL lines, " << paste->hits.size()
-                << " known failure lines" << (paste->avg_busbw ? " and its trailer" : "") << "\n";
+                << " known failure lines" << (paste->trailers.empty() ? "" : " and its trailer")
+                << "\n";
         continue;
       }
       ctx.err << d.ToString() << "\n";

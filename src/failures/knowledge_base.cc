@@ -389,11 +389,4 @@ const FailureCause* FailureBase::FindCause(std::string_view id) const {
   return nullptr;
 }
 
-const Signature* FailureBase::FindSignature(std::string_view id) const {
-  for (const Signature& s : signatures_) {
-    if (s.id == id) return &s;
-  }
-  return nullptr;
-}
-
 }  // namespace fabricscope

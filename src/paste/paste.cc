@@ -192,7 +192,7 @@ size_t ApplyNcclRanks(std::vector<RunResult>& runs, const std::vector<PasteEvide
 }
 
 bool PasteEvidence::Judgeable() const {
-  return !hits.empty() || nccl_lines > 0 || avg_busbw.has_value() || !figures.empty() ||
+  return !hits.empty() || nccl_lines > 0 || !trailers.empty() || !figures.empty() ||
          !late_env.empty() || header_line > 0 || nthread_headers > 0 || !rank0_hosts.empty() ||
          single_process_devices > 0 || !tool_verdicts.empty();
 }
@@ -248,7 +248,6 @@ struct PasteReader::State {
         p.nranks = std::max(p.nranks, static_cast<int>(*n));
         if (const auto r = NumberAfter(message, " rank ")) ranks.insert(*r);
       }
-      if (Has(message, "Init COMPLETE")) ++p.init_complete;
     } else if (message.starts_with("NET/IB : Using")) {
       const std::string_view list = message.substr(0, message.find(';'));
       const int n = static_cast<int>(std::count(list.begin(), list.end(), '['));
@@ -294,8 +293,6 @@ struct PasteReader::State {
       const size_t colon = line.find(':', line.find("Avg bus bandwidth"));
       if (colon != std::string_view::npos) {
         if (auto v = ToNumber<double>(Trim(line.substr(colon + 1)))) {
-          p.avg_busbw = *v;
-          p.avg_line = line_no;
           p.trailers.push_back(*v);
         }
       }
