@@ -298,7 +298,8 @@ CommandAction SetupCheckCommand(CLI::App& app) {
   auto flags = std::make_shared<CheckFlags>();
   CheckFlags& f = *flags;
   app.add_option("results", f.inputs,
-                 "result files (anything analyze reads; - for stdin); or, after --, the flags of "
+                 "result files or pasted logs (anything analyze reads, a pure NCCL log, a PyTorch "
+                 "error, all_reduce_bench.py's output; - for stdin); or, after --, the flags of "
                  "fabricscope run to measure here and judge");
   const std::string names = Joined(Catalog::Builtin().Names());
   app.add_option(
@@ -371,7 +372,9 @@ CommandAction SetupCheckCommand(CLI::App& app) {
              "  fabricscope check --gpus-per-node 8 --intra-node-busbw 370 --nics 8 --nic-rate 400 "
              "job.log\n"
              "  fabricscope check -- --collective all_gather -b 1M -e 8G -f 2\n"
-             "  fabricscope check --fabric /var/tmp/fabric job.log   # point a slow run at a link");
+             "  fabricscope check --fabric /var/tmp/fabric job.log   # point a slow run at a link\n"
+             "  kubectl logs trainer-0 | fabricscope check            # the cause of a failed job "
+             "(docs/failures.md)");
   return [flags](const CommandContext& ctx) { return ExecuteCheck(*flags, ctx); };
 }
 

@@ -18,7 +18,8 @@ const std::vector<Command>& Commands() {
        "all_reduce_perf, all_gather_perf, ...)",
        SetupRunCommand},
       {"check",
-       "judge results against the platform: OK, WARN or CRITICAL per test, with the reason",
+       "judge results against the platform (OK, WARN or CRITICAL per test, with the reason) and "
+       "name the cause of a failed or slow run from any pasted log",
        SetupCheckCommand},
       {"analyze", "summarize nccl-tests, rccl-tests and fabricscope results from any log or file",
        SetupAnalyzeCommand},
