@@ -28,6 +28,13 @@ std::span<const EnvVariable> EnvVariables();
 // The registry entry named exactly `name` ("NCCL_*" for a family); null when there is none.
 const EnvVariable* FindEnvVariable(std::string_view name);
 
+// Whether processes of one job that differ in variable `name` run a different benchmark: false
+// for what only logs, dumps, profiles or names a local interface (NCCL_DEBUG*, NCCL_*_DUMP_FILE,
+// NCCL_PROFILER_PLUGIN, NCCL_INSPECTOR_*, NCCL_RAS_*, NCCL_SOCKET_IFNAME and GLOO's, whose
+// interface names differ between hosts of one job), true for everything else. Used where the
+// ranks of a job are compared (run's rendezvous, doctor's drift).
+bool VariableShapesRun(std::string_view name);
+
 // A read-only set of environment variables: the process's, copied once by Process(), or given
 // (tests, a fake environment). Copies share the variables. Reads are checked against the
 // registry: a name it does not list is a programming error (std::logic_error), so the table

@@ -178,6 +178,31 @@ const EnvVariable* FindEnvVariable(std::string_view name) {
   return it == kVariables.end() ? nullptr : &*it;
 }
 
+bool VariableShapesRun(std::string_view name) {
+  // What NCCL reads only for its log (src/debug.cc), its dumps (graph/topo.cc, graph/search.cc),
+  // its profiler and RAS plugins, and the interface each host names for itself.
+  constexpr std::string_view kLocalOnly[] = {
+      "NCCL_DEBUG",
+      "NCCL_DEBUG_FILE",
+      "NCCL_DEBUG_SUBSYS",
+      "NCCL_DEBUG_TIMESTAMP_FORMAT",
+      "NCCL_DEBUG_TIMESTAMP_LEVELS",
+      "NCCL_WARN_ENABLE_DEBUG_INFO",
+      "NCCL_TOPO_DUMP_FILE",
+      "NCCL_GRAPH_DUMP_FILE",
+      "NCCL_PROFILER_PLUGIN",
+      "NCCL_SOCKET_IFNAME",
+      "GLOO_SOCKET_IFNAME",
+      "NCCL_HOSTID",
+  };
+  constexpr std::string_view kLocalFamilies[] = {"NCCL_INSPECTOR_", "NCCL_RAS_", "NCCL_PROFILE_"};
+  if (std::find(std::begin(kLocalOnly), std::end(kLocalOnly), name) != std::end(kLocalOnly)) {
+    return false;
+  }
+  return std::none_of(std::begin(kLocalFamilies), std::end(kLocalFamilies),
+                      [&](std::string_view prefix) { return name.starts_with(prefix); });
+}
+
 Env::Env() : variables_(std::make_shared<const Variables>()) {}
 
 Env::Env(Variables variables)

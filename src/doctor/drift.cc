@@ -6,6 +6,7 @@
 #include <set>
 
 #include "fabricscope/doctor.h"
+#include "fabricscope/env.h"
 
 namespace fabricscope::doctor {
 
@@ -30,8 +31,11 @@ std::vector<Drift> FindDrift(const std::vector<NodeReport>& nodes) {
     d.key = key;
     d.node_count = static_cast<int>(nodes.size());
     // NCCL expects the same tuning on every rank: ranks that disagree on algorithms,
-    // protocols or channels can pick different schedules and hang.
-    d.severity = key.starts_with("env.") ? Severity::kCritical : Severity::kWarn;
+    // protocols or channels can pick different schedules and hang. What only logs or names a
+    // host's own interface may differ (run's rendezvous judges the same way).
+    const bool env = key.starts_with("env.");
+    d.severity = env && VariableShapesRun(std::string_view(key).substr(4)) ? Severity::kCritical
+                                                                           : Severity::kWarn;
     int best = 0, ties = 0;
     for (const auto& [value, count] : counts) {
       if (count > best) {
