@@ -225,6 +225,14 @@ ParsedResults ParseCsvResults(std::string_view text, const std::string& source,
     start = end + 1;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (Trim(line).empty()) continue;
+    if (line.starts_with('#')) {
+      // fabricscope's CSV of a run that ended early ends with why; other comments are skipped.
+      constexpr std::string_view kIncomplete = "# incomplete: ";
+      if (line.starts_with(kIncomplete)) {
+        run.errors.emplace_back(line.substr(kIncomplete.size()));
+      }
+      continue;
+    }
     const std::vector<std::string> fields = SplitCsv(line);
     if (!have_header) {
       if (!ReadHeader(fields, &index)) {
@@ -260,7 +268,7 @@ ParsedResults ParseCsvResults(std::string_view text, const std::string& source,
     if (collective.empty()) collective = CanonicalCollective(field(kCollective));
     AddHalf(field, collective, std::move(half), &run);
   }
-  if (!run.rows.empty()) out.runs.push_back(std::move(run));
+  if (!run.rows.empty() || !run.errors.empty()) out.runs.push_back(std::move(run));
   if (out.format.empty()) out.format = "CSV";
   if (out.runs.empty() && !sink.HasErrors())
     sink.Error("no results", 0, NoResultsMessage("CSV file"));

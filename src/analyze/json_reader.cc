@@ -292,6 +292,11 @@ class JsonReader {
     if (const auto it = doc.find("config"); it != doc.end() && it->is_object())
       ReadConfig(*it, run);
     run.nranks = Int(doc, "nranks", static_cast<int>(run.ranks.size()));
+    // fabricscope's file of a run that had not ended when it was last written.
+    if (const auto it = doc.find("complete"); it != doc.end() && it->is_boolean() && !*it) {
+      sink_.Warn("incomplete", 1,
+                 String(doc, "incomplete") + ": the rows are those measured until then");
+    }
   }
 
   void ReadNcclTests(const Json& doc) {

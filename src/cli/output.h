@@ -52,22 +52,33 @@ CLI::Option* AddFormatOption(CLI::App& app, std::string& format, const Range& fo
 }
 
 // Where a report goes: the file `path`, or `fallback` (the command's out stream) when the
-// path is empty or "-". The file is opened at construction, so that a bad path is refused
-// before it costs anything.
+// path is empty or "-". The file is written as `path`.partial, opened at construction (so a
+// bad path is refused before it costs anything) and renamed to `path` when closed: a reader
+// never takes a report still being written, or one whose writer was killed, for a whole one.
 class Output {
  public:
   // Throws SystemError "cannot write WHAT to 'PATH': ..." when the file cannot be created.
   Output(std::ostream& fallback, const std::string& path, std::string_view what = "the report");
+  // Closes (and renames) a file not closed yet, saying nothing of a failure.
+  ~Output();
+  Output(const Output&) = delete;
+  Output& operator=(const Output&) = delete;
 
   std::ostream& stream() { return file_.is_open() ? file_ : fallback_; }
-  // Flushes; throws SystemError when a write to the file failed.
+  // Flushes, then renames the file into place; throws SystemError when a write to the file
+  // or the rename failed. Once closed, closing again repeats the first outcome.
   void Close();
+  // Close without throwing: the error's message, empty when it succeeded.
+  std::string TryClose() noexcept;
 
  private:
   std::ostream& fallback_;
   std::string path_;
   std::string what_;
   std::ofstream file_;
+  bool direct_ = false;  // not a regular file: written in place, not renamed
+  bool closed_ = false;
+  std::string error_;  // of the first close
 };
 
 // `text` to the file `path`, or to `fallback` when the path is empty or "-".

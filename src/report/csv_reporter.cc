@@ -51,6 +51,13 @@ class CsvReporter final : public Reporter {
     out_.flush();  // Each line is complete on disk if the run dies later.
   }
 
+  // A run that ended early says so after its rows, so the file does not read as a whole run;
+  // fabricscope's CSV reader takes the line back as the run's error.
+  void End(const RunResult& result) override {
+    for (const std::string& error : result.errors) out_ << "# incomplete: " << error << '\n';
+    out_.flush();
+  }
+
  private:
   void WriteHalf(const ResultRow& row, std::string_view placement,
                  const std::optional<PlacementResult>& half) {

@@ -130,14 +130,16 @@ Json ConfigJson(const RunResult& result) {
   return json;
 }
 
-// The trailer pair nccl-tests writes; "unchecked" when no minimum bandwidth is set.
-void AddTrailer(Json& json, const TestSummary& summary, const RunConfig& config) {
+// The trailer pair nccl-tests writes; "unchecked" when no minimum bandwidth is set. A run that
+// has not ended (or ended early) has passed nothing yet: "false", so no reader of an unfinished
+// file sees an empty run that passed.
+void AddTrailer(Json& json, const TestSummary& summary, const RunConfig& config, bool complete) {
   json["out_of_bounds"] = {{"count", summary.out_of_bounds},
-                           {"okay", QuotedBool(report::OutOfBoundsOkay(summary))}};
+                           {"okay", QuotedBool(complete && report::OutOfBoundsOkay(summary))}};
   json["average_bus_bandwidth"] = {
       {"bandwidth", Number(summary.avg_busbw)},
-      {"okay",
-       config.min_bw > 0 ? QuotedBool(report::BandwidthOkay(summary, config)) : Json("unchecked")}};
+      {"okay", config.min_bw > 0 ? QuotedBool(complete && report::BandwidthOkay(summary, config))
+                                 : Json("unchecked")}};
 }
 
 // Writes the whole document to the stream when the run ends.
@@ -254,20 +256,33 @@ std::string ToJson(const RunResult& result) {
   json["results"] = std::move(rows);
   // Over every row: one nccl-tests binary runs one collective, so its trailer is the whole
   // file's; with several collectives, `tests` carries each one's.
-  AddTrailer(json, SummarizeAll(result), result.config);
+  const bool complete = !result.end_time.empty() && result.errors.empty();
+  AddTrailer(json, SummarizeAll(result), result.config, complete);
   Json tests = Json::array();
   for (const TestSummary& summary : Summarize(result)) {
     Json test;
     test["collective"] = summary.collective;
     test["rows"] = summary.rows;
-    AddTrailer(test, summary, result.config);
-    test["okay"] = summary.okay;  // fabricscope's own field: a real boolean
+    AddTrailer(test, summary, result.config, complete);
+    test["okay"] = complete && summary.okay;  // fabricscope's own field: a real boolean
     tests.push_back(std::move(test));
   }
   json["tests"] = std::move(tests);
   json["errors"] = result.errors;
   // null until the run ends, which is how a reader tells a partial file from a whole one.
   json["end_time"] = OptionalString(result.end_time);
+  // fabricscope's own: whether the sweep ran to its end, and when it did not, why. Every
+  // rewrite before the last says "in progress", so a file the run could not rewrite again (a
+  // full disk, a SIGKILL) still says it is not a finished run.
+  json["complete"] = complete;
+  if (!complete) {
+    json["incomplete"] =
+        result.errors.empty()
+            ? std::string(
+                  "the run had not ended when this file was written: it is still running, "
+                  "or it was killed before it could write the file again")
+            : "the run ended early: " + result.errors.front();
+  }
   // Hostnames, args and env come from outside; a stray byte must not lose the results.
   return json.dump(2, ' ', false, Json::error_handler_t::replace);
 }
