@@ -6,9 +6,20 @@
 // only those on its key), the requests, and how long the server took to reap every
 // thread and fd once the clients left.
 //
-//   store_rendezvous [--clients 64,256,1024] [--rounds 3]
+// With --processes P, the clients are P processes, each driving its share of connections
+// from one poll loop over the store's wire format (src/launch/tcp_store.cc), so that 16384
+// clients cost the bench 16384 sockets, not 16384 threads whose scheduling it would measure.
+//
+//   store_rendezvous [--clients 64,256,1024] [--rounds 3] [--processes 0]
 #include <dirent.h>
 #include <fmt/format.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -83,20 +94,165 @@ Round Run(int clients) {
   release = true;
   for (auto& t : threads) t.join();
   const auto left = Clock::now();
-  while (server.stats().threads > 0) std::this_thread::sleep_for(milliseconds(1));
+  while (server.stats().connections > 0) std::this_thread::sleep_for(milliseconds(1));
   round.reap_s = std::chrono::duration<double>(Clock::now() - left).count();
+  return round;
+}
+
+// The wire format's requests (tcp_store.cc): 'S' keylen key vallen value, 'G' keylen key ms.
+std::string Request(char op, const std::string& key, const std::string& tail) {
+  std::string out(1, op);
+  const auto len = static_cast<uint32_t>(key.size());
+  out.append(reinterpret_cast<const char*>(&len), 4);
+  out += key;
+  out += tail;
+  return out;
+}
+
+std::string U32(uint32_t v) { return std::string(reinterpret_cast<const char*>(&v), 4); }
+
+void WriteAll(int fd, const std::string& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n <= 0) ::_exit(2);
+    done += static_cast<size_t>(n);
+  }
+}
+
+void ReadExactly(int fd, char* out, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t got = ::read(fd, out + done, n - done);
+    if (got <= 0) ::_exit(3);
+    done += static_cast<size_t>(got);
+  }
+}
+
+// One client process: connects clients [first, last), sets each one's rank key, parks a Get
+// of "go" on each, and says when every "go" came (a byte on `done`); then holds the
+// connections open until `release` closes.
+[[noreturn]] void ClientProcess(int first, int last, int port_pipe, int done, int release) {
+  uint16_t port = 0;
+  ReadExactly(port_pipe, reinterpret_cast<char*>(&port), sizeof port);
+  std::vector<int> fds;
+  const std::string value(64, 'r');
+  for (int i = first; i < last; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) ::_exit(4);
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    WriteAll(fd, Request('S', "rank/" + std::to_string(i), U32(64) + value));
+    fds.push_back(fd);
+  }
+  // The replies after every request is out: the process's connections are its ranks, each
+  // of which would not wait for another's reply.
+  for (int fd : fds) {
+    char k = 0;
+    ReadExactly(fd, &k, 1);
+  }
+  for (int fd : fds) WriteAll(fd, Request('G', "go", U32(30000)));
+  std::vector<pollfd> waiting;
+  for (int fd : fds) waiting.push_back({fd, POLLIN, 0});
+  size_t left = waiting.size();
+  while (left > 0) {
+    if (::poll(waiting.data(), waiting.size(), 30000) <= 0) ::_exit(5);
+    for (pollfd& p : waiting) {
+      if (p.fd < 0 || (p.revents & POLLIN) == 0) continue;
+      char reply[6];  // 'F', the length 1, the value
+      ReadExactly(p.fd, reply, sizeof reply);
+      p.fd = -1;
+      --left;
+    }
+  }
+  WriteAll(done, "d");
+  char byte = 0;
+  (void)!::read(release, &byte, 1);  // EOF: released
+  ::_exit(0);
+}
+
+// Raises the soft limit on open files to the hard one: the server holds one fd per client.
+void RaiseFdLimit(int clients) {
+  rlimit limit{};
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  limit.rlim_cur = limit.rlim_max;
+  ::setrlimit(RLIMIT_NOFILE, &limit);
+  if (limit.rlim_cur < static_cast<rlim_t>(clients) + 64) {
+    throw std::runtime_error(fmt::format("{} clients need {} open files; the hard limit is {}",
+                                         clients, clients + 64, limit.rlim_max));
+  }
+}
+
+Round RunProcesses(int clients, int processes) {
+  RaiseFdLimit(clients);
+  int port_pipe[2], done_pipe[2], release_pipe[2];
+  if (::pipe(port_pipe) != 0 || ::pipe(done_pipe) != 0 || ::pipe(release_pipe) != 0) {
+    throw std::runtime_error("pipe failed");
+  }
+  // Forked before the server's thread exists: a child of a one-thread process.
+  std::vector<pid_t> children;
+  for (int p = 0; p < processes; ++p) {
+    const int first = clients * p / processes;
+    const int last = clients * (p + 1) / processes;
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(release_pipe[1]);
+      ClientProcess(first, last, port_pipe[0], done_pipe[1], release_pipe[0]);
+    }
+    children.push_back(pid);
+  }
+  ::close(release_pipe[0]);
+  Round round;
+  {
+    fabricscope::TcpStoreServer server(0);
+    const uint16_t port = server.port();
+    const auto start = Clock::now();
+    for (int p = 0; p < processes; ++p)
+      WriteAll(port_pipe[1], std::string(reinterpret_cast<const char*>(&port), sizeof port));
+    // Client 0's part as the launcher's rank 0 does it: every rank key, then "go".
+    fabricscope::TcpStoreClient reader("127.0.0.1", port, milliseconds(30000));
+    for (int r = 0; r < clients; ++r) reader.Get("rank/" + std::to_string(r), milliseconds(30000));
+    reader.Set("go", {'1'});
+    for (int p = 0; p < processes; ++p) {
+      char byte = 0;
+      ReadExactly(done_pipe[0], &byte, 1);
+    }
+    round.rendezvous_s = std::chrono::duration<double>(Clock::now() - start).count();
+    round.peak = server.stats();
+    round.fds = OpenFds();
+    ::close(release_pipe[1]);
+    for (pid_t pid : children) {
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        throw std::runtime_error(fmt::format("a client process failed (status {})", status));
+      }
+    }
+    const auto left = Clock::now();
+    while (server.stats().connections > 1) std::this_thread::sleep_for(milliseconds(1));
+    round.reap_s = std::chrono::duration<double>(Clock::now() - left).count();
+  }
+  for (int fd : {port_pipe[0], port_pipe[1], done_pipe[0], done_pipe[1]}) ::close(fd);
   return round;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) try {
-  CLI::App app{"rendezvous of N store clients (threads) through one TcpStoreServer"};
+  CLI::App app{"rendezvous of N store clients (threads or processes) through one TcpStoreServer"};
   std::vector<int> sizes{64, 256, 1024};
   int rounds = 3;
   app.add_option("--clients", sizes, "client counts")->delimiter(',');
   app.add_option("--rounds", rounds, "rounds per count; the median is reported")
       ->check(CLI::PositiveNumber);
+  int processes = 0;
+  app.add_option("--processes", processes,
+                 "client processes, each driving its share of connections from a poll loop; "
+                 "0: one thread per client in this process");
   CLI11_PARSE(app, argc, argv);
   fmt::print("{:>8} {:>14} {:>12} {:>12} {:>10} {:>10} {:>10} {:>10}\n", "clients", "rendezvous_ms",
              "connections", "srv_threads", "fds", "wakeups", "requests", "reap_ms");
@@ -105,7 +261,7 @@ int main(int argc, char** argv) try {
     std::vector<double> reaps;
     Round last;
     for (int r = 0; r < rounds; ++r) {
-      last = Run(n);
+      last = processes > 0 ? RunProcesses(n, std::min(processes, n)) : Run(n);
       times.push_back(last.rendezvous_s * 1e3);
       reaps.push_back(last.reap_s * 1e3);
     }

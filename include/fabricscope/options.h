@@ -56,6 +56,8 @@ struct RunOptions {
 
   // Fault injection for tests and demos: this rank corrupts its results before validation.
   int inject_fault_rank = -1;
+  // Fault injection for tests: this rank's collectives take half the count of its peers'.
+  int inject_size_fault_rank = -1;
   // Host memory the sweep may use, in bytes; 0 = read MemAvailable from /proc/meminfo.
   size_t memory_limit_bytes = 0;
 };

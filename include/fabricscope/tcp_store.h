@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,17 +37,18 @@ const char* NameOf(StorePhase phase);
 
 // What a TcpStoreServer holds right now, for the rendezvous bench and the reaping tests.
 struct StoreServerStats {
-  size_t connections = 0;  // open client connections (each one fd and one thread)
-  size_t threads = 0;      // serving threads not yet joined
+  size_t connections = 0;  // open client connections (each one fd)
+  size_t threads = 0;      // serving threads: the one event loop
   uint64_t wakeups = 0;    // waiters a Set woke: only those waiting on its key
   uint64_t requests = 0;
   size_t waiters = 0;  // Gets waiting for their key now
 };
 
-// Serves an InMemoryStore over TCP to the processes of a job (hosted by rank 0), like
-// torchrun's TCPStore. Listens on every address; port 0 picks a free one. One thread per
-// client connection; a client that leaves (or goes silent past TCP keepalive) has its
-// thread joined and its fd closed then, not at the server's end.
+// Serves a key-value store over TCP to the processes of a job (hosted by rank 0), like
+// torchrun's TCPStore. Listens on every address; port 0 picks a free one. One thread serves
+// every connection from an epoll loop (16k ranks are 16k connections, not 16k threads); a
+// client that leaves (or goes silent past TCP keepalive) has its fd closed then, not at the
+// server's end.
 class TcpStoreServer {
  public:
   explicit TcpStoreServer(uint16_t port);
@@ -55,6 +57,12 @@ class TcpStoreServer {
   TcpStoreServer& operator=(const TcpStoreServer&) = delete;
   uint16_t port() const;
   StoreServerStats stats() const;
+  // How long ago the host of the connection that last set `key` acknowledged anything on it
+  // (TCP_INFO's tcpi_last_ack_recv; keepalive probes an idle connection every second after
+  // 5 s): a host that still answers while its process is silent has a process that is
+  // stopped or starved, not a host that is gone. nullopt when the key was not set or that
+  // connection is closed.
+  std::optional<std::chrono::milliseconds> SinceSetterAnswered(const std::string& key) const;
 
  private:
   struct Impl;
@@ -127,6 +135,8 @@ class JobStore {
   // kKnown when the port was read from the port file, which process 0 writes only once its
   // store listens; kMaybeNotYet for a fixed MASTER_PORT, which a process may meet first.
   StoreListening listening() const { return listening_; }
+  // The server, on process 0; null elsewhere.
+  const TcpStoreServer* server() const { return server_.get(); }
 
  private:
   std::unique_ptr<TcpStoreServer> server_;

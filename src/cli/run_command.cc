@@ -136,6 +136,10 @@ void AddRunFlags(CLI::App& app, RunFlags& f, bool fixed_collective) {
   app.add_option("--inject-fault", f.inject_fault,
                  "for tests and demos: RANK corrupts its result before validation, which must "
                  "show #wrong > 0 and exit 1");
+  app.add_option("--inject-size-fault", f.inject_size_fault,
+                 "for tests: RANK's collectives take half the count of its peers', a mismatch "
+                 "inside the library that must end with exit 3 and a named error, never a "
+                 "signal");
 }
 
 std::vector<std::string> ApplyNcclTestsNotes(RunFlags& f) {
@@ -208,6 +212,7 @@ RunOptions ToRunOptions(const RunFlags& f) {
   o.report_timestamps = f.report_timestamps != 0;
   o.show_memory = f.memory != 0;
   o.inject_fault_rank = f.inject_fault;
+  o.inject_size_fault_rank = f.inject_size_fault;
   o.report_cputime = f.report_cputime != 0;
   // GPU flags; whether the backend can honour them is CheckSupported's question.
   o.ngpus = f.ngpus;
@@ -255,10 +260,30 @@ std::unique_ptr<Backend> ResolveBackend(const RunFlags& flags, const LaunchInfo&
   return backend;
 }
 
+namespace {
+
+// Closes the report's file when the run ends, whatever ends it: the launcher's fatal paths
+// (the -T watchdog, a silent peer, SIGTERM) end the process from inside End, so the file is
+// renamed into place there, after the report's last line, and not after RunJob returns.
+class OutputCloser final : public Reporter {
+ public:
+  explicit OutputCloser(Output& output) : output_(output) {}
+  void End(const RunResult& result) override {
+    (void)result;
+    (void)output_.TryClose();  // a failure is thrown again by the caller's Close
+  }
+
+ private:
+  Output& output_;
+};
+
+}  // namespace
+
 std::unique_ptr<Output> AddRunReporters(const RunFlags& flags, std::ostream& table,
                                         MultiReporter& sink) {
   auto output = std::make_unique<Output>(table, flags.output);
   sink.Add(FindFormat(Reporters(), flags.format).make(output->stream()));
+  sink.Add(std::make_unique<OutputCloser>(*output));
   if (!flags.json_file.empty()) sink.Add(MakeJsonFileReporter(flags.json_file));
   return output;
 }

@@ -58,6 +58,7 @@ struct RunFlags {
   int device_implementation = 0;
   int device_cta_count = 16;
   int inject_fault = -1;
+  int inject_size_fault = -1;
   bool dry_run = false;  // --dry-run: print the plan, run nothing
 };
 

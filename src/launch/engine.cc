@@ -180,6 +180,11 @@ class RankRunner {
     calls.reserve(static_cast<size_t>(devices_));
     for (int d = 0; d < devices_; ++d) {
       calls.push_back(MakeCall(t, counts, in_place, buffers_, rank_ + d, d, options_.unalign));
+      // Fault injection: this rank posts half the count its peers do, as a peer of another
+      // build or a library bug would, past the plan the processes agreed on.
+      if (rank_ + d == options_.inject_size_fault_rank && calls.back().count > 1) {
+        calls.back().count /= 2;
+      }
     }
     return calls;
   }

@@ -1,4 +1,5 @@
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -23,8 +24,10 @@
 #include "fabricscope/mpi_session.h"
 #include "fabricscope/tcp_store.h"
 #include "fabricscope/version.h"
+#include "launch/fatal_paths.h"
 #include "launch/guarded_reporter.h"
 #include "launch/liveness.h"
+#include "launch/plan_agreement.h"
 #include "launch/watchdog.h"
 
 namespace fabricscope {
@@ -227,6 +230,13 @@ class Rendezvous {
   }
 
   const std::string& master_addr() const { return master_addr_; }
+  // Process 0: TcpStoreServer::SinceSetterAnswered of its server; nullopt elsewhere.
+  std::optional<std::chrono::milliseconds> SinceAnswered(const std::string& key) const {
+    const TcpStoreServer* server = server_      ? server_.get()
+                                   : job_store_ ? job_store_->server()
+                                                : nullptr;
+    return server != nullptr ? server->SinceSetterAnswered(key) : std::nullopt;
+  }
   bool shared() const { return shared_ != nullptr; }
   std::string address() const { return master_addr_ + ":" + std::to_string(port_); }
 
@@ -265,10 +275,13 @@ class JobRunner {
         gpus_(std::max(1, options.ngpus)) {}
 
   RunResult Run() {
+    fatal_.emplace([this](int signal, const std::string& what) { Fatal(signal, what); });
     StartProcess();
     PlanJob();
+    GuardReport();
     StartWatchdog();
     StartLiveness();
+    AgreePlan();
     ListDevices();
     RunRankThreads();
     AwaitProcesses();
@@ -359,6 +372,12 @@ class JobRunner {
     }
   }
 
+  // The watchdog's, the heartbeat's or the signal thread may end the report while rank 0's
+  // thread still writes it: from here on, the report goes through the guard.
+  void GuardReport() {
+    if (process_ == 0 && sink_ != nullptr) sink_ = &guarded_.emplace(*sink_);
+  }
+
   // With -T, a call stuck where the backend cannot time out (MPI) ends the process after
   // the timeout plus a grace that lets backends with their own timeouts report first.
   // Without -T, a job of several processes still tracks its calls: the heartbeat says which
@@ -370,9 +389,6 @@ class JobRunner {
     // longer: their peers are stuck in the same call, and one of them ending first makes
     // the launcher (mpirun) kill the first process before it could record anything.
     const auto grace = std::max(std::chrono::milliseconds(1000), timeout_ / 2);
-    // The watchdog's thread ends the report while rank 0's thread may still write it: from
-    // here on, the report goes through the guard.
-    if (process_ == 0 && sink_ != nullptr) sink_ = &guarded_.emplace(*sink_);
     const auto limit = options_.timeout_s <= 0 ? std::chrono::milliseconds(0)
                                                : timeout_ + (process_ == 0 ? grace : 2 * grace);
     watchdog_.emplace(limit, host_, [this](const std::string& message) { Expire(message); });
@@ -391,6 +407,8 @@ class JobRunner {
         .silence = kSilence,
         .phase = [this] { return Phase(); },
         .ranks = [this](int process) { return RankRange(process); },
+        .since_answered =
+            [this](const std::string& key) { return rendezvous_->SinceAnswered(key); },
     };
     liveness_.emplace(live, rendezvous_->Connect(kSilence), [this](const std::string& message) {
       // A rank's own error came first (a peer's connection reset, then its process went
@@ -404,9 +422,69 @@ class JobRunner {
     });
   }
 
+  // Every process's plan to process 0, which compares them and publishes its verdict: a
+  // difference that changes what the ranks exchange ends every process with the same
+  // UsageError (exit 2) before any collective (launch/plan_agreement.h).
+  void AgreePlan() {
+    if (processes_ <= 1) return;
+    stage_ = "comparing the processes' settings";
+    std::unique_ptr<TcpStoreClient> client;
+    Store& store = rendezvous_->ForThread(client);
+    const std::string who =
+        fmt::format("process {} ({} on {})", process_, RankRange(process_), host_);
+    store.Set("plan/" + std::to_string(process_),
+              EncodePlan(who, DescribePlan(options_, plan_, backend_, env_)));
+    std::string verdict;
+    if (process_ == 0) {
+      verdict = ComparePlansOfProcesses(store);
+    } else {
+      const std::vector<char> v = store.Get("plan/verdict", timeout_);
+      verdict.assign(v.begin(), v.end());
+      if (!verdict.empty()) {
+        // Said done before acknowledging: process 0 then closes the store without this
+        // process's heartbeat taking that for process 0's death.
+        liveness_.reset();
+        store.Set("plan/ack/" + std::to_string(process_), {'K'});
+      }
+    }
+    stage_ = nullptr;
+    if (!verdict.empty()) throw UsageError(verdict);
+  }
+
+  // Process 0: every plan, compared; the verdict published, and when it ends the job, read by
+  // every process (one silence at most) before the store closes.
+  std::string ComparePlansOfProcesses(Store& store) {
+    std::vector<ProcessPlan> plans;
+    for (int p = 0; p < processes_; ++p) {
+      try {
+        plans.push_back(DecodePlan(store.Get("plan/" + std::to_string(p), timeout_)));
+      } catch (const TimeoutError&) {
+        throw TimeoutError(NotArrived(p * ranks_per_process_));
+      }
+    }
+    const PlanVerdict verdict = ComparePlans(plans);
+    if (!verdict.warning.empty()) {
+      std::fprintf(stderr, "fabricscope: warning: %s\n", verdict.warning.c_str());
+    }
+    store.Set("plan/verdict", {verdict.error.begin(), verdict.error.end()});
+    if (verdict.error.empty()) return "";
+    const auto deadline = std::chrono::steady_clock::now() + kSilence;
+    for (int p = 1; p < processes_; ++p) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      try {
+        store.Get("plan/ack/" + std::to_string(p), std::max(left, std::chrono::milliseconds(1)));
+      } catch (const TimeoutError&) {
+        // It ends anyway: it reads the verdict, or finds the store gone.
+      }
+    }
+    return verdict.error;
+  }
+
   // "rendezvous" or "sweep", with the call in flight or last made and its size.
   std::string Phase() const {
-    const std::string call = watchdog_ ? watchdog_->LastCall() : std::string();
+    std::string call = watchdog_ ? watchdog_->LastCall() : std::string();
+    if (const char* stage = stage_; call.empty() && stage != nullptr) call = stage;
     return std::string(joined_ ? "sweep" : "rendezvous") + (call.empty() ? "" : " (" + call + ")");
   }
 
@@ -421,11 +499,32 @@ class JobRunner {
   // The -T policy: the stuck call is inside the communication library, which cannot be
   // interrupted safely, so say why, record it in the report and end the process. Rows
   // already reported are on disk.
-  [[noreturn]] void Expire(const std::string& message) {
+  [[noreturn]] void Expire(const std::string& message, int exit_code = 3) {
     std::fprintf(stderr, "fabricscope: error: %s\n", message.c_str());
     std::fflush(stderr);
     if (guarded_) guarded_->Abort(message, LocalTime(kIsoTime));
-    std::_Exit(3);
+    if (liveness_) liveness_->Leave(message);  // process 0 names this reason, not a silence
+    std::fflush(stdout);
+    std::_Exit(exit_code);
+  }
+
+  // A signal that stops the run, or an exception on a library's own thread
+  // (launch/fatal_paths.h): the same end as a failure, with the rows so far kept.
+  [[noreturn]] void Fatal(int signal, const std::string& what) {
+    const std::string who =
+        fmt::format("process {} ({} on {})", process_, RankRange(process_), host_);
+    if (signal != 0) {
+      const int code = 128 + signal;
+      Expire(fmt::format("{} was ended by {} during {}: the run is cut short, the rows measured so "
+                         "far are kept (exit {})",
+                         who, FatalPaths::SignalName(signal), Phase(), code),
+             code);
+    }
+    Expire(
+        fmt::format("{}: the {} library failed on a thread of its own during {}: {}; a peer "
+                    "sent what this rank did not expect (ranks started with different flags "
+                    "or builds) or the connection broke",
+                    who, backend_.name(), Phase(), what.empty() ? "std::terminate" : what));
   }
 
   // What ConnectOptions says about the devices of a thread; the same in its rank thread.
@@ -493,18 +592,22 @@ class JobRunner {
     return self;
   }
 
+  // A rank that never came to the rendezvous, named.
+  std::string NotArrived(int rank) const {
+    return fmt::format(
+        "rendezvous: rank {} of {} (process {}) did not arrive within {} s: it was not started, "
+        "died, or cannot reach the store at {}",
+        rank, nranks_, rank / ranks_per_process_, timeout_.count() / 1000,
+        rendezvous_->master_addr());
+  }
+
   // The first rank: every rank's header line, then the report begins.
   void GatherHeader(Store& store) {
     for (int r = 0; r < nranks_; ++r) {
       try {
         result_.ranks.push_back(DecodeRank(r, store.Get("rank/" + std::to_string(r), timeout_)));
       } catch (const TimeoutError&) {
-        throw TimeoutError("rendezvous: rank " + std::to_string(r) + " of " +
-                           std::to_string(nranks_) + " (process " +
-                           std::to_string(r / ranks_per_process_) + ") did not arrive within " +
-                           std::to_string(timeout_.count() / 1000) +
-                           " s: it was not started, died, or cannot reach the store at " +
-                           rendezvous_->master_addr());
+        throw TimeoutError(NotArrived(r));
       }
     }
     if (sink_ != nullptr) sink_->Begin(result_);
@@ -680,8 +783,10 @@ class JobRunner {
   std::vector<std::vector<DeviceDescription>> thread_devices_;
   std::optional<GuardedReporter> guarded_;  // before watchdog_: outlives its thread
   std::optional<Watchdog> watchdog_;
-  std::atomic<bool> joined_{false};   // a rank of this process joined its communicator
-  std::optional<Liveness> liveness_;  // after watchdog_ and guarded_: its thread uses both
+  std::atomic<bool> joined_{false};          // a rank of this process joined its communicator
+  std::atomic<const char*> stage_{nullptr};  // a step of the rendezvous before any call
+  std::optional<Liveness> liveness_;         // after watchdog_ and guarded_: its thread uses both
+  std::optional<FatalPaths> fatal_;          // last: its thread uses all of the above
 
   RunResult result_;
   std::mutex error_mutex_;

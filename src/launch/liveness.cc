@@ -13,6 +13,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr const char* kAbortKey = "live/abort";
 constexpr std::string_view kDone = "done";
+constexpr std::string_view kGone = "gone\t";  // then "host\twhy": ended with an error
+// A host that acknowledged on the connection within this is up. Keepalive probes a
+// connection 5 s after it last received anything, and an answered probe starts that count
+// again (tcp(7), the store's EnableKeepalive), so a live host's last answer is at most ~5 s
+// old; a host gone since its last beat has not answered for the whole silence (10 s).
+constexpr std::chrono::milliseconds kHostAnswers{7500};
 
 std::string Key(int process) { return "live/" + std::to_string(process); }
 std::string AckKey(int process) { return "live/ack/" + std::to_string(process); }
@@ -95,6 +101,14 @@ std::string Liveness::FindSilent(int* silent) {
       continue;  // not started yet: the rendezvous's own timeout covers one that never comes
     }
     if (value == kDone) continue;
+    if (value.starts_with(kGone)) {
+      const std::string rest = value.substr(kGone.size());
+      const size_t tab = rest.find('\t');
+      *silent = p;
+      return fmt::format("process {} ({} on {}) ended with its own error: {}", p,
+                         options_.ranks ? options_.ranks(p) : "", rest.substr(0, tab),
+                         tab == std::string::npos ? "" : rest.substr(tab + 1));
+    }
     auto [it, inserted] = seen_.try_emplace(p, Seen{value, now});
     if (inserted || it->second.value != value) {
       it->second = Seen{value, now};
@@ -103,11 +117,20 @@ std::string Liveness::FindSilent(int* silent) {
     if (now - it->second.since < options_.silence) continue;
     const BeatText beat = ParseBeat(value);
     *silent = p;
+    const double silent_s = std::chrono::duration<double>(now - it->second.since).count();
+    const auto answered = options_.since_answered ? options_.since_answered(Key(p)) : std::nullopt;
+    if (answered && *answered < kHostAnswers) {
+      return fmt::format(
+          "process {} ({} on {}) is not progressing during {}: no heartbeat for {:.0f} s while "
+          "its host still answers on its connection (last {:.1f} s ago): the process is stopped "
+          "(SIGSTOP, a debugger), swapped out or starved of CPU, not gone",
+          p, options_.ranks ? options_.ranks(p) : "", beat.host, beat.phase, silent_s,
+          std::chrono::duration<double>(*answered).count());
+    }
     return fmt::format(
         "process {} ({} on {}) went silent during {}: no heartbeat for {:.0f} s; its host is "
         "down, cut off or black-holed (no FIN or RST came)",
-        p, options_.ranks ? options_.ranks(p) : "", beat.host, beat.phase,
-        std::chrono::duration<double>(now - it->second.since).count());
+        p, options_.ranks ? options_.ranks(p) : "", beat.host, beat.phase, silent_s);
   }
   return "";
 }
@@ -137,6 +160,21 @@ std::string Liveness::PublishedAbort() {
     return ReadAbort();
   } catch (const Error&) {
     return "";  // the store is gone: the caller's own error says what failed
+  }
+}
+
+void Liveness::Leave(const std::string& why) {
+  if (fired_) return;  // the heartbeat itself ends the job: it has said why
+  try {
+    if (options_.process == 0) {
+      store_->Set(kAbortKey,
+                  Bytes(fmt::format("process 0 ({} on {}) ended with its own error: {}",
+                                    options_.ranks ? options_.ranks(0) : "", options_.host, why)));
+    } else {
+      store_->Set(Key(options_.process), Bytes(fmt::format("{}{}\t{}", kGone, options_.host, why)));
+    }
+  } catch (const std::exception&) {
+    // The store is gone too: the peers find that out by themselves.
   }
 }
 

@@ -9,12 +9,14 @@
 // host, its process and ranks, and what it was doing.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -31,6 +33,11 @@ struct LivenessOptions {
   std::chrono::milliseconds silence{10000};       // a process silent this long is gone
   std::function<std::string()> phase;             // what this process does now
   std::function<std::string(int process)> ranks;  // "ranks 4-5", for the messages
+  // Process 0: how long ago the host of a process last answered on the connection it beats
+  // over (TcpStoreServer::SinceSetterAnswered of its key), nullopt when unknown. A process
+  // silent while its host still answers is named as not progressing (stopped, swapped out,
+  // starved), not as a host that is gone.
+  std::function<std::optional<std::chrono::milliseconds>(const std::string& key)> since_answered;
 };
 
 class Liveness {
@@ -57,6 +64,11 @@ class Liveness {
   // the failure that causes names that survivor, not the process that went silent.
   std::string PublishedAbort();
 
+  // This process is ending with `why` (its own error): said in its key, so process 0 names the
+  // reason at once instead of waiting out a silence; on process 0, said in the abort key. Best
+  // effort, one request: the process ends next.
+  void Leave(const std::string& why);
+
  private:
   struct Seen {
     std::string value;  // the last beat: "seq\thost\tphase"
@@ -78,7 +90,7 @@ class Liveness {
   const std::unique_ptr<Store> store_;
   const OnSilent on_silent_;
   uint64_t seq_ = 0;
-  bool fired_ = false;
+  std::atomic<bool> fired_{false};  // read by Leave from other threads
   std::map<int, Seen> seen_;
   std::mutex mutex_;
   std::condition_variable stop_;

@@ -12,6 +12,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -22,9 +24,12 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
+#include <unordered_map>
 
 #include "fabricscope/error.h"
 #include "fabricscope/strings.h"
@@ -150,146 +155,300 @@ constexpr std::array<std::string_view, 3> kStorePhaseNames = {"connect", "send",
 
 const char* NameOf(StorePhase phase) { return NameOf(phase, kStorePhaseNames).data(); }
 
+// One thread serves every connection from an epoll loop, as PyTorch's TCPStore moved to
+// libuv for the same reason: a thread per client was 16k threads for a 16k-rank job. Each
+// connection's bytes are parsed as they come, its replies queued and sent as the socket
+// takes them; a Get that must wait is parked on its key (a Set answers exactly the Gets
+// parked on its key) with a deadline the loop's timeout covers. A connection answers its
+// requests in order: one parked Get holds the requests behind it.
 struct TcpStoreServer::Impl {
-  // The waiters on one key: a Set wakes these only, so a rendezvous of N ranks costs N
-  // wakeups, not the N^2 of one condition variable for the whole store.
-  struct KeyWait {
-    std::condition_variable changed;
-    size_t waiters = 0;
-  };
   struct Connection {
-    int fd = -1;  // -1 once its thread closed it
-    std::thread thread;
+    int fd = -1;
+    std::string in;   // received, not yet a whole request
+    std::string out;  // replies not yet sent
+    bool parked = false;
+    std::string parked_key;
+    Deadline parked_until{};
+    Deadline stalled_since = kNoDeadline;  // a request or reply half passed since then
+    bool want_out = false;                 // EPOLLOUT registered
   };
+  static constexpr uint64_t kListener = ~uint64_t{0};
+  static constexpr uint64_t kWake = ~uint64_t{0} - 1;
 
   int listen_fd = -1;
-  int wake[2] = {-1, -1};  // written at shutdown and when a connection ends
+  int epoll_fd = -1;
+  int wake_fd = -1;  // an eventfd written at shutdown
   uint16_t port = 0;
   std::atomic<bool> stopping{false};
+  // Held by the loop while it works, and briefly by stats() and SinceSetterAnswered().
   mutable std::mutex mutex;
   std::map<std::string, std::vector<char>> values;
-  std::map<std::string, KeyWait> waiting;
-  std::map<uint64_t, Connection> connections;
-  std::vector<uint64_t> finished;  // connections whose thread is over, to be joined
+  std::map<std::string, uint64_t> setters;  // key -> the connection that set it last
+  std::unordered_map<uint64_t, Connection> connections;
+  std::map<std::string, std::set<uint64_t>> parked;  // key -> connections whose Get waits
+  std::multimap<Deadline, uint64_t> deadlines;       // of the parked Gets
+  std::vector<uint64_t> closing;                     // to close once the event is handled
   uint64_t next_id = 0;
   uint64_t wakeups = 0;
   uint64_t requests = 0;
+  std::thread loop;
 
-  std::thread acceptor;
-
-  void HandleSet(const std::string& key, std::vector<char> value) {
-    const std::lock_guard lock(mutex);
-    ++requests;
-    values[key] = std::move(value);
-    const auto waiters = waiting.find(key);
-    if (waiters == waiting.end()) return;
-    wakeups += waiters->second.waiters;
-    waiters->second.changed.notify_all();
+  void Watch(uint64_t id, int fd, uint32_t events, int op) const {
+    epoll_event e{};
+    e.events = events;
+    e.data.u64 = id;
+    ::epoll_ctl(epoll_fd, op, fd, &e);
   }
 
-  std::vector<char> HandleGet(const std::string& key, std::chrono::milliseconds timeout) {
-    std::vector<char> reply;
-    std::unique_lock lock(mutex);
-    ++requests;
-    auto found = values.find(key);
-    if (found == values.end() && timeout.count() > 0 && !stopping) {
-      KeyWait& wait = waiting[key];
-      ++wait.waiters;
-      wait.changed.wait_for(lock, timeout, [&] { return stopping.load() || values.count(key); });
-      if (--wait.waiters == 0) waiting.erase(key);
-      found = values.find(key);
+  void Close(uint64_t id) {
+    const auto it = connections.find(id);
+    if (it == connections.end()) return;
+    Unpark(id, it->second);
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, it->second.fd, nullptr);
+    ::close(it->second.fd);
+    connections.erase(it);
+  }
+
+  void Unpark(uint64_t id, Connection& c) {
+    if (!c.parked) return;
+    c.parked = false;
+    if (const auto waiting = parked.find(c.parked_key); waiting != parked.end()) {
+      waiting->second.erase(id);
+      if (waiting->second.empty()) parked.erase(waiting);
     }
-    if (found == values.end()) return {'T'};
-    reply.push_back('F');
-    AppendU32(reply, static_cast<uint32_t>(found->second.size()));
-    reply.insert(reply.end(), found->second.begin(), found->second.end());
+    for (auto [d, end] = deadlines.equal_range(c.parked_until); d != end; ++d) {
+      if (d->second == id) {
+        deadlines.erase(d);
+        break;
+      }
+    }
+  }
+
+  // Sends what the socket takes now; the rest when it is writable again.
+  void Flush(uint64_t id, Connection& c) {
+    while (!c.out.empty()) {
+      const ssize_t put = ::send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (put < 0 && errno == EINTR) continue;
+      if (put < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      if (put < 0) {
+        closing.push_back(id);
+        return;
+      }
+      c.out.erase(0, static_cast<size_t>(put));
+    }
+    const bool want_out = !c.out.empty();
+    UpdateStall(c);
+    if (want_out == c.want_out) return;
+    c.want_out = want_out;
+    Watch(id, c.fd, EPOLLIN | EPOLLRDHUP | (want_out ? EPOLLOUT : 0u), EPOLL_CTL_MOD);
+  }
+
+  // A connection with half a request in or a reply not yet out is stalled from the moment
+  // that began; one with neither is idle, which a client may be as long as it likes.
+  static void UpdateStall(Connection& c) {
+    if (c.in.empty() && c.out.empty()) {
+      c.stalled_since = kNoDeadline;
+    } else if (c.stalled_since == kNoDeadline) {
+      c.stalled_since = Clock::now();
+    }
+  }
+
+  void Reply(uint64_t id, Connection& c, std::string_view bytes) {
+    c.out.append(bytes);
+    Flush(id, c);
+  }
+
+  static std::string Found(const std::vector<char>& value) {
+    std::string reply(1, 'F');
+    const auto len = static_cast<uint32_t>(value.size());
+    reply.append(reinterpret_cast<const char*>(&len), sizeof len);
+    reply.append(value.begin(), value.end());
     return reply;
   }
 
-  // One request; false when the connection is over (closed, silent, or not our protocol).
-  bool ServeOne(int fd) {
-    char op = 0;
-    if (ReadAll(fd, &op, 1, kNoDeadline) != Io::kOk) return false;  // idle clients may wait
-    const Deadline deadline = Clock::now() + kServerIoTimeout;
-    std::vector<char> key;
-    if (ReadField(fd, &key, deadline) != Io::kOk) return false;
-    const std::string k(key.begin(), key.end());
-    std::vector<char> reply;
-    if (op == 'S') {
-      std::vector<char> value;
-      if (ReadField(fd, &value, deadline) != Io::kOk) return false;
-      HandleSet(k, std::move(value));
-      reply.push_back('K');
-    } else if (op == 'G') {
-      uint32_t timeout_ms = 0;
-      if (ReadU32(fd, &timeout_ms, deadline) != Io::kOk) return false;
-      reply = HandleGet(k, std::chrono::milliseconds(timeout_ms));
-    } else {
-      return false;
-    }
-    return WriteAll(fd, reply.data(), reply.size(), Clock::now() + kServerIoTimeout) == Io::kOk;
-  }
-
-  // A connection's thread: serves until the client leaves, then closes the fd and hands the
-  // thread to the acceptor to join, so neither outlives the client.
-  void Serve(uint64_t id, int fd) {
-    while (ServeOne(fd)) {
-    }
-    const std::lock_guard lock(mutex);
-    ::close(fd);
-    connections[id].fd = -1;
-    finished.push_back(id);
-    (void)!::write(wake[1], "r", 1);
-  }
-
-  void Reap() {
-    std::vector<std::thread> done;
-    {
-      const std::lock_guard lock(mutex);
-      for (uint64_t id : finished) {
-        done.push_back(std::move(connections[id].thread));
-        connections.erase(id);
-      }
-      finished.clear();
-    }
-    for (auto& t : done) t.join();
-  }
-
-  void Accept() {
-    for (;;) {
-      pollfd fds[2] = {{listen_fd, POLLIN, 0}, {wake[0], POLLIN, 0}};
-      if (::poll(fds, 2, -1) < 0) {
-        if (errno == EINTR) continue;
-        return;
-      }
-      // Drained before `stopping` is read: the destructor sets it and then writes its byte,
-      // so a drain that swallows that byte (with a leaving connection's) still sees the stop.
-      // Read first, a stop coming between the read and the drain was lost, and the next poll
-      // waited forever in the destructor's join.
-      if (fds[1].revents != 0) {
-        char drain[256];
-        while (::read(wake[0], drain, sizeof drain) > 0) {
+  void HandleSet(uint64_t id, Connection& c, std::string key, std::vector<char> value) {
+    ++requests;
+    Reply(id, c, "K");
+    setters[key] = id;
+    const std::vector<char>& stored = values[key] = std::move(value);
+    const auto waiting = parked.find(key);
+    if (waiting == parked.end()) return;
+    const std::set<uint64_t> woken = std::move(waiting->second);
+    parked.erase(waiting);
+    const std::string reply = Found(stored);
+    for (uint64_t w : woken) {
+      Connection& other = connections.at(w);
+      other.parked_key.clear();  // already off `parked`
+      other.parked = false;
+      for (auto [d, end] = deadlines.equal_range(other.parked_until); d != end; ++d) {
+        if (d->second == w) {
+          deadlines.erase(d);
+          break;
         }
       }
-      if (stopping) return;
-      if (fds[1].revents != 0) Reap();
-      if ((fds[0].revents & POLLIN) == 0) continue;
-      const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) continue;
-      EnableKeepalive(fd);
-      const std::lock_guard lock(mutex);
+      ++wakeups;
+      Reply(w, other, reply);
+      if (!Serve(w, other)) closing.push_back(w);  // what it sent behind its Get
+    }
+  }
+
+  void HandleGet(uint64_t id, Connection& c, std::string key, uint32_t timeout_ms) {
+    ++requests;
+    if (const auto found = values.find(key); found != values.end()) {
+      Reply(id, c, Found(found->second));
+    } else if (timeout_ms == 0 || stopping) {
+      Reply(id, c, "T");
+    } else {
+      c.parked = true;
+      c.parked_until = Clock::now() + std::chrono::milliseconds(timeout_ms);
+      deadlines.emplace(c.parked_until, id);
+      parked[key].insert(id);
+      c.parked_key = std::move(key);
+    }
+  }
+
+  // The whole requests in `c.in`, in order, until one parks; false when the connection
+  // speaks another protocol and is to be closed.
+  bool Serve(uint64_t id, Connection& c) {
+    size_t at = 0;
+    const auto u32 = [&](size_t offset, uint32_t* v) {
+      if (c.in.size() < at + offset + 4) return false;
+      std::memcpy(v, c.in.data() + at + offset, 4);  // little-endian, as the format says
+      return true;
+    };
+    bool ok = true;
+    while (!c.parked && at < c.in.size()) {
+      const char op = c.in[at];
+      uint32_t key_len = 0;
+      if (op != 'S' && op != 'G') {
+        ok = false;
+        break;
+      }
+      if (!u32(1, &key_len)) break;
+      if (key_len > kMaxField) {
+        ok = false;
+        break;
+      }
+      const size_t key_at = at + 5;
+      uint32_t second = 0;
+      if (!u32(5 + key_len, &second)) break;
+      if (op == 'S' && second > kMaxField) {
+        ok = false;
+        break;
+      }
+      const size_t whole = 9 + key_len + (op == 'S' ? second : 0);
+      if (c.in.size() < at + whole) break;
+      std::string key = c.in.substr(key_at, key_len);
+      if (op == 'S') {
+        const char* v = c.in.data() + key_at + key_len + 4;
+        HandleSet(id, c, std::move(key), std::vector<char>(v, v + second));
+      } else {
+        HandleGet(id, c, std::move(key), second);
+      }
+      at += whole;
+    }
+    c.in.erase(0, at);
+    UpdateStall(c);
+    return ok;
+  }
+
+  void Receive(uint64_t id, Connection& c) {
+    char buffer[65536];
+    bool ended = false;  // closed, reset, or given up on by keepalive
+    for (;;) {
+      const ssize_t got = ::recv(c.fd, buffer, sizeof buffer, MSG_DONTWAIT);
+      if (got > 0) {
+        c.in.append(buffer, static_cast<size_t>(got));
+        continue;
+      }
+      if (got < 0 && errno == EINTR) continue;
+      ended = !(got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+      break;
+    }
+    // What came before the end is served: a client may set a key and leave at once.
+    if (!Serve(id, c) || ended) closing.push_back(id);
+  }
+
+  void AcceptAll() {
+    for (;;) {
+      // Keepalive, the user timeout and TCP_NODELAY come from the listener: Linux copies them
+      // to the sockets it accepts (the child socket is a clone of the listener's), which keeps
+      // the accept loop fast enough that a burst of 16k connects does not overflow the
+      // backlog (a dropped SYN costs its client a second).
+      const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) return;
       const uint64_t id = next_id++;
-      Connection& c = connections[id];
-      c.fd = fd;
-      c.thread = std::thread([this, id, fd] { Serve(id, fd); });
+      connections[id].fd = fd;
+      Watch(id, fd, EPOLLIN | EPOLLRDHUP, EPOLL_CTL_ADD);
+    }
+  }
+
+  // Parked Gets past their deadline answer 'T'; a request or reply stuck half-way for
+  // kServerIoTimeout closes its connection: a client that stops mid-request is silent.
+  void Expire() {
+    const Deadline now = Clock::now();
+    while (!deadlines.empty() && deadlines.begin()->first <= now) {
+      const uint64_t id = deadlines.begin()->second;
+      Connection& c = connections.at(id);
+      Unpark(id, c);
+      Reply(id, c, "T");
+      if (!Serve(id, c)) closing.push_back(id);
+    }
+    for (auto& [id, c] : connections) {
+      if (c.stalled_since != kNoDeadline && now - c.stalled_since > kServerIoTimeout) {
+        closing.push_back(id);
+      }
+    }
+  }
+
+  int WaitMs() const {
+    const std::lock_guard lock(mutex);
+    int wait_ms = 1000;  // the stalled-connection sweep's period
+    if (!deadlines.empty()) {
+      const auto left =
+          std::chrono::ceil<std::chrono::milliseconds>(deadlines.begin()->first - Clock::now())
+              .count();
+      wait_ms = static_cast<int>(std::clamp<int64_t>(left, 0, wait_ms));
+    }
+    return wait_ms;
+  }
+
+  void Run() {
+    std::vector<epoll_event> events(256);
+    while (!stopping) {
+      const int n =
+          ::epoll_wait(epoll_fd, events.data(), static_cast<int>(events.size()), WaitMs());
+      if (n < 0 && errno != EINTR) return;
+      if (stopping) return;
+      const std::lock_guard lock(mutex);
+      for (int i = 0; i < n; ++i) {
+        const uint64_t id = events[static_cast<size_t>(i)].data.u64;
+        const uint32_t what = events[static_cast<size_t>(i)].events;
+        if (id == kListener) {
+          AcceptAll();
+          continue;
+        }
+        if (id == kWake) continue;
+        const auto it = connections.find(id);
+        if (it == connections.end()) continue;
+        if ((what & EPOLLOUT) != 0) Flush(id, it->second);
+        if ((what & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) Receive(id, it->second);
+        for (uint64_t gone : closing) Close(gone);
+        closing.clear();
+      }
+      Expire();
+      for (uint64_t gone : closing) Close(gone);
+      closing.clear();
+      AcceptAll();  // connects that came while this batch was served: the backlog is bounded
     }
   }
 };
+
 TcpStoreServer::TcpStoreServer(uint16_t port) : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
-  s.listen_fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  s.listen_fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   const bool v6 = s.listen_fd >= 0;
-  if (!v6) s.listen_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (!v6) s.listen_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (s.listen_fd < 0) throw SystemError(Errno("rendezvous store: socket"));
   const int one = 1;
   ::setsockopt(s.listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -309,7 +468,9 @@ TcpStoreServer::TcpStoreServer(uint16_t port) : impl_(std::make_unique<Impl>()) 
     addr.sin_port = htons(port);
     rc = ::bind(s.listen_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
   }
-  if (rc != 0 || ::listen(s.listen_fd, 1024) != 0) {
+  // The kernel caps the backlog at net.core.somaxconn: a job's ranks connect at once, and a
+  // SYN dropped for a full backlog costs its client a second.
+  if (rc != 0 || ::listen(s.listen_fd, 65535) != 0) {
     const std::string msg =
         Errno("rendezvous store: cannot listen on port " + std::to_string(port)) +
         "; pick a free MASTER_PORT";
@@ -321,45 +482,59 @@ TcpStoreServer::TcpStoreServer(uint16_t port) : impl_(std::make_unique<Impl>()) 
   ::getsockname(s.listen_fd, reinterpret_cast<sockaddr*>(&bound), &len);
   s.port = ntohs(v6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
                     : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  if (::pipe2(s.wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+  EnableKeepalive(s.listen_fd);  // inherited by every accepted socket (AcceptAll)
+  s.epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
+  s.wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (s.epoll_fd < 0 || s.wake_fd < 0) {
+    const std::string msg = Errno("rendezvous store: epoll");
     ::close(s.listen_fd);
-    throw SystemError(Errno("rendezvous store: pipe"));
+    if (s.epoll_fd >= 0) ::close(s.epoll_fd);
+    if (s.wake_fd >= 0) ::close(s.wake_fd);
+    throw SystemError(msg);
   }
-  s.acceptor = std::thread([&s] { s.Accept(); });
+  s.Watch(Impl::kListener, s.listen_fd, EPOLLIN, EPOLL_CTL_ADD);
+  s.Watch(Impl::kWake, s.wake_fd, EPOLLIN, EPOLL_CTL_ADD);
+  s.loop = std::thread([&s] { s.Run(); });
 }
 
 TcpStoreServer::~TcpStoreServer() {
   Impl& s = *impl_;
   s.stopping = true;
-  (void)!::write(s.wake[1], "x", 1);
-  s.acceptor.join();
-  std::vector<std::thread> threads;
-  {
-    const std::lock_guard lock(s.mutex);
-    for (auto& [id, c] : s.connections) {
-      if (c.fd >= 0) ::shutdown(c.fd, SHUT_RDWR);
-      threads.push_back(std::move(c.thread));
-    }
-    for (auto& [key, wait] : s.waiting) wait.changed.notify_all();
-  }
-  for (auto& t : threads) t.join();
+  const uint64_t one = 1;
+  (void)!::write(s.wake_fd, &one, sizeof one);
+  s.loop.join();
+  for (auto& [id, c] : s.connections) ::close(c.fd);
   ::close(s.listen_fd);
-  ::close(s.wake[0]);
-  ::close(s.wake[1]);
+  ::close(s.epoll_fd);
+  ::close(s.wake_fd);
 }
 
 uint16_t TcpStoreServer::port() const { return impl_->port; }
 
+std::optional<std::chrono::milliseconds> TcpStoreServer::SinceSetterAnswered(
+    const std::string& key) const {
+  const std::lock_guard lock(impl_->mutex);
+  const auto setter = impl_->setters.find(key);
+  if (setter == impl_->setters.end()) return std::nullopt;
+  const auto c = impl_->connections.find(setter->second);
+  if (c == impl_->connections.end()) return std::nullopt;
+  tcp_info info{};
+  socklen_t len = sizeof info;
+  if (::getsockopt(c->second.fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0 ||
+      info.tcpi_state != TCP_ESTABLISHED) {
+    return std::nullopt;
+  }
+  return std::chrono::milliseconds(info.tcpi_last_ack_recv);
+}
+
 StoreServerStats TcpStoreServer::stats() const {
   const std::lock_guard lock(impl_->mutex);
   StoreServerStats out;
-  for (const auto& [id, c] : impl_->connections) {
-    if (c.fd >= 0) ++out.connections;
-  }
-  out.threads = impl_->connections.size();
+  out.connections = impl_->connections.size();
+  out.threads = 1;  // the loop, whatever the number of clients
   out.wakeups = impl_->wakeups;
   out.requests = impl_->requests;
-  for (const auto& [key, wait] : impl_->waiting) out.waiters += wait.waiters;
+  for (const auto& [key, ids] : impl_->parked) out.waiters += ids.size();
   return out;
 }
 

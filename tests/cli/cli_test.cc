@@ -71,7 +71,8 @@ TEST_F(CliTest, HelpDocumentsEveryFlag) {
                            "--format",
                            "--output",
                            "--memory-limit",
-                           "--inject-fault"}) {
+                           "--inject-fault",
+                           "--inject-size-fault"}) {
     EXPECT_NE(o.out.find(flag), std::string::npos) << flag;
   }
 }

@@ -53,6 +53,7 @@ LivenessOptions Options(int process, const std::string& host, const std::string&
       .silence = milliseconds(1000),
       .phase = [phase] { return phase; },
       .ranks = [](int p) { return "rank " + std::to_string(p); },
+      .since_answered = {},  // the "host still answers" case: MultiProcessTest's SIGSTOP
   };
 }
 

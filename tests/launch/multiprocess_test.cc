@@ -118,6 +118,15 @@ class MultiProcessTest : public ::testing::Test {
     return p.exit_code;
   }
 
+  // Waits until process 0 printed `rows` rows of the sweep (fails the test if it does not).
+  void AwaitRows(size_t rows) {
+    const auto deadline = Clock::now() + std::chrono::seconds(60);
+    while (Clock::now() < deadline && Count(Slurp(procs_[0].out), "float     sum") < rows) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ASSERT_GE(Count(Slurp(procs_[0].out), "float     sum"), rows) << Slurp(procs_[0].err);
+  }
+
   fs::path dir_;
   std::vector<Proc> procs_;
 };
@@ -185,6 +194,150 @@ TEST_F(MultiProcessTest, KilledRankEndsTheJobWithANamedErrorAndResultsOnDisk) {
   const auto doc = nlohmann::json::parse(Slurp(json));
   EXPECT_GE(doc["results"].size(), 8u);
   EXPECT_FALSE(doc["errors"].empty());
+}
+
+TEST_F(MultiProcessTest, ProcessesStartedWithDifferentFlagsAllEndWithExit2NamingTheFlag) {
+  // One node's script differs (-e 4M where the others say 1M), and another node logs more
+  // (NCCL_DEBUG, which does not change what the ranks exchange). Without the agreement, the
+  // ranks met in collectives of different sizes and Gloo aborted process 0 from its own
+  // thread (gloo::EnforceNotMet, SIGABRT, a core dump).
+  const auto start = Clock::now();
+  for (int r = 0; r < 4; ++r) {
+    if (r == 1) setenv("NCCL_DEBUG", "INFO", 1);
+    Start(r, 4, {"-b", "1M", "-e", r == 2 ? "4M" : "1M", "-f", "2", "-n", "2", "-T", "30"});
+    unsetenv("NCCL_DEBUG");
+  }
+  std::string message;
+  for (Proc& p : procs_) {
+    EXPECT_EQ(Wait(p, std::chrono::seconds(30)), 2) << Slurp(p.err);
+    const std::string err = Slurp(p.err);
+    const size_t at = err.find("fabricscope: error: ");
+    ASSERT_NE(at, std::string::npos) << err;
+    const std::string line = err.substr(at, err.find('\n', at) - at);
+    if (message.empty()) message = line;
+    EXPECT_EQ(line, message);  // the same message on every process
+  }
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
+  EXPECT_NE(message.find("-e/--maxbytes is 1048576 on process 0 (rank 0 on "), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("but 4194304 on process 2 (rank 2 on "), std::string::npos) << message;
+  EXPECT_EQ(message.find("NCCL_DEBUG"), std::string::npos) << message;
+  // The difference that does not shape the run is a warning of process 0, naming the process.
+  const std::string warned = Slurp(procs_[0].err);
+  EXPECT_NE(warned.find("fabricscope: warning: "), std::string::npos) << warned;
+  EXPECT_NE(warned.find("but INFO on process 1 (rank 1 on "), std::string::npos) << warned;
+  EXPECT_TRUE(Slurp(procs_[0].out).find("float     sum") == std::string::npos);  // nothing ran
+}
+
+TEST_F(MultiProcessTest, StoppedProcessIsNamedAsNotProgressingWithinTheTimeout) {
+  // SIGSTOP: a hung or swapped-out host whose kernel still answers TCP. The heartbeat sees
+  // the silence, and the store's connection says the host is there: not progressing.
+  const std::vector<std::string> flags{"-b", "1K", "-e", "64K", "-f", "2",
+                                       "-n", "5",  "-N", "0",   "-T", "10"};
+  for (int r = 0; r < 2; ++r) Start(r, 2, flags);
+  AwaitRows(4);
+  ::kill(procs_[1].pid, SIGSTOP);
+  const auto stopped_at = Clock::now();
+  EXPECT_EQ(Wait(procs_[0], std::chrono::seconds(60)), 3);
+  EXPECT_LT(Clock::now() - stopped_at, std::chrono::seconds(40));
+  ::kill(procs_[1].pid, SIGCONT);
+  const std::string err = Slurp(procs_[0].err);
+  EXPECT_NE(err.find("process 1 (rank 1 on "), std::string::npos) << err;
+  EXPECT_NE(err.find("is not progressing"), std::string::npos) << err;
+  EXPECT_NE(err.find("its host still answers"), std::string::npos) << err;
+  EXPECT_NE(Wait(procs_[1], std::chrono::seconds(60)), 0);
+}
+
+TEST_F(MultiProcessTest, SigtermMidSweepKeepsTheRowsAndMarksTheFileIncomplete) {
+  const fs::path json = dir_ / "results.json";
+  const std::vector<std::string> flags{"-b", "1K", "-e", "64K", "-f", "2",  "-n",
+                                       "5",  "-N", "0",  "-T",  "30", "-J", json.string()};
+  for (int r = 0; r < 2; ++r) Start(r, 2, flags);
+  AwaitRows(6);
+  ::kill(procs_[0].pid, SIGTERM);  // what Slurm and Kubernetes send
+  EXPECT_EQ(Wait(procs_[0], std::chrono::seconds(30)), 143);
+  EXPECT_EQ(Wait(procs_[1], std::chrono::seconds(30)), 3);
+  const std::string err = Slurp(procs_[0].err);
+  EXPECT_NE(err.find("was ended by SIGTERM during sweep"), std::string::npos) << err;
+  EXPECT_NE(err.find("(exit 143)"), std::string::npos) << err;
+  const std::string out = Slurp(procs_[0].out);
+  const size_t rows = Count(out, "float     sum");
+  EXPECT_GE(rows, 6u);
+  EXPECT_NE(out.find("# error: process 0 (rank 0 on "), std::string::npos) << out;
+  const auto doc = nlohmann::json::parse(Slurp(json));
+  EXPECT_EQ(doc["complete"], false);
+  EXPECT_NE(doc["incomplete"].get<std::string>().find("SIGTERM"), std::string::npos) << doc;
+  EXPECT_EQ(doc["results"].size(), rows);            // every row printed is in the file
+  EXPECT_EQ(doc["out_of_bounds"]["okay"], "false");  // not a run that passed
+}
+
+TEST_F(MultiProcessTest, APeerPostingAnotherSizeEndsWithExit3NeverASignal) {
+  // Past the plan agreement (injected), rank 1 posts half the count: Gloo's transport thread
+  // throws gloo::EnforceNotMet in process 1, which used to abort it (SIGABRT, a core dump).
+  const std::vector<std::string> flags{
+      "-b", "1M", "-e", "1M", "-n", "5", "-T", "30", "--inject-size-fault", "1"};
+  for (int r = 0; r < 2; ++r) Start(r, 2, flags);
+  EXPECT_EQ(Wait(procs_[1], std::chrono::seconds(40)), 3);
+  EXPECT_EQ(Wait(procs_[0], std::chrono::seconds(40)), 3);
+  const std::string err1 = Slurp(procs_[1].err);
+  EXPECT_NE(err1.find("process 1 (rank 1 on "), std::string::npos) << err1;
+  EXPECT_NE(err1.find("the gloo library failed on a thread of its own during sweep (all_reduce"),
+            std::string::npos)
+      << err1;
+  EXPECT_NE(err1.find("op.preamble.length <= op.nbytes"), std::string::npos) << err1;
+  // Process 0 names process 1's own reason, not a silence it waited out.
+  const std::string err0 = Slurp(procs_[0].err);
+  EXPECT_NE(err0.find("process 1 (rank 1 on "), std::string::npos) << err0;
+  EXPECT_NE(err0.find("ended with its own error"), std::string::npos) << err0;
+}
+
+TEST_F(MultiProcessTest, SigtermLeavesTheCsvOutputRenamedAndMarkedIncomplete) {
+  // --output is written as FILE.partial and renamed when the run ends, here by SIGTERM.
+  const fs::path csv = dir_ / "results.csv";
+  Start(0, 1,
+        {"-t", "2", "-b", "1K", "-e", "64K", "-f", "2", "-n", "5", "-N", "0", "--format", "csv",
+         "--output", csv.string()});
+  const fs::path partial = csv.string() + ".partial";
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (Clock::now() < deadline && Count(Slurp(partial), "all_reduce,") < 6) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_FALSE(fs::exists(csv));  // not under its name while it is being written
+  ::kill(procs_[0].pid, SIGINT);  // ^C
+  EXPECT_EQ(Wait(procs_[0], std::chrono::seconds(30)), 130);
+  EXPECT_FALSE(fs::exists(partial));
+  const std::string text = Slurp(csv);
+  EXPECT_GE(Count(text, "all_reduce,"), 6u) << text;
+  const size_t last = text.rfind("# incomplete: ");
+  ASSERT_NE(last, std::string::npos) << text;
+  EXPECT_NE(text.find("ended by SIGINT", last), std::string::npos) << text;
+  EXPECT_NE(Slurp(procs_[0].err).find("(exit 130)"), std::string::npos) << Slurp(procs_[0].err);
+}
+
+TEST_F(MultiProcessTest, JsonOnAFullFilesystemLeavesNoFileThatReadsAsACompleteRun) {
+  // A 16 KiB tmpfs: the first documents fit, the later ones (and the last) do not.
+  const fs::path small = dir_ / "small";
+  fs::create_directories(small);
+  if (std::system(("mount -t tmpfs -o size=16k fabricscope-test " + small.string()).c_str()) != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs here (needs root): the full-disk case is not run";
+  }
+  const fs::path json = small / "results.json";
+  Start(0, 1, {"-t", "2", "-b", "1K", "-e", "1M", "-f", "2", "-n", "2", "-J", json.string()});
+  const int code = Wait(procs_[0], std::chrono::seconds(60));
+  const std::string err = Slurp(procs_[0].err);
+  const std::string out = Slurp(procs_[0].out);
+  const std::string doc_text = Slurp(json);
+  std::system(("umount " + small.string()).c_str());
+  EXPECT_EQ(code, 3) << err;
+  EXPECT_NE(err.find("cannot write JSON results to '" + json.string() + "'"), std::string::npos)
+      << err;
+  EXPECT_EQ(Count(out, "float     sum"), 11u) << out;  // every row is on stdout
+  ASSERT_FALSE(doc_text.empty());
+  const auto doc = nlohmann::json::parse(doc_text);
+  EXPECT_EQ(doc["complete"], false) << doc_text;
+  EXPECT_NE(doc["incomplete"].get<std::string>().find("had not ended"), std::string::npos);
+  EXPECT_LT(doc["results"].size(), 11u);
+  EXPECT_EQ(doc["out_of_bounds"]["okay"], "false");
 }
 
 TEST_F(MultiProcessTest, RankThatNeverStartsIsNamedWithinTheTimeout) {
@@ -270,6 +423,26 @@ std::string ThreadLevelOf(const std::string& flags) {
   }
   fs::remove_all(dir);
   return level;
+}
+
+TEST(MpiFaultTest, APeerPostingAnotherCountEndsWithExit3NeverASignal) {
+  // MPI_ERRORS_RETURN is set, and a count mismatch that leaves a rank waiting for data that
+  // never comes is the -T watchdog's: a named call and exit 3; mpirun then ends the other
+  // process with SIGTERM, which ends it through the same path (exit 143, named). sendrecv: a
+  // mismatched MPI_Allreduce is undefined behaviour (over TCP it corrupts the heap).
+  const fs::path dir =
+      fs::temp_directory_path() / ("fabricscope-mpi-fault-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string code =
+      Mpirun(2, "--backend mpi --collective sendrecv -b 1M -e 1M -n 5 -T 5 --inject-size-fault 1",
+             dir / "out");
+  const std::string out = Slurp(dir / "out");
+  EXPECT_EQ(code, "3") << out;
+  EXPECT_NE(out.find("fabricscope: error: rank "), std::string::npos) << out;
+  EXPECT_NE(out.find("sendrecv of 262144 float elements did not complete"), std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("signal"), std::string::npos) << out;
+  fs::remove_all(dir);
 }
 
 TEST(MpiThreadLevelTest, OneRankPerProcessRunsAtMpiInitsLevelAndRankThreadsAtMultiple) {
