@@ -128,8 +128,10 @@ TEST(Corpus, HoldsFortyReportsOfEnoughCausesAndEightHealthyRuns) {
   EXPECT_GE(corpus.size(), 40u);
   EXPECT_GE(healthy, 8u);
   EXPECT_GE(causes.size(), 18u);
-  // The share the suite holds the diagnosis to; docs/failures.md gives the figure.
-  EXPECT_GE(static_cast<double>(named) / static_cast<double>(corpus.size()), 0.7);
+  // A ratchet on the count named (each CorpusTest holds its own report too): held-out sets,
+  // added as they come and unseen by the rules, lower the share, never the count. The share
+  // and the first-sight figures of each held-out set are in docs/failures.md.
+  EXPECT_GE(named, 46u);
 }
 
 // A paste written to a temporary file and checked.
