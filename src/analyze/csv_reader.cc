@@ -202,6 +202,15 @@ void AddHalf(const RowFields& field, const std::string& collective, CsvHalf half
   (half.in_place ? rows.back().in_place : rows.back().out_of_place) = std::move(half.result);
 }
 
+// A comment line: fabricscope's CSV of a run that ended early ends with why ("# incomplete:
+// <error>"), kept as the run's error; other comments are skipped. False for a data line.
+bool TakeComment(std::string_view line, RunResult& run) {
+  if (!line.starts_with('#')) return false;
+  constexpr std::string_view kIncomplete = "# incomplete: ";
+  if (line.starts_with(kIncomplete)) run.errors.emplace_back(line.substr(kIncomplete.size()));
+  return true;
+}
+
 }  // namespace
 
 ParsedResults ParseCsvResults(std::string_view text, const std::string& source,
@@ -225,14 +234,7 @@ ParsedResults ParseCsvResults(std::string_view text, const std::string& source,
     start = end + 1;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (Trim(line).empty()) continue;
-    if (line.starts_with('#')) {
-      // fabricscope's CSV of a run that ended early ends with why; other comments are skipped.
-      constexpr std::string_view kIncomplete = "# incomplete: ";
-      if (line.starts_with(kIncomplete)) {
-        run.errors.emplace_back(line.substr(kIncomplete.size()));
-      }
-      continue;
-    }
+    if (TakeComment(line, run)) continue;
     const std::vector<std::string> fields = SplitCsv(line);
     if (!have_header) {
       if (!ReadHeader(fields, &index)) {

@@ -292,8 +292,10 @@ class JsonReader {
     if (const auto it = doc.find("config"); it != doc.end() && it->is_object())
       ReadConfig(*it, run);
     run.nranks = Int(doc, "nranks", static_cast<int>(run.ranks.size()));
-    // fabricscope's file of a run that had not ended when it was last written.
-    if (const auto it = doc.find("complete"); it != doc.end() && it->is_boolean() && !*it) {
+    // fabricscope's file of a run that ended early (one that had not ended at all has a null
+    // end_time, which is warned of on its own).
+    if (const auto it = doc.find("complete");
+        it != doc.end() && it->is_boolean() && !*it && !run.end_time.empty()) {
       sink_.Warn("incomplete", 1,
                  String(doc, "incomplete") + ": the rows are those measured until then");
     }

@@ -65,7 +65,7 @@ std::string FatalPaths::SignalName(int signal) {
 
 void FatalPaths::Watch() {
   const sigset_t stops = Stops();
-  const timespec tick{0, 100 * 1000 * 1000};  // how soon the destructor's stop is seen
+  const timespec tick{0, 100'000'000L};  // how soon the destructor's stop is seen
   while (!stopping_) {
     const int signal = sigtimedwait(&stops, nullptr, &tick);
     if (signal <= 0 || fired_.exchange(true)) continue;

@@ -48,6 +48,7 @@ std::string Holders(const std::vector<std::string>& who) {
 std::string Difference(const std::string& name,
                        const std::map<std::string, std::vector<std::string>>& by_value) {
   std::vector<std::pair<std::string, const std::vector<std::string>*>> values;
+  values.reserve(by_value.size());
   for (const auto& [value, who] : by_value) values.emplace_back(value, &who);
   std::stable_sort(values.begin(), values.end(), [](const auto& a, const auto& b) {
     return a.second->size() > b.second->size();

@@ -266,7 +266,7 @@ struct TcpStoreServer::Impl {
     return reply;
   }
 
-  void HandleSet(uint64_t id, Connection& c, std::string key, std::vector<char> value) {
+  void HandleSet(uint64_t id, Connection& c, const std::string& key, std::vector<char> value) {
     ++requests;
     Reply(id, c, "K");
     setters[key] = id;
@@ -341,7 +341,7 @@ struct TcpStoreServer::Impl {
       std::string key = c.in.substr(key_at, key_len);
       if (op == 'S') {
         const char* v = c.in.data() + key_at + key_len + 4;
-        HandleSet(id, c, std::move(key), std::vector<char>(v, v + second));
+        HandleSet(id, c, key, std::vector<char>(v, v + second));
       } else {
         HandleGet(id, c, std::move(key), second);
       }

@@ -203,8 +203,14 @@ TEST(JsonReporter, OptionalFields) {
   EXPECT_FALSE(doc.at("config").contains("step_factor"));
   EXPECT_EQ(doc.at("config").at("per_iter_timing"), "true");
   EXPECT_TRUE(doc.at("start_time").is_null());
-  EXPECT_TRUE(doc.at("end_time").is_null());                      // the run is not over
-  EXPECT_EQ(doc.at("average_bus_bandwidth").at("okay"), "true");  // 2.8125 >= 1.8
+  EXPECT_TRUE(doc.at("end_time").is_null());  // the run is not over: it has passed nothing yet
+  EXPECT_EQ(doc.at("complete"), false);
+  EXPECT_EQ(doc.at("average_bus_bandwidth").at("okay"), "false");
+  run.end_time = "2025-01-02T03:05:00Z";
+  const json ended = Parse(ToJson(run));
+  EXPECT_EQ(ended.at("complete"), true);
+  EXPECT_FALSE(ended.contains("incomplete"));
+  EXPECT_EQ(ended.at("average_bus_bandwidth").at("okay"), "true");  // 2.8125 >= 1.8
   const json& row = doc.at("results")[0];
   EXPECT_EQ(row.at("timestamp"), "2025-01-02 03:04:05");
   const json& stats = row.at("in_place").at("iteration_stats");
@@ -227,9 +233,12 @@ TEST(JsonReporter, SeveralCollectives) {
   ASSERT_EQ(tests.size(), 2u);
   EXPECT_EQ(tests[1].at("collective"), "all_gather");
   EXPECT_DOUBLE_EQ(tests[1].at("average_bus_bandwidth").at("bandwidth").get<double>(), 8.0);
-  EXPECT_EQ(tests[1].at("out_of_bounds").at("okay"), "true");
-  EXPECT_EQ(tests[1].at("okay"), true);
+  // The run ended with an error: no test of it passed, whatever its rows say.
+  EXPECT_EQ(tests[1].at("out_of_bounds").at("okay"), "false");
+  EXPECT_EQ(tests[1].at("okay"), false);
   EXPECT_EQ(doc.at("errors"), json::array({"rank 1: connection reset"}));
+  EXPECT_EQ(doc.at("complete"), false);
+  EXPECT_EQ(doc.at("incomplete"), "the run ended early: rank 1: connection reset");
 }
 
 TEST(JsonReporter, InvalidUtf8DoesNotLoseTheDocument) {
