@@ -133,6 +133,9 @@ void ReadExactly(int fd, char* out, size_t n) {
 // of "go" on each, and says when every "go" came (a byte on `done`); then holds the
 // connections open until `release` closes.
 [[noreturn]] void ClientProcess(int first, int last, int port_pipe, int done, int release) {
+  // At the lowest priority: a job's clients are on other hosts and take none of the server's
+  // CPU; here they share its two cores, and unniced, 64 of them starve its one thread.
+  (void)!::nice(19);
   uint16_t port = 0;
   ReadExactly(port_pipe, reinterpret_cast<char*>(&port), sizeof port);
   std::vector<int> fds;
