@@ -375,7 +375,13 @@ class JobRunner {
   // The watchdog's, the heartbeat's or the signal thread may end the report while rank 0's
   // thread still writes it: from here on, the report goes through the guard.
   void GuardReport() {
-    if (process_ == 0 && sink_ != nullptr) sink_ = &guarded_.emplace(*sink_);
+    if (process_ == 0 && sink_ != nullptr) {
+      sink_ = &guarded_.emplace(*sink_);
+      guard_ = &*guarded_;
+    }
+    // What the signal thread, started before any of it was known, names this process by.
+    const std::lock_guard lock(fatal_mutex_);
+    fatal_who_ = fmt::format("process {} ({} on {})", process_, RankRange(process_), host_);
   }
 
   // With -T, a call stuck where the backend cannot time out (MPI) ends the process after
@@ -392,6 +398,7 @@ class JobRunner {
     const auto limit = options_.timeout_s <= 0 ? std::chrono::milliseconds(0)
                                                : timeout_ + (process_ == 0 ? grace : 2 * grace);
     watchdog_.emplace(limit, host_, [this](const std::string& message) { Expire(message); });
+    watching_ = &*watchdog_;
   }
 
   // Every process of a multi-process job beats in the store; a process (or the store's)
@@ -443,7 +450,7 @@ class JobRunner {
       if (!verdict.empty()) {
         // Said done before acknowledging: process 0 then closes the store without this
         // process's heartbeat taking that for process 0's death.
-        liveness_.reset();
+        EndLiveness();
         store.Set("plan/ack/" + std::to_string(process_), {'K'});
       }
     }
@@ -483,7 +490,8 @@ class JobRunner {
 
   // "rendezvous" or "sweep", with the call in flight or last made and its size.
   std::string Phase() const {
-    std::string call = watchdog_ ? watchdog_->LastCall() : std::string();
+    const Watchdog* watching = watching_;  // the signal thread may ask before it exists
+    std::string call = watching != nullptr ? watching->LastCall() : std::string();
     if (const char* stage = stage_; call.empty() && stage != nullptr) call = stage;
     return std::string(joined_ ? "sweep" : "rendezvous") + (call.empty() ? "" : " (" + call + ")");
   }
@@ -502,8 +510,13 @@ class JobRunner {
   [[noreturn]] void Expire(const std::string& message, int exit_code = 3) {
     std::fprintf(stderr, "fabricscope: error: %s\n", message.c_str());
     std::fflush(stderr);
-    if (guarded_) guarded_->Abort(message, LocalTime(kIsoTime));
-    if (liveness_) liveness_->Leave(message);  // process 0 names this reason, not a silence
+    if (GuardedReporter* guard = guard_; guard != nullptr)
+      guard->Abort(message, LocalTime(kIsoTime));
+    // Process 0 names this reason, not a silence. Not while the main thread ends the heartbeat
+    // (its thread may be the one here: waiting for that would never end).
+    if (std::unique_lock lock(live_mutex_, std::try_to_lock); lock && liveness_) {
+      liveness_->Leave(message);
+    }
     std::fflush(stdout);
     std::_Exit(exit_code);
   }
@@ -511,8 +524,11 @@ class JobRunner {
   // A signal that stops the run, or an exception on a library's own thread
   // (launch/fatal_paths.h): the same end as a failure, with the rows so far kept.
   [[noreturn]] void Fatal(int signal, const std::string& what) {
-    const std::string who =
-        fmt::format("process {} ({} on {})", process_, RankRange(process_), host_);
+    std::string who;
+    {
+      const std::lock_guard lock(fatal_mutex_);
+      who = fatal_who_;
+    }
     if (signal != 0) {
       const int code = 128 + signal;
       Expire(fmt::format("{} was ended by {} during {}: the run is cut short, the rows measured so "
@@ -707,17 +723,23 @@ class JobRunner {
       // process 0's abort and left: the abort names the process that really went silent.
       if (first_error_ && liveness_) AppendPublishedAbort();
       // Done before saying so: process 0 then never takes this one's end for silence.
-      if (process_ != 0) liveness_.reset();
+      if (process_ != 0) EndLiveness();
       store.Set("done/" + std::to_string(process_), {first_error_ ? 'E' : 'K'});
       // Process 0 keeps watching while it waits: a process that goes silent now is named.
       if (process_ == 0) missing = MissingProcesses(store);
     } catch (const std::exception&) {
       // The store itself is gone (process 0 died): the error already says what failed.
     }
-    liveness_.reset();
+    EndLiveness();
     if (first_error_ && !missing.empty()) {
       first_message_ += "; never finished: " + missing + ", which died or hangs";
     }
+  }
+
+  // The heartbeat ended, under the lock Expire takes to reach it from another thread.
+  void EndLiveness() {
+    const std::lock_guard lock(live_mutex_);
+    liveness_.reset();
   }
 
   // After this process's own error: process 0's abort, when it has published one that the
@@ -783,10 +805,15 @@ class JobRunner {
   std::vector<std::vector<DeviceDescription>> thread_devices_;
   std::optional<GuardedReporter> guarded_;  // before watchdog_: outlives its thread
   std::optional<Watchdog> watchdog_;
-  std::atomic<bool> joined_{false};          // a rank of this process joined its communicator
-  std::atomic<const char*> stage_{nullptr};  // a step of the rendezvous before any call
-  std::optional<Liveness> liveness_;         // after watchdog_ and guarded_: its thread uses both
-  std::optional<FatalPaths> fatal_;          // last: its thread uses all of the above
+  std::atomic<bool> joined_{false};               // a rank of this process joined its communicator
+  std::atomic<const char*> stage_{nullptr};       // a step of the rendezvous before any call
+  std::atomic<GuardedReporter*> guard_{nullptr};  // guarded_, once it exists (other threads)
+  std::atomic<const Watchdog*> watching_{nullptr};  // watchdog_, once it exists
+  std::mutex live_mutex_;                           // liveness_'s end against Expire's Leave
+  std::mutex fatal_mutex_;
+  std::string fatal_who_ = "this process";  // "process 1 (rank 1 on n2)" once planned
+  std::optional<Liveness> liveness_;        // after watchdog_ and guarded_: its thread uses both
+  std::optional<FatalPaths> fatal_;         // last: its thread uses all of the above
 
   RunResult result_;
   std::mutex error_mutex_;
