@@ -273,19 +273,15 @@ struct TcpStoreServer::Impl {
     const std::vector<char>& stored = values[key] = std::move(value);
     const auto waiting = parked.find(key);
     if (waiting == parked.end()) return;
+    // Off the map before any is answered: what a woken client sent behind its Get (served
+    // below) may set this key again, and must not answer these a second time. Unpark then
+    // finds them gone from it and clears the rest.
     const std::set<uint64_t> woken = std::move(waiting->second);
     parked.erase(waiting);
     const std::string reply = Found(stored);
     for (uint64_t w : woken) {
       Connection& other = connections.at(w);
-      other.parked_key.clear();  // already off `parked`
-      other.parked = false;
-      for (auto [d, end] = deadlines.equal_range(other.parked_until); d != end; ++d) {
-        if (d->second == w) {
-          deadlines.erase(d);
-          break;
-        }
-      }
+      Unpark(w, other);
       ++wakeups;
       Reply(w, other, reply);
       if (!Serve(w, other)) closing.push_back(w);  // what it sent behind its Get
