@@ -61,6 +61,9 @@ struct TestVerdict {
   int ranks = 0;
   int nodes = 0;           // 0: unknown
   std::string nodes_from;  // "host names", "--nodes", "ranks / GPUs per node"
+  // The host names its runs name, sorted, each once; empty when the results name none. Its
+  // findings blame them (element "node" for one host, "nodes" for several).
+  std::vector<std::string> hosts{};
   size_t runs = 0;
   Severity status = Severity::kOk;       // the worst finding that judged it (OK, WARN, CRITICAL)
   std::optional<double> measured_busbw;  // mean busbw over the judged sizes (and runs)

@@ -38,6 +38,14 @@ struct Finding {
   // false: the evidence did not decide (an inconclusive straggler, an undecided pair). The
   // finding then says the noise figure and what would decide, and the diagnosis exits 4.
   bool decided = true;
+  // What kind of thing `where` is, for a store and for acting on the finding: "node" (a
+  // host), "nic" (a host's port or HCA), "link" (between two hosts or ports), "switch",
+  // "rail", "nodes" (a set of hosts, as a multi-node run is), "fabric"; "" not said.
+  std::string element{};
+  // The hosts it blames, as their host names: the node (one) for a node's or a NIC's
+  // finding, both ends of a link, every host of a node set; empty: none. --drain takes the
+  // hosts of CRITICAL "node" and "nic" findings out of service (docs/fleet.md).
+  std::vector<std::string> nodes{};
 };
 
 // The worst severity of `findings`; `floor` when there are none.
@@ -71,7 +79,8 @@ struct FindingTextStyle {
 std::string FindingsText(const std::vector<Finding>& findings, const FindingTextStyle& style = {});
 
 // The one JSON form of a finding and of a list: {"severity": "WARN", "source": ...,
-// "what": ..., "where": ..., "evidence": [...], "fix": ..., "figures": {...}, "decided": true}.
+// "what": ..., "where": ..., "evidence": [...], "fix": ..., "figures": {...}, "decided": true,
+// "element": ..., "nodes": [...]}.
 // Every key is always present ("" and [] when empty), so programs need no existence checks.
 nlohmann::ordered_json FindingJson(const Finding& finding);
 nlohmann::ordered_json FindingsJson(const std::vector<Finding>& findings);
@@ -83,6 +92,6 @@ Finding FindingFromJson(const nlohmann::ordered_json& j);
 
 // The version of the finding object above, written as "findings_version" beside every
 // document's "findings" (docs/output.md lists its changes).
-inline constexpr int kFindingsVersion = 1;
+inline constexpr int kFindingsVersion = 2;
 
 }  // namespace fabricscope

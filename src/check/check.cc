@@ -157,6 +157,26 @@ void Rediagnose(CheckReport& report, const std::vector<RunResult>& runs,
   }
 }
 
+// `hosts` in rank order (empty where a log named none) as a sorted set.
+std::vector<std::string> UniqueHosts(const std::vector<std::string>& hosts) {
+  std::set<std::string> unique;
+  for (const std::string& h : hosts) {
+    if (!h.empty()) unique.insert(h);
+  }
+  return {unique.begin(), unique.end()};
+}
+
+// What a test's findings point at: its one node, or the set of nodes it ran on.
+void Blame(TestVerdict& verdict) {
+  if (verdict.hosts.empty()) return;
+  const bool one_node = verdict.hosts.size() == 1 && verdict.nodes <= 1;
+  for (Finding& f : verdict.findings) {
+    if (!f.element.empty()) continue;
+    f.element = one_node ? "node" : "nodes";
+    f.nodes = verdict.hosts;
+  }
+}
+
 }  // namespace
 
 std::vector<CheckRuleInfo> CheckRules() {
@@ -193,6 +213,7 @@ CheckReport Check(const std::vector<RunResult>& runs, const PlatformChoice& plat
     verdict.ranks = test.ranks;
     verdict.nodes = test.nodes;
     verdict.nodes_from = test.nodes_from;
+    verdict.hosts = UniqueHosts(test.hosts);
     verdict.runs = test.runs;
     verdict.measured_busbw = bandwidth.measured;
     verdict.expected = bandwidth.expected;
@@ -232,6 +253,7 @@ CheckReport Check(const std::vector<RunResult>& runs, const PlatformChoice& plat
                                   .source = "verdict",
                                   .what = "nothing in these results could be judged"});
     }
+    Blame(verdict);
     report.status = std::max(report.status, verdict.status);
     report.tests.push_back(std::move(verdict));
   }

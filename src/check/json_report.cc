@@ -50,6 +50,7 @@ json TestJson(const TestVerdict& t) {
             {"ranks", t.ranks},
             {"nodes", t.nodes},
             {"nodes_from", t.nodes_from},
+            {"hosts", t.hosts},
             {"runs", t.runs},
             {"verdict", SeverityName(t.status)},
             {"measured_busbw", t.measured_busbw ? json(*t.measured_busbw) : json(nullptr)},

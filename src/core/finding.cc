@@ -77,7 +77,9 @@ nlohmann::ordered_json FindingJson(const Finding& finding) {
           {"fix", finding.fix},
           {"figures", finding.figures.empty() ? nlohmann::ordered_json::object()
                                               : nlohmann::ordered_json(finding.figures)},
-          {"decided", finding.decided}};
+          {"decided", finding.decided},
+          {"element", finding.element},
+          {"nodes", finding.nodes}};
 }
 
 nlohmann::ordered_json FindingsJson(const std::vector<Finding>& findings) {
@@ -97,6 +99,9 @@ Finding FindingFromJson(const nlohmann::ordered_json& j) {
   f.fix = j.at("fix").get<std::string>();
   f.figures = j.at("figures").get<std::map<std::string, double>>();
   f.decided = j.at("decided").get<bool>();
+  // Version 1 had neither (a finding read from an older document).
+  f.element = j.value("element", std::string());
+  f.nodes = j.value("nodes", std::vector<std::string>());
   return f;
 }
 

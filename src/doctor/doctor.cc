@@ -225,7 +225,13 @@ NodeReport RunDoctor(const DoctorOptions& options) {
     }
     if (out.findings().empty()) out.Add(Severity::kOk, "nothing to report");
     result.findings = std::move(out.findings());
-    for (Finding& f : result.findings) f.source = result.name;
+    // Every finding of a node's checks blames that node; its ports' checks a NIC of it.
+    const bool nic = result.name == "ib_ports" || result.name == "mtu";
+    for (Finding& f : result.findings) {
+      f.source = result.name;
+      if (f.element.empty()) f.element = nic ? "nic" : "node";
+      if (f.nodes.empty()) f.nodes = {report.host};
+    }
     for (auto& [key, value] : out.facts()) report.facts[key] = value;
     report.checks.push_back(std::move(result));
   }

@@ -75,8 +75,12 @@ Finding DriftFinding(const Drift& drift) {
           ? fmt::format("no value is held by a majority of the {} nodes", drift.node_count)
           : fmt::format("{} of {} node(s) differ from the majority: {} on {} of {}", outliers,
                         drift.node_count, drift.majority, drift.majority_count, drift.node_count);
+  f.element = drift.majority.empty() ? "nodes" : "node";  // no majority: nobody stands out
   for (const NodeValue& v : drift.outliers) {
     f.evidence.push_back(fmt::format("rank {} ({}): {}", v.rank, v.host, v.value));
+    if (std::find(f.nodes.begin(), f.nodes.end(), v.host) == f.nodes.end()) {
+      f.nodes.push_back(v.host);
+    }
   }
   // The same NCCL tuning on every rank is NCCL's requirement; other facts may differ on
   // purpose (a node of another batch), so the fix says to look rather than what to set.

@@ -89,6 +89,40 @@ std::map<std::string, double> FiguresOf(const LocateReport& report, const Suspec
   return figures;
 }
 
+// The element kind of a suspect, in the finding model's words (fabricscope/finding.h).
+std::string ElementOf(SuspectKind kind) {
+  switch (kind) {
+    case SuspectKind::kNode:
+    case SuspectKind::kIntraNode:
+      return "node";
+    case SuspectKind::kNic:
+      return "nic";
+    case SuspectKind::kLink:
+    case SuspectKind::kSpineLink:
+      return "link";
+    case SuspectKind::kRail:
+      return "rail";
+    default:
+      return "switch";  // an uplink, a leaf's uplinks, a spine
+  }
+}
+
+// The host names of a suspect's nodes (a node's ranks may share one host with others when
+// processes are the nodes: --group-by process), each once.
+std::vector<std::string> HostsOf(const LocateReport& report, const Suspect& s) {
+  std::vector<std::string> hosts;
+  for (const int node : s.nodes) {
+    const auto n = static_cast<size_t>(node);
+    if (n >= report.layout.ranks.size() || report.layout.ranks[n].empty()) continue;
+    const auto rank = static_cast<size_t>(report.layout.ranks[n].front());
+    const std::string host = rank < report.ranks.size() ? report.ranks[rank].hostname : "";
+    if (!host.empty() && std::find(hosts.begin(), hosts.end(), host) == hosts.end()) {
+      hosts.push_back(host);
+    }
+  }
+  return hosts;
+}
+
 Finding Culprit(const LocateReport& report, const Suspect& s) {
   return {.severity = Severity::kCritical,
           .source = std::string(NameOf(s.kind)),
@@ -96,7 +130,9 @@ Finding Culprit(const LocateReport& report, const Suspect& s) {
                               s.confidence, s.agreeing, s.measurements),
           .where = WhereOf(report, s),
           .fix = FixOf(s.kind),
-          .figures = FiguresOf(report, s)};
+          .figures = FiguresOf(report, s),
+          .element = ElementOf(s.kind),
+          .nodes = HostsOf(report, s)};
 }
 
 // What decides a suspect that is not decided: the report's own next step when it has one.
@@ -118,7 +154,9 @@ Finding Undecided(const LocateReport& report, const Suspect& s) {
           .where = WhereOf(report, s),
           .fix = NextStep(report),
           .figures = FiguresOf(report, s),
-          .decided = false};
+          .decided = false,
+          .element = ElementOf(s.kind),
+          .nodes = HostsOf(report, s)};
 }
 
 // The verdict itself when no culprit carries it: cleared (OK), or nobody named and nobody

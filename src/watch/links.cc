@@ -67,6 +67,13 @@ void JudgeComm(const std::string& comm, const CommLinks& c, const WatchOptions& 
   const std::string pair =
       fmt::format("rank {} -> rank {} ({} -> {})", slowest->rank, slowest->peer,
                   HostOf(c, slowest->rank), HostOf(c, slowest->peer));
+  std::vector<std::string> ends;
+  for (const int r : {slowest->rank, slowest->peer}) {
+    const std::string host = HostOf(c, r);
+    if (!host.empty() && host != "?" && std::find(ends.begin(), ends.end(), host) == ends.end()) {
+      ends.push_back(host);
+    }
+  }
   const std::map<std::string, double> figures = {
       {"rank", static_cast<double>(slowest->rank)},
       {"peer", static_cast<double>(slowest->peer)},
@@ -86,7 +93,9 @@ void JudgeComm(const std::string& comm, const CommLinks& c, const WatchOptions& 
          .where = pair,
          .fix = "test that pair with `fabricscope locate` and look at both NICs (`fabricscope "
                 "doctor`, `fabricscope fabric`)",
-         .figures = figures}));
+         .figures = figures,
+         .element = "link",
+         .nodes = ends}));
   } else {
     findings->push_back(Inconclusive(
         {.source = "slow-link",
@@ -96,7 +105,9 @@ void JudgeComm(const std::string& comm, const CommLinks& c, const WatchOptions& 
              ratio, comm, spread),
          .where = pair,
          .fix = "run `fabricscope locate` on those nodes to decide",
-         .figures = figures}));
+         .figures = figures,
+         .element = "link",
+         .nodes = ends}));
   }
 }
 

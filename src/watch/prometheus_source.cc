@@ -152,7 +152,9 @@ std::vector<WatchRank> Ranks(const std::string& url, const std::string& sel,
                 "`fabricscope locate`)",
          .figures = {{"rank", static_cast<double>(r.rank)},
                      {"mean_time_us", *r.mean_time_us},
-                     {"median_time_us", median}}}));
+                     {"median_time_us", median}},
+         .element = "node",
+         .nodes = r.node.empty() ? std::vector<std::string>{} : std::vector<std::string>{r.node}}));
   }
   return ranks;
 }

@@ -13,6 +13,12 @@
 namespace fabricscope::watch {
 namespace {
 
+// The node a rank ran on, as a finding blames it; none when the records did not say.
+std::vector<std::string> OneNode(const std::string& node) {
+  if (node.empty()) return {};
+  return {node};
+}
+
 using Key = std::pair<int, std::string>;  // rank, node
 
 struct Lateness {
@@ -99,7 +105,9 @@ std::vector<WatchRank> RankLateness(const std::vector<const InspectorRecord*>& r
                r.median_late_us / 1e3, r.last, r.groups, next->rank, noise_us / 1e3),
            .where = where,
            .fix = "watch a longer window, or run `fabricscope locate` on those nodes to decide",
-           .figures = std::move(figures)}));
+           .figures = std::move(figures),
+           .element = "node",
+           .nodes = OneNode(r.node)}));
       continue;
     }
     findings->push_back(
@@ -111,7 +119,9 @@ std::vector<WatchRank> RankLateness(const std::vector<const InspectorRecord*>& r
                .where = where,
                .fix = "look at that rank's compute, data loading and GPU (`fabricscope doctor`, "
                       "`fabricscope locate`)",
-               .figures = std::move(figures)}));
+               .figures = std::move(figures),
+               .element = "node",
+               .nodes = OneNode(r.node)}));
   }
   return out;
 }

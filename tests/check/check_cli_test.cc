@@ -71,7 +71,7 @@ TEST_F(CheckCli, PublishedRunAsJson) {
   EXPECT_EQ(o.err, "");
   const json report = json::parse(o.out);
   EXPECT_EQ(report["version"], 3);
-  EXPECT_EQ(report["findings_version"], 1);
+  EXPECT_EQ(report["findings_version"], kFindingsVersion);
   EXPECT_EQ(report["verdict"], "OK");
   EXPECT_EQ(report["platform"]["name"], "gcp-a3-ultragpu-8g");
   EXPECT_EQ(report["platform"]["nic_total_gbs"], 400.0);
@@ -87,8 +87,8 @@ TEST_F(CheckCli, PublishedRunAsJson) {
   EXPECT_NEAR(bandwidth["figures"]["line_rate_percent"].get<double>(), 82.4, 0.2);
   // Every finding in the one JSON form (finding.h): every key, always.
   for (const json& f : test["findings"]) {
-    for (const char* key :
-         {"severity", "source", "what", "where", "evidence", "fix", "figures", "decided"}) {
+    for (const char* key : {"severity", "source", "what", "where", "evidence", "fix", "figures",
+                            "decided", "element", "nodes"}) {
       EXPECT_TRUE(f.contains(key)) << key << " missing in " << f.dump();
     }
     EXPECT_EQ(f["decided"], true);

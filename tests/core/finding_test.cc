@@ -82,7 +82,7 @@ TEST(Finding, JsonHasEveryKeyAlways) {
             R"j(4x NDR","where":"mlx5_0 port 1","evidence":["/sys/class/infiniband/mlx5_0/)j"
             R"j(ports/1/rate: 200 Gb/sec (4X HDR)"],"fix":"reseat or replace the cable",)j"
             R"j("figures":{"rate_gbps":200.0},)j"
-            R"j("decided":true})j");
+            R"j("decided":true,"element":"","nodes":[]})j");
   EXPECT_EQ(j[1]["where"].get<std::string>(), "");
   EXPECT_TRUE(j[1]["evidence"].is_array());
   EXPECT_EQ(j[1]["fix"].get<std::string>(), "");
@@ -93,10 +93,18 @@ TEST(Finding, JsonReadsBackWhatItWrote) {
   Finding undecided{Severity::kInfo, "straggler",         "rank 3 is late",   "rank 3",
                     {"noise: 0.13"}, "rerun with -n 200", {{"late_us", 1900}}};
   undecided.decided = false;
+  undecided.element = "node";
+  undecided.nodes = {"node-3"};
   for (const Finding& f : {Problem(), undecided}) {
     const Finding back = FindingFromJson(FindingJson(f));
     EXPECT_EQ(FindingJson(back), FindingJson(f));
   }
+  // A version 1 finding (no element, no nodes) reads as one that says neither.
+  auto v1 = FindingJson(undecided);
+  v1.erase("element");
+  v1.erase("nodes");
+  EXPECT_EQ(FindingFromJson(v1).element, "");
+  EXPECT_TRUE(FindingFromJson(v1).nodes.empty());
   auto bad = FindingJson(Problem());
   bad["severity"] = "FAIL";
   EXPECT_THROW(FindingFromJson(bad), UsageError);

@@ -111,7 +111,7 @@ TEST_F(DoctorCliTest, JsonReport) {
   EXPECT_TRUE(o.out.empty());
   const json j = json::parse(Slurp(out_file));
   EXPECT_EQ(j["tool"], "fabricscope doctor");
-  EXPECT_EQ(j["findings_version"], 1);
+  EXPECT_EQ(j["findings_version"], kFindingsVersion);
   EXPECT_EQ(j["status"], "WARN");
   ASSERT_EQ(j["nodes"].size(), 1u);
   const json& node = j["nodes"][0];
@@ -153,8 +153,8 @@ TEST_F(DoctorCliTest, TextAndJsonAreTheSharedFindingForms) {
   // In the order FindingJson writes them.
   const nlohmann::ordered_json j = nlohmann::ordered_json::parse(doc.out);
   EXPECT_EQ(j["findings_version"], kFindingsVersion);
-  const std::vector<std::string> keys = {"severity", "source", "what",    "where",
-                                         "evidence", "fix",    "figures", "decided"};
+  const std::vector<std::string> keys = {"severity", "source",  "what",    "where",   "evidence",
+                                         "fix",      "figures", "decided", "element", "nodes"};
   FindingTextStyle style;
   style.source_width = std::string_view("gpu_nic_affinity").size();
   int problems = 0, placed = 0;

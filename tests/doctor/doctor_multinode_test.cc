@@ -95,7 +95,7 @@ TEST_F(MultiNodeTest, RankZeroNamesTheDriftedNode) {
   EXPECT_EQ(drift["env.NCCL_ALGO"]["severity"], "CRITICAL");
   EXPECT_EQ(drift["env.NCCL_ALGO"]["majority"], "(absent)");
   EXPECT_EQ(drift["driver.nvidia"]["severity"], "WARN");
-  EXPECT_EQ(j["findings_version"], 1);
+  EXPECT_EQ(j["findings_version"], kFindingsVersion);
   // Only node-c differs: no fact names another node.
   for (const json& d : j["drift"]) {
     for (const json& o : d["outliers"]) EXPECT_EQ(o["rank"], 2) << d.dump();

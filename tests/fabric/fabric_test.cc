@@ -261,12 +261,12 @@ TEST_F(FabricCli, FindingsInTheSharedTextAndJsonForms) {
   o = Here("--from " + Data("faults") + " --baseline " + Data("healthy") + " --format json");
   EXPECT_EQ(o.exit_code, 1) << o.err;
   const auto json = nlohmann::json::parse(o.out);
-  EXPECT_EQ(json["findings_version"], 1);
+  EXPECT_EQ(json["findings_version"], kFindingsVersion);
   EXPECT_EQ(json["worst"], "CRITICAL");
   ASSERT_EQ(json["findings"].size(), r.findings.size());
   for (const auto& f : json["findings"]) {
-    for (const char* key :
-         {"severity", "source", "what", "where", "evidence", "fix", "figures", "decided"}) {
+    for (const char* key : {"severity", "source", "what", "where", "evidence", "fix", "figures",
+                            "decided", "element", "nodes"}) {
       EXPECT_TRUE(f.contains(key)) << key << " missing in " << f.dump();
     }
   }

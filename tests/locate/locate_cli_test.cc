@@ -91,11 +91,11 @@ TEST_F(LocateCliTest, SimulatedSlowNodeIsNamedWithExitCode1) {
       << o.out;
   EXPECT_NE(o.out.find("\n                    fix: take it out of the job"), std::string::npos)
       << o.out;
-  EXPECT_EQ(j["findings_version"], 1);
+  EXPECT_EQ(j["findings_version"], fabricscope::kFindingsVersion);
   ASSERT_EQ(j["findings"].size(), 1u) << j["findings"].dump(2);
   const auto& f = j["findings"][0];
-  for (const char* key :
-       {"severity", "source", "what", "where", "evidence", "fix", "figures", "decided"}) {
+  for (const char* key : {"severity", "source", "what", "where", "evidence", "fix", "figures",
+                          "decided", "element", "nodes"}) {
     EXPECT_TRUE(f.contains(key)) << key << " in " << f.dump();
   }
   EXPECT_EQ(f["severity"], "CRITICAL");
@@ -131,7 +131,7 @@ TEST_F(LocateCliTest, TheFindingsSayTheVerdictAndGiveTheExitCode) {
     EXPECT_EQ(o.exit_code, c.exit_code) << c.args << "\n" << o.err;
     const auto j = nlohmann::json::parse(o.out);
     EXPECT_EQ(j["status"], c.status) << c.args;
-    EXPECT_EQ(j["findings_version"], 1) << c.args;
+    EXPECT_EQ(j["findings_version"], fabricscope::kFindingsVersion) << c.args;
     const auto& findings = j["findings"];
     ASSERT_FALSE(findings.empty()) << c.args;
     size_t critical = 0;

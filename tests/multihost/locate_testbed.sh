@@ -144,9 +144,9 @@ check_common() {
   check "$label: the heatmap is an SVG" contains "$tmp/$label.svg" "</svg>"
   check "$label: only rank 0 reports" equal "$(cat "$tmp/$label".out.[1-9]*)" ""
   # The verdict as findings (docs/locate.md, Output): a CRITICAL finding per named suspect.
-  check "$label: findings_version 1, a CRITICAL finding per named suspect" equal \
+  check "$label: findings_version 2, a CRITICAL finding per named suspect" equal \
     "$(jq -r '(.suspects | length) as $n | "\(.findings_version) \([.findings[] | select(.severity == "CRITICAL")] | length == $n)"' "$json")" \
-    "1 true"
+    "2 true"
   log "$label: $(grep '^# verdict' "$tmp/$label.out.0")"
   verdicts+=("$label: $(jq -r .status "$json") $(named "$json" | tr '\n' ' ')(noise \
 $(jq -r '[.baselines[].sigma * 100 | round / 100] | map(tostring) | join(",")' "$json"), \

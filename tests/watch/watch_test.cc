@@ -432,7 +432,7 @@ TEST_F(WatchCli, ReadsADirectoryAndExitsOneOnAnAlert) {
   ASSERT_EQ(json.size(), 1u);
   EXPECT_EQ(json[0]["records"], 40);
   EXPECT_TRUE(json[0]["findings"].empty());
-  EXPECT_EQ(json[0]["findings_version"], 1);
+  EXPECT_EQ(json[0]["findings_version"], kFindingsVersion);
   EXPECT_FALSE(json[0].contains("alerts"));
   EXPECT_FALSE(json[0].contains("notes"));
 }
@@ -461,8 +461,8 @@ TEST(WatchFormat, FindingsAreWrittenInTheOneFormOfEveryDiagnosis) {
   EXPECT_EQ(json[0]["findings_version"], kFindingsVersion);
   ASSERT_EQ(json[0]["findings"].size(), 1u);
   const auto& f = json[0]["findings"][0];
-  for (const char* key :
-       {"severity", "source", "what", "where", "evidence", "fix", "figures", "decided"}) {
+  for (const char* key : {"severity", "source", "what", "where", "evidence", "fix", "figures",
+                          "decided", "element", "nodes"}) {
     EXPECT_TRUE(f.contains(key)) << key << " in " << f.dump();
   }
   EXPECT_EQ(f["severity"], "WARN");
