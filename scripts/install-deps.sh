@@ -67,6 +67,8 @@ build_packages=(
   libpugixml-dev libcurl4-openssl-dev
   # locate's classifier: Student's t quantiles (Boost.Math, header-only).
   libboost-math-dev
+  # the results store (docs/fleet.md): embedded SQLite, PostgreSQL's client library
+  libsqlite3-dev libpq-dev
 )
 
 # The test set, on top of the build set.
@@ -88,6 +90,9 @@ test_packages=(
   # fabric's test bed: a simulated InfiniBand fabric (ibsim, libumad2sim) routed by the real
   # opensm and read by the real infiniband-diags (docs/fabric.md).
   ibsim-utils libumad2sim0 opensm infiniband-diags
+  # the results store's tests: a real PostgreSQL server started in a temporary directory
+  # (tests/fleet), and sqlite3 to look into a store by hand
+  postgresql sqlite3
   # make tidy: clang-tidy and its run-clang-tidy (ThreadSanitizer's runtime comes with GCC).
   clang-tidy
 )

@@ -41,6 +41,11 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 // {"a", "b", "c"}; "" gives {}.
 std::vector<std::string> Split(std::string_view text, char separator);
 
+// RFC 4180: a field is quoted only when it holds a comma, a quote or a line break; a line is
+// the fields joined by commas, ending in "\n".
+std::string CsvField(std::string_view text);
+std::string CsvLine(const std::vector<std::string>& fields);
+
 // `text`, all of it, as a number of type T (an integer in `base`, or a double), or nullopt
 // when it is not one: empty, other characters, or out of T's range (a long digit string).
 // std::from_chars: no locale, no errno, no exception, no overflow.

@@ -61,25 +61,6 @@ std::string MarkdownTable(const TableRows& rows) {
   return out;
 }
 
-std::string CsvField(std::string_view text) {
-  if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
-  std::string quoted = "\"";
-  for (char c : text) {
-    if (c == '"') quoted += '"';
-    quoted += c;
-  }
-  return quoted + "\"";
-}
-
-std::string CsvLine(const std::vector<std::string>& fields) {
-  std::string line;
-  for (size_t i = 0; i < fields.size(); ++i) {
-    if (i > 0) line += ',';
-    line += CsvField(fields[i]);
-  }
-  return line + "\n";
-}
-
 std::string Trimmed(double value, int decimals) {
   if (!std::isfinite(value)) return fmt::format("{}", value);
   std::string text = fmt::format("{:.{}f}", value, decimals);

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "fabricscope/strings.h"
+
 namespace fabricscope::analyze {
 
 using TableRows = std::vector<std::vector<std::string>>;
@@ -18,9 +20,8 @@ std::string AlignedTable(const TableRows& rows, const std::vector<bool>& right);
 // tables, so the source reads well too.
 std::string MarkdownTable(const TableRows& rows);
 
-// RFC 4180: a field is quoted only when it holds a comma, a quote or a line break.
-std::string CsvField(std::string_view text);
-std::string CsvLine(const std::vector<std::string>& fields);
+// CSV lines: fabricscope::CsvLine (fabricscope/strings.h).
+using fabricscope::CsvLine;
 
 // "4.8", "0.01", "0": at most `decimals` decimals, trailing zeros dropped.
 std::string Trimmed(double value, int decimals);

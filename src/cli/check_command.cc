@@ -8,8 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "cli/db_flags.h"
 #include "cli/flags.h"
 #include "cli/output.h"
+#include "cli/records.h"
 #include "cli/run_command.h"
 #include "fabricscope/backend.h"
 #include "fabricscope/check.h"
@@ -44,6 +46,7 @@ struct CheckFlags {
   std::string fabric_hosts;  // --fabric-hosts: the run's HCAs in rank order
   bool strict = false;
   bool dry_run = false;
+  DbFlags db;
   std::vector<CLI::Option*> generic_options;
   CLI::Option* nodes_option = nullptr;
   CLI::Option* latency_option = nullptr;
@@ -264,6 +267,7 @@ int ExecuteCheck(const CheckFlags& flags, const CommandContext& ctx) {
     options.fabric_hosts = FabricHosts(flags);
   }
   if (flags.dry_run) return PrintCheckPlan(ChoosePlatform(flags, {}), run_args, ctx);
+  const std::optional<db::StoreUrl> store = StoreOf(flags.db, Env::Process());
   bool errors = false;
   std::vector<RunResult> runs;
   std::vector<PasteEvidence> pastes;
@@ -287,9 +291,10 @@ int ExecuteCheck(const CheckFlags& flags, const CommandContext& ctx) {
   Output output(ctx.out, flags.output, "the verdicts");
   format.render(report, output.stream());
   output.Close();
-  if (errors) return kExitUsage;
   // A verdict is always decided (the figures are what they are): never 4.
-  return ExitCodeOf(OutcomeOf(report.status, /*undecided=*/false, flags.strict));
+  const int code =
+      errors ? kExitUsage : ExitCodeOf(OutcomeOf(report.status, /*undecided=*/false, flags.strict));
+  return RecordResults(store, RecordOfCheck(report, runs, ctx.command_line), ctx, code);
 }
 
 }  // namespace
@@ -363,6 +368,7 @@ CommandAction SetupCheckCommand(CLI::App& app) {
                  "(default: the run's host names, matched to HCA node descriptions)")
       ->type_name("HCA,...");
   app.add_flag("--strict", f.strict, "a WARN fails too (exit 1)");
+  AddDbFlag(app, f.db);
   app.add_flag("--dry-run", f.dry_run,
                "print the platform and, with -- RUN FLAGS, the run's plan; exit 0 without "
                "running or judging");

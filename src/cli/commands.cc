@@ -4,6 +4,7 @@
 #include "cli/command.h"
 #include "cli/doctor_command.h"
 #include "cli/fabric_command.h"
+#include "cli/history_command.h"
 #include "cli/locate_command.h"
 #include "cli/model_command.h"
 #include "cli/run_command.h"
@@ -42,6 +43,10 @@ const std::vector<Command>& Commands() {
        "the InfiniBand fabric: links, error counters, cabling, routing balance (infiniband-diags "
        "live or saved)",
        SetupFabricCommand},
+      {"history",
+       "what a results store remembers per node set, node and link, and the ones below their "
+       "own baseline (--regressions; docs/fleet.md)",
+       SetupHistoryCommand},
   };
   return commands;
 }

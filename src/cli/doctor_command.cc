@@ -9,8 +9,10 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/db_flags.h"
 #include "cli/flags.h"
 #include "cli/output.h"
+#include "cli/records.h"
 #include "fabricscope/doctor.h"
 #include "fabricscope/error.h"
 #include "fabricscope/finding.h"
@@ -34,6 +36,7 @@ struct DoctorFlags {
   bool verbose = false;
   std::string launcher = "auto";
   double timeout = 60;
+  DbFlags db;
 };
 
 std::map<std::string, std::string> NcclEnvironment(const Env& env) {
@@ -72,6 +75,7 @@ int ExecuteDoctor(const DoctorFlags& flags, const CommandContext& ctx) {
                      std::to_string(flags.timeout) + ")");
   }
   const Env env = Env::Process();
+  const std::optional<db::StoreUrl> store = StoreOf(flags.db, env);
   const LaunchInfo launch = DetectLaunch(env, flags.launcher);
   AnnounceLaunch(launch, ctx.err);
   // Refuse a bad --format before any work, and on every process alike.
@@ -98,7 +102,9 @@ int ExecuteDoctor(const DoctorFlags& flags, const CommandContext& ctx) {
     output.Close();
   }
   // Every finding is decided: the doctor reads files, it does not measure.
-  return ExitCodeOf(OutcomeOf(worst, /*undecided=*/false, flags.strict));
+  const int code = ExitCodeOf(OutcomeOf(worst, /*undecided=*/false, flags.strict));
+  if (launch.process_rank != 0) return code;  // process 0 records the cluster's report
+  return RecordResults(store, RecordOfDoctor(cluster, ctx.command_line), ctx, code);
 }
 
 }  // namespace
@@ -127,6 +133,7 @@ CommandAction SetupDoctorCommand(CLI::App& app) {
   AddFormatOption(app, flags->format, DoctorFormats());
   app.add_option("--output", flags->output, "write the report to this file instead of stdout");
   app.add_flag("--strict", flags->strict, "exit 1 on WARN too (default: only on CRITICAL)");
+  AddDbFlag(app, flags->db);
   app.add_flag("-v,--verbose", flags->verbose,
                "every finding of every node, and the evidence of OK and INFO findings too");
   app.add_option("--launcher", flags->launcher,

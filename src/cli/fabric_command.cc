@@ -5,8 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "cli/db_flags.h"
 #include "cli/flags.h"
 #include "cli/output.h"
+#include "cli/records.h"
 #include "fabricscope/error.h"
 #include "fabricscope/fabric.h"
 #include "fabricscope/finding.h"
@@ -23,6 +25,7 @@ struct FabricFlags {
   std::string output;
   bool verbose = false;
   bool strict = false;
+  DbFlags db;
 };
 
 // What fabric hands its format: the report, and whether to list every destination.
@@ -50,12 +53,14 @@ int ExecuteFabric(FabricFlags flags, const CommandContext& ctx) {
   if (!(flags.run.interval_seconds >= 0 && flags.run.interval_seconds <= 86400)) {
     throw UsageError("--interval must be a number of seconds from 0 to 86400");
   }
+  const std::optional<db::StoreUrl> store = StoreOf(flags.db, Env::Process());
   const fabric::FabricReport report = fabric::RunFabric(flags.run);
   Output output(ctx.out, flags.output);
   format.render({report, flags.verbose}, output.stream());
   output.Close();
   // Every fabric finding is decided (the tools' outputs say what they say): never 4.
-  return ExitCodeOf(OutcomeOf(report.findings, flags.strict));
+  const int code = ExitCodeOf(OutcomeOf(report.findings, flags.strict));
+  return RecordResults(store, RecordOfFabric(report, ctx.command_line), ctx, code);
 }
 
 }  // namespace
@@ -98,6 +103,7 @@ CommandAction SetupFabricCommand(CLI::App& app) {
   app.add_option("--output", flags->output, "write the report to this file instead of stdout");
   app.add_flag("-v,--verbose", flags->verbose, "also list destinations per switch out-port");
   app.add_flag("--strict", flags->strict, "exit 1 on WARN too (default: only on CRITICAL)");
+  AddDbFlag(app, flags->db);
   app.footer(
       "Runs ibnetdiscover, iblinkinfo, ibqueryerrors, dump_fts and sminfo from PATH (no shell, "
       "each with --tool-timeout), or reads their saved outputs (--from).\n" +

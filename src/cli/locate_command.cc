@@ -11,8 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "cli/db_flags.h"
 #include "cli/flags.h"
 #include "cli/output.h"
+#include "cli/records.h"
 #include "fabricscope/backend.h"
 #include "fabricscope/check.h"
 #include "fabricscope/error.h"
@@ -29,6 +31,7 @@ namespace {
 
 // The flags as typed.
 struct LocateFlags {
+  DbFlags db;
   std::string backend = "gloo";
   std::string launcher = "auto";
   std::string group_by = "host";
@@ -167,6 +170,7 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
   app.add_option("--svg", f.svg_file,
                  "write the node x node heatmap to FILE (rail r > 0 to FILE with .railR before "
                  ".svg)");
+  AddDbFlag(app, f.db);
   app.add_flag("--dry-run", f.dry_run,
                "print the plan (launcher, backend, mode, size) and exit 0 without measuring");
   app.add_option("--simulate", f.simulate,
@@ -386,6 +390,7 @@ int Execute(const LocateFlags& f, const CommandContext& ctx) {
   FindFormat(LocateFormats(), f.format);
   CheckSimulationFlags(f);
   LocateOptions options = ToLocateOptions(f);
+  const std::optional<db::StoreUrl> store = StoreOf(f.db, Env::Process());
   LocateReport report;
   if (f.simulate > 0) {
     SimulatedClusterOptions sim;
@@ -409,7 +414,7 @@ int Execute(const LocateFlags& f, const CommandContext& ctx) {
     report.backend = "simulated";
     report.args = args;
     outputs.Write(report);
-    return ExitCode(report);
+    return RecordResults(store, RecordOfLocate(report, args), ctx, ExitCode(report));
   }
 
   LocateJobOptions job;
@@ -440,7 +445,7 @@ int Execute(const LocateFlags& f, const CommandContext& ctx) {
   if (!outputs || report.ranks.empty()) return kExitOk;
   EndProgress(options, ctx);
   outputs->Write(report);
-  return ExitCode(report);
+  return RecordResults(store, RecordOfLocate(report, args), ctx, ExitCode(report));
 }
 
 }  // namespace

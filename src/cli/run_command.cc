@@ -5,7 +5,9 @@
 #include <ostream>
 #include <thread>
 
+#include "cli/db_flags.h"
 #include "cli/flags.h"
+#include "cli/records.h"
 #include "fabricscope/analyze.h"
 #include "fabricscope/backend.h"
 #include "fabricscope/engine.h"
@@ -363,23 +365,34 @@ std::optional<RunResult> PerformRun(const RunFlags& flags, std::vector<std::stri
   return result;
 }
 
-int ExecuteRun(const RunFlags& flags, const CommandContext& ctx) {
+int ExecuteRun(const RunFlags& flags, const DbFlags& db, const CommandContext& ctx) {
+  const std::optional<db::StoreUrl> store = StoreOf(db, Env::Process());
   const std::optional<RunResult> result =
       PerformRun(flags, ctx.command_line, ctx, RunTable::kStdout);
-  return result.has_value() && RunFailed(*result) ? kExitFailed : kExitOk;
+  const int code = result.has_value() && RunFailed(*result) ? kExitFailed : kExitOk;
+  if (!result) return code;  // another process of the job, or a dry run: process 0 records
+  return RecordResults(store, RecordOfRun(*result, ctx.command_line), ctx, code);
 }
 
+// The run's flags and --db, which check's `-- RUN FLAGS` do not take (check records itself).
+struct RunCommandFlags {
+  RunFlags run;
+  DbFlags db;
+};
+
 CommandAction SetupRunCommand(CLI::App& app) {
-  auto flags = std::make_shared<RunFlags>();
-  AddRunFlags(app, *flags, false);
-  return [flags](const CommandContext& ctx) { return ExecuteRun(*flags, ctx); };
+  auto flags = std::make_shared<RunCommandFlags>();
+  AddRunFlags(app, flags->run, false);
+  AddDbFlag(app, flags->db);
+  return [flags](const CommandContext& ctx) { return ExecuteRun(flags->run, flags->db, ctx); };
 }
 
 CommandAction SetupPerfCommand(CLI::App& app, std::string collective) {
-  auto flags = std::make_shared<RunFlags>();
-  flags->collective = std::move(collective);
-  AddRunFlags(app, *flags, true);
-  return [flags](const CommandContext& ctx) { return ExecuteRun(*flags, ctx); };
+  auto flags = std::make_shared<RunCommandFlags>();
+  flags->run.collective = std::move(collective);
+  AddRunFlags(app, flags->run, true);
+  AddDbFlag(app, flags->db);
+  return [flags](const CommandContext& ctx) { return ExecuteRun(flags->run, flags->db, ctx); };
 }
 
 std::vector<std::string> LocalDefaultArgs() {

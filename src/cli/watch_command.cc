@@ -9,8 +9,10 @@
 #include <thread>
 #include <vector>
 
+#include "cli/db_flags.h"
 #include "cli/flags.h"
 #include "cli/output.h"
+#include "cli/records.h"
 #include "fabricscope/error.h"
 #include "fabricscope/finding.h"
 #include "fabricscope/joined.h"
@@ -31,6 +33,7 @@ struct WatchFlags {
   double interval_s = 0;
   double duration_s = 0;
   std::string format = "text";
+  DbFlags db;
 };
 
 using Windows = std::vector<WatchWindow>;
@@ -46,11 +49,17 @@ const OutputFormats<Windows>& WatchFormats() {
   return formats;
 }
 
-// Where the windows go, in the chosen format, and the readers' diagnostics.
+// Where the windows go, in the chosen format, and the readers' diagnostics; and the store
+// each printed batch of windows is recorded in (--db), and whether a write failed.
 struct WatchOutput {
   const OutputFormat<Windows>& format;
   std::ostream& out;
   std::ostream& err;
+  const CommandContext& ctx;
+  std::optional<db::StoreUrl> store;
+  mutable bool store_failed = false;
+  // `code`, or 3 in place of a 0 when a window could not be recorded.
+  int Exit(int code) const { return store_failed && code == kExitOk ? kExitRuntime : code; }
 };
 
 void AddFlags(CLI::App& app, WatchFlags& f) {
@@ -105,6 +114,7 @@ void AddFlags(CLI::App& app, WatchFlags& f) {
                  "with --follow: stop after this many seconds without an alert (0: never)")
       ->check(CLI::NonNegativeNumber);
   AddFormatOption(app, f.format, WatchFormats());
+  AddDbFlag(app, f.db);
 }
 
 void Report(const std::vector<Diagnostic>& diagnostics, const WatchOutput& output) {
@@ -114,6 +124,10 @@ void Report(const std::vector<Diagnostic>& diagnostics, const WatchOutput& outpu
 void Print(const Windows& windows, const WatchOutput& output) {
   output.format.render(windows, output.out);
   output.out << std::flush;
+  if (RecordResults(output.store, RecordOfWatch(windows, output.ctx.command_line), output.ctx,
+                    kExitOk) != kExitOk) {
+    output.store_failed = true;
+  }
 }
 
 // How the windows read so far end, by the diagnoses' one rule (docs/output.md): a CRITICAL
@@ -147,7 +161,7 @@ int Once(WatchSource& source, const WatchFlags& f, const WatchOutput& output) {
   Print(windows, output);
   Verdict verdict;
   verdict.Add(windows);
-  return verdict.ExitCode();
+  return output.Exit(verdict.ExitCode());
 }
 
 int Follow(WatchSource& source, WatchFlags f, const WatchOutput& output) {
@@ -164,11 +178,11 @@ int Follow(WatchSource& source, WatchFlags f, const WatchOutput& output) {
       const auto windows = JudgeWindows(read, f.options, &baseline);
       Print(windows, output);
       verdict.Add(windows);
-      if (verdict.outcome() == Outcome::kFailed) return verdict.ExitCode();
+      if (verdict.outcome() == Outcome::kFailed) return output.Exit(verdict.ExitCode());
     }
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (f.duration_s > 0 && elapsed >= f.duration_s) return verdict.ExitCode();
+    if (f.duration_s > 0 && elapsed >= f.duration_s) return output.Exit(verdict.ExitCode());
     std::this_thread::sleep_for(std::chrono::duration<double>(interval));
   }
 }
@@ -183,11 +197,11 @@ int FromPrometheus(const WatchFlags& f, const WatchOutput& output) {
         QueryPrometheus(f.prometheus, f.job, f.options, &baseline)};
     Print(windows, output);
     verdict.Add(windows);
-    if (verdict.outcome() == Outcome::kFailed) return verdict.ExitCode();
+    if (verdict.outcome() == Outcome::kFailed) return output.Exit(verdict.ExitCode());
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!f.follow || (f.duration_s > 0 && elapsed >= f.duration_s)) {
-      return verdict.ExitCode();
+      return output.Exit(verdict.ExitCode());
     }
     std::this_thread::sleep_for(
         std::chrono::duration<double>(f.interval_s > 0 ? f.interval_s : f.options.window_s));
@@ -195,7 +209,11 @@ int FromPrometheus(const WatchFlags& f, const WatchOutput& output) {
 }
 
 int ExecuteWatch(WatchFlags f, const CommandContext& ctx) {
-  const WatchOutput output{FindFormat(WatchFormats(), f.format), ctx.out, ctx.err};
+  const WatchOutput output{.format = FindFormat(WatchFormats(), f.format),
+                           .out = ctx.out,
+                           .err = ctx.err,
+                           .ctx = ctx,
+                           .store = StoreOf(f.db, Env::Process())};
   Catalog catalog = Catalog::Builtin();
   if (!f.platform.empty()) f.options.platform = &catalog.Get(f.platform);
   if (f.nodes > 0) f.options.nodes = f.nodes;

@@ -117,6 +117,10 @@ constexpr std::array kVariables = {
                 "where the node's device files are looked for (/dev/nvidia<N>, /dev/kfd, "
                 "/proc/driver/nvidia, /sys/module/nvidia, amdgpu); unset: / (a test's fake node)",
                 "run, check"},
+    EnvVariable{"FABRICSCOPE_DB", kUnset,
+                "the results store every command records in when --db is not given: a SQLite "
+                "file (or sqlite:///path) or a postgresql:// URL (docs/fleet.md); unset: none",
+                "run, check, locate, doctor, watch, fabric, history"},
     // Recorded with the results ("env" in the JSON): what changes a library's behaviour.
     EnvVariable{"NCCL_*", kUnset,
                 "recorded with the results; doctor lints them (unknown names, bad values)",
