@@ -117,6 +117,10 @@ constexpr std::array kVariables = {
                 "where the node's device files are looked for (/dev/nvidia<N>, /dev/kfd, "
                 "/proc/driver/nvidia, /sys/module/nvidia, amdgpu); unset: / (a test's fake node)",
                 "run, check"},
+    EnvVariable{"PATH", "/bin:/usr/bin",
+                "where --drain and --resume look for scontrol (and kubectl); the tools "
+                "themselves are started from it too",
+                "check, doctor, locate, watch (--drain)"},
     // Recorded with the results ("env" in the JSON): what changes a library's behaviour.
     EnvVariable{"NCCL_*", kUnset,
                 "recorded with the results; doctor lints them (unknown names, bad values)",
