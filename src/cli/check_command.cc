@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/drain_flags.h"
 #include "cli/flags.h"
 #include "cli/output.h"
 #include "cli/run_command.h"
@@ -44,6 +45,7 @@ struct CheckFlags {
   std::string fabric_hosts;  // --fabric-hosts: the run's HCAs in rank order
   bool strict = false;
   bool dry_run = false;
+  DrainFlags drain;
   std::vector<CLI::Option*> generic_options;
   CLI::Option* nodes_option = nullptr;
   CLI::Option* latency_option = nullptr;
@@ -227,8 +229,30 @@ std::optional<fabric::FabricReport> ReadFabric(const CheckFlags& flags) {
   return report;
 }
 
+// Every test's findings and the pastes' diagnoses: what --drain acts on.
+std::vector<Finding> AllFindings(const CheckReport& report) {
+  std::vector<Finding> findings;
+  for (const TestVerdict& test : report.tests) {
+    findings.insert(findings.end(), test.findings.begin(), test.findings.end());
+  }
+  for (const PasteDiagnosis& d : report.diagnoses) {
+    findings.insert(findings.end(), d.findings.begin(), d.findings.end());
+  }
+  return findings;
+}
+
+// The hosts of the tests judged: the nodes a check covered.
+std::vector<std::string> HostsOf(const CheckReport& report) {
+  std::vector<std::string> hosts;
+  for (const TestVerdict& test : report.tests) {
+    hosts.insert(hosts.end(), test.hosts.begin(), test.hosts.end());
+  }
+  return hosts;
+}
+
 int ExecuteCheck(const CheckFlags& flags, const CommandContext& ctx) {
   const OutputFormat<CheckReport>& format = FindFormat(CheckOutputFormats(), flags.format);
+  CheckDrainFlags(flags.drain, Env::Process());
   // CLI11 hands everything after "--" to the positional list: those are the run's flags.
   const auto dashes = std::find(ctx.command_line.begin(), ctx.command_line.end(), "--");
   const bool run_mode = dashes != ctx.command_line.end();
@@ -287,9 +311,10 @@ int ExecuteCheck(const CheckFlags& flags, const CommandContext& ctx) {
   Output output(ctx.out, flags.output, "the verdicts");
   format.render(report, output.stream());
   output.Close();
-  if (errors) return kExitUsage;
   // A verdict is always decided (the figures are what they are): never 4.
-  return ExitCodeOf(OutcomeOf(report.status, /*undecided=*/false, flags.strict));
+  const int exit_code =
+      errors ? kExitUsage : ExitCodeOf(OutcomeOf(report.status, /*undecided=*/false, flags.strict));
+  return ApplyDrain(flags.drain, "check", AllFindings(report), HostsOf(report), ctx, exit_code);
 }
 
 }  // namespace
@@ -366,6 +391,7 @@ CommandAction SetupCheckCommand(CLI::App& app) {
   app.add_flag("--dry-run", f.dry_run,
                "print the platform and, with -- RUN FLAGS, the run's plan; exit 0 without "
                "running or judging");
+  AddDrainFlags(app, f.drain);
   app.footer(ExitCodesHelp({.clear = "OK (and WARN unless --strict)", .failed = "CRITICAL"}) +
              "\nExamples:\n"
              "  fabricscope check --platform a3-ultragpu-8g all_gather.log\n"
@@ -374,7 +400,9 @@ CommandAction SetupCheckCommand(CLI::App& app) {
              "  fabricscope check -- --collective all_gather -b 1M -e 8G -f 2\n"
              "  fabricscope check --fabric /var/tmp/fabric job.log   # point a slow run at a link\n"
              "  kubectl logs trainer-0 | fabricscope check            # the cause of a failed job "
-             "(docs/failures.md)");
+             "(docs/failures.md)\n"
+             "  fabricscope check --drain -- -b 1G -e 8G   # a single-node test that fails "
+             "drains its node (docs/slurm.md)");
   return [flags](const CommandContext& ctx) { return ExecuteCheck(*flags, ctx); };
 }
 

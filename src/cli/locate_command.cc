@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/drain_flags.h"
 #include "cli/flags.h"
 #include "cli/output.h"
 #include "fabricscope/backend.h"
@@ -65,6 +66,7 @@ struct LocateFlags {
   std::string fat_tree;
   std::vector<int> late_ranks;
   bool dry_run = false;  // print the plan, measure nothing
+  DrainFlags drain;
 };
 
 const OutputFormats<LocateReport>& LocateFormats() {
@@ -169,6 +171,7 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
                  ".svg)");
   app.add_flag("--dry-run", f.dry_run,
                "print the plan (launcher, backend, mode, size) and exit 0 without measuring");
+  AddDrainFlags(app, f.drain);
   app.add_option("--simulate", f.simulate,
                  "no job: a simulated cluster of N nodes answers the same rounds");
   app.add_option("--rails", f.rails, "simulated: ranks (NICs) per node")->capture_default_str();
@@ -380,11 +383,24 @@ int ExitCode(const LocateReport& report) {
   return ExitCodeOf(OutcomeOf(report.findings, /*strict=*/false));
 }
 
+// The hosts of the ranks measured: the nodes a locate covered.
+std::vector<std::string> HostsOf(const LocateReport& report) {
+  std::vector<std::string> hosts;
+  for (const RankInfo& rank : report.ranks) hosts.push_back(rank.hostname);
+  return hosts;
+}
+
+// The exit code, after --drain and --resume acted on the report (written already).
+int Finish(const LocateFlags& f, const LocateReport& report, const CommandContext& ctx) {
+  return ApplyDrain(f.drain, "locate", report.findings, HostsOf(report), ctx, ExitCode(report));
+}
+
 int Execute(const LocateFlags& f, const CommandContext& ctx) {
   const std::vector<std::string>& args = ctx.command_line;
   // Every process checks every value, so that a bad one stops the whole job at once.
   FindFormat(LocateFormats(), f.format);
   CheckSimulationFlags(f);
+  CheckDrainFlags(f.drain, Env::Process());
   LocateOptions options = ToLocateOptions(f);
   LocateReport report;
   if (f.simulate > 0) {
@@ -409,7 +425,7 @@ int Execute(const LocateFlags& f, const CommandContext& ctx) {
     report.backend = "simulated";
     report.args = args;
     outputs.Write(report);
-    return ExitCode(report);
+    return Finish(f, report, ctx);
   }
 
   LocateJobOptions job;
@@ -440,7 +456,7 @@ int Execute(const LocateFlags& f, const CommandContext& ctx) {
   if (!outputs || report.ranks.empty()) return kExitOk;
   EndProgress(options, ctx);
   outputs->Write(report);
-  return ExitCode(report);
+  return Finish(f, report, ctx);
 }
 
 }  // namespace
