@@ -143,7 +143,7 @@ std::string FindOnPath(std::string_view name, const Env& env) {
     if (end == std::string::npos) end = path.size();
     std::string dir = path.substr(begin, end - begin);
     if (dir.empty()) dir = ".";  // an empty entry is the current directory
-    const std::string candidate = dir + "/" + std::string(name);
+    std::string candidate = dir + "/" + std::string(name);
     if (IsExecutableFile(candidate)) return candidate;
     begin = end + 1;
   }

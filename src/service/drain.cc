@@ -210,9 +210,7 @@ const NodeServiceEntry& FindNodeService(std::string_view name) {
   const auto it = std::find_if(services.begin(), services.end(),
                                [&](const NodeServiceEntry& e) { return e.name == name; });
   if (it == services.end()) {
-    std::vector<std::string> names;
-    for (const auto& e : services) names.emplace_back(e.name);
-    throw UsageError("unknown --drain mode '" + std::string(name) + "': give " + Joined(names) +
+    throw UsageError("unknown --drain mode '" + std::string(name) + "': give " + NamesOf(services) +
                      " (as --drain=MODE; a bare --drain is slurm)");
   }
   return *it;
