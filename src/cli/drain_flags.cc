@@ -38,7 +38,7 @@ void AddDrainFlags(CLI::App& app, DrainFlags& flags) {
                      "alone (docs/slurm.md)")
       ->expected(0, 1)
       ->default_str("slurm")
-      ->type_name("[=MODE]")
+      ->type_name("MODE")
       ->check(CLI::Validator(
           [](std::string& mode) -> std::string {
             try {
