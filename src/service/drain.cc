@@ -56,7 +56,7 @@ std::string CommandPrefix(std::string_view command) {
 std::string NotDrainedWhy(const Finding& f) {
   if (f.severity != Severity::kCritical || BlamesNode(f)) return "";
   const std::string what = " (" + f.source + ")";
-  if (!f.decided) return "undecided: " + f.where + what;
+  if (!f.decided) return "undecided" + (f.where.empty() ? "" : ": " + f.where) + what;
   if (f.element == "link") {
     const std::string ends = f.nodes.size() == 2 ? f.nodes[0] + "<->" + f.nodes[1] : f.where;
     return "link " + ends + " is not a node" + what;
