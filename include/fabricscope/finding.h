@@ -44,7 +44,7 @@ struct Finding {
   std::string element{};
   // The hosts it blames, as their host names: the node (one) for a node's or a NIC's
   // finding, both ends of a link, every host of a node set; empty: none. --drain takes the
-  // hosts of CRITICAL "node" and "nic" findings out of service (docs/fleet.md).
+  // hosts of CRITICAL "node" and "nic" findings out of service (docs/slurm.md).
   std::vector<std::string> nodes{};
 };
 

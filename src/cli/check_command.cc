@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/db_flags.h"
+#include "cli/drain_flags.h"
 #include "cli/flags.h"
 #include "cli/output.h"
 #include "cli/records.h"
@@ -47,6 +48,7 @@ struct CheckFlags {
   bool strict = false;
   bool dry_run = false;
   DbFlags db;
+  DrainFlags drain;
   std::vector<CLI::Option*> generic_options;
   CLI::Option* nodes_option = nullptr;
   CLI::Option* latency_option = nullptr;
@@ -230,8 +232,30 @@ std::optional<fabric::FabricReport> ReadFabric(const CheckFlags& flags) {
   return report;
 }
 
+// Every test's findings and the pastes' diagnoses: what --drain acts on.
+std::vector<Finding> AllFindings(const CheckReport& report) {
+  std::vector<Finding> findings;
+  for (const TestVerdict& test : report.tests) {
+    findings.insert(findings.end(), test.findings.begin(), test.findings.end());
+  }
+  for (const PasteDiagnosis& d : report.diagnoses) {
+    findings.insert(findings.end(), d.findings.begin(), d.findings.end());
+  }
+  return findings;
+}
+
+// The hosts of the tests judged: the nodes a check covered.
+std::vector<std::string> HostsOf(const CheckReport& report) {
+  std::vector<std::string> hosts;
+  for (const TestVerdict& test : report.tests) {
+    hosts.insert(hosts.end(), test.hosts.begin(), test.hosts.end());
+  }
+  return hosts;
+}
+
 int ExecuteCheck(const CheckFlags& flags, const CommandContext& ctx) {
   const OutputFormat<CheckReport>& format = FindFormat(CheckOutputFormats(), flags.format);
+  CheckDrainFlags(flags.drain, Env::Process());
   // CLI11 hands everything after "--" to the positional list: those are the run's flags.
   const auto dashes = std::find(ctx.command_line.begin(), ctx.command_line.end(), "--");
   const bool run_mode = dashes != ctx.command_line.end();
@@ -292,9 +316,11 @@ int ExecuteCheck(const CheckFlags& flags, const CommandContext& ctx) {
   format.render(report, output.stream());
   output.Close();
   // A verdict is always decided (the figures are what they are): never 4.
-  const int code =
+  const int exit_code =
       errors ? kExitUsage : ExitCodeOf(OutcomeOf(report.status, /*undecided=*/false, flags.strict));
-  return RecordResults(store, RecordOfCheck(report, runs, ctx.command_line), ctx, code);
+  const int recorded =
+      RecordResults(store, RecordOfCheck(report, runs, ctx.command_line), ctx, exit_code);
+  return ApplyDrain(flags.drain, "check", AllFindings(report), HostsOf(report), ctx, recorded);
 }
 
 }  // namespace
@@ -372,6 +398,7 @@ CommandAction SetupCheckCommand(CLI::App& app) {
   app.add_flag("--dry-run", f.dry_run,
                "print the platform and, with -- RUN FLAGS, the run's plan; exit 0 without "
                "running or judging");
+  AddDrainFlags(app, f.drain);
   app.footer(ExitCodesHelp({.clear = "OK (and WARN unless --strict)", .failed = "CRITICAL"}) +
              "\nExamples:\n"
              "  fabricscope check --platform a3-ultragpu-8g all_gather.log\n"
@@ -380,7 +407,9 @@ CommandAction SetupCheckCommand(CLI::App& app) {
              "  fabricscope check -- --collective all_gather -b 1M -e 8G -f 2\n"
              "  fabricscope check --fabric /var/tmp/fabric job.log   # point a slow run at a link\n"
              "  kubectl logs trainer-0 | fabricscope check            # the cause of a failed job "
-             "(docs/failures.md)");
+             "(docs/failures.md)\n"
+             "  fabricscope check --drain -- -b 1G -e 8G   # a single-node test that fails "
+             "drains its node (docs/slurm.md)");
   return [flags](const CommandContext& ctx) { return ExecuteCheck(*flags, ctx); };
 }
 

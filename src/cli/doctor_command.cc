@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/db_flags.h"
+#include "cli/drain_flags.h"
 #include "cli/flags.h"
 #include "cli/output.h"
 #include "cli/records.h"
@@ -37,6 +38,7 @@ struct DoctorFlags {
   std::string launcher = "auto";
   double timeout = 60;
   DbFlags db;
+  DrainFlags drain;
 };
 
 std::map<std::string, std::string> NcclEnvironment(const Env& env) {
@@ -51,6 +53,24 @@ int ListChecks(std::ostream& out) {
     out << c.name << std::string(width + 2 - c.name.size(), ' ') << c.description << "\n";
   }
   return kExitOk;
+}
+
+// Every finding of the cluster's report, the drift's included: what --drain acts on.
+std::vector<Finding> AllFindings(const doctor::ClusterReport& cluster) {
+  std::vector<Finding> findings;
+  for (const doctor::NodeReport& node : cluster.nodes) {
+    for (const doctor::CheckResult& check : node.checks) {
+      findings.insert(findings.end(), check.findings.begin(), check.findings.end());
+    }
+  }
+  for (const doctor::Drift& d : cluster.drift) findings.push_back(doctor::DriftFinding(d));
+  return findings;
+}
+
+std::vector<std::string> HostsOf(const doctor::ClusterReport& cluster) {
+  std::vector<std::string> hosts;
+  for (const doctor::NodeReport& node : cluster.nodes) hosts.push_back(node.host);
+  return hosts;
 }
 
 // What doctor hands its format: the cluster's report, and how much of it to show.
@@ -80,6 +100,7 @@ int ExecuteDoctor(const DoctorFlags& flags, const CommandContext& ctx) {
   AnnounceLaunch(launch, ctx.err);
   // Refuse a bad --format before any work, and on every process alike.
   const OutputFormat<DoctorRecord>& format = FindFormat(DoctorFormats(), flags.format);
+  CheckDrainFlags(flags.drain, env);
 
   doctor::DoctorOptions options;
   options.root = flags.root;
@@ -96,15 +117,16 @@ int ExecuteDoctor(const DoctorFlags& flags, const CommandContext& ctx) {
   const doctor::ClusterReport cluster = doctor::GatherReports(mine, launch, timeout);
   // Every process answers for what it reports: rank 0 for the cluster, the others for their node.
   const Severity worst = launch.process_rank == 0 ? cluster.severity() : mine.severity();
-  if (launch.process_rank == 0) {
-    Output output(ctx.out, flags.output);
-    format.render({cluster, {flags.verbose}}, output.stream());
-    output.Close();
-  }
   // Every finding is decided: the doctor reads files, it does not measure.
-  const int code = ExitCodeOf(OutcomeOf(worst, /*undecided=*/false, flags.strict));
-  if (launch.process_rank != 0) return code;  // process 0 records the cluster's report
-  return RecordResults(store, RecordOfDoctor(cluster, ctx.command_line), ctx, code);
+  const int exit_code = ExitCodeOf(OutcomeOf(worst, /*undecided=*/false, flags.strict));
+  if (launch.process_rank != 0) return exit_code;
+  Output output(ctx.out, flags.output);
+  format.render({cluster, {flags.verbose}}, output.stream());
+  output.Close();
+  // Rank 0 alone records and acts, once, on the whole cluster's findings.
+  const int recorded =
+      RecordResults(store, RecordOfDoctor(cluster, ctx.command_line), ctx, exit_code);
+  return ApplyDrain(flags.drain, "doctor", AllFindings(cluster), HostsOf(cluster), ctx, recorded);
 }
 
 }  // namespace
@@ -142,10 +164,14 @@ CommandAction SetupDoctorCommand(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--timeout", flags->timeout, "seconds rank 0 waits for the other nodes' reports")
       ->capture_default_str();
+  AddDrainFlags(app, flags->drain);
   app.footer(ExitCodesHelp({.clear = "every finding OK, INFO or WARN",
                             .failed = "a CRITICAL finding or drift (or a WARN with --strict)"}) +
              " INFO: a check that does not apply here or could not read what it needs, and "
-             "says why.");
+             "says why.\n--drain: the nodes of CRITICAL findings of their own checks (or their "
+             "NICs', or drift's outliers) are drained as 'fabricscope doctor: CHECK: ...'; "
+             "--resume returns the nodes that passed (docs/slurm.md: doctor as Slurm's "
+             "HealthCheckProgram).");
   return [flags](const CommandContext& ctx) { return ExecuteDoctor(*flags, ctx); };
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/db_flags.h"
+#include "cli/drain_flags.h"
 #include "cli/flags.h"
 #include "cli/output.h"
 #include "cli/records.h"
@@ -68,6 +69,7 @@ struct LocateFlags {
   std::string fat_tree;
   std::vector<int> late_ranks;
   bool dry_run = false;  // print the plan, measure nothing
+  DrainFlags drain;
 };
 
 const OutputFormats<LocateReport>& LocateFormats() {
@@ -173,6 +175,7 @@ void AddFlags(CLI::App& app, LocateFlags& f) {
   AddDbFlag(app, f.db);
   app.add_flag("--dry-run", f.dry_run,
                "print the plan (launcher, backend, mode, size) and exit 0 without measuring");
+  AddDrainFlags(app, f.drain);
   app.add_option("--simulate", f.simulate,
                  "no job: a simulated cluster of N nodes answers the same rounds");
   app.add_option("--rails", f.rails, "simulated: ranks (NICs) per node")->capture_default_str();
@@ -384,11 +387,28 @@ int ExitCode(const LocateReport& report) {
   return ExitCodeOf(OutcomeOf(report.findings, /*strict=*/false));
 }
 
+// The hosts of the ranks measured: the nodes a locate covered.
+std::vector<std::string> HostsOf(const LocateReport& report) {
+  std::vector<std::string> hosts;
+  for (const RankInfo& rank : report.ranks) hosts.push_back(rank.hostname);
+  return hosts;
+}
+
+// The exit code, after --drain and --resume acted on the report (written already).
+// After the report: record it (--db), then act on it (--drain, --resume).
+int Finish(const LocateFlags& f, const std::optional<db::StoreUrl>& store,
+           const LocateReport& report, const CommandContext& ctx) {
+  const int recorded =
+      RecordResults(store, RecordOfLocate(report, ctx.command_line), ctx, ExitCode(report));
+  return ApplyDrain(f.drain, "locate", report.findings, HostsOf(report), ctx, recorded);
+}
+
 int Execute(const LocateFlags& f, const CommandContext& ctx) {
   const std::vector<std::string>& args = ctx.command_line;
   // Every process checks every value, so that a bad one stops the whole job at once.
   FindFormat(LocateFormats(), f.format);
   CheckSimulationFlags(f);
+  CheckDrainFlags(f.drain, Env::Process());
   LocateOptions options = ToLocateOptions(f);
   const std::optional<db::StoreUrl> store = StoreOf(f.db, Env::Process());
   LocateReport report;
@@ -414,7 +434,7 @@ int Execute(const LocateFlags& f, const CommandContext& ctx) {
     report.backend = "simulated";
     report.args = args;
     outputs.Write(report);
-    return RecordResults(store, RecordOfLocate(report, args), ctx, ExitCode(report));
+    return Finish(f, store, report, ctx);
   }
 
   LocateJobOptions job;
@@ -445,7 +465,7 @@ int Execute(const LocateFlags& f, const CommandContext& ctx) {
   if (!outputs || report.ranks.empty()) return kExitOk;
   EndProgress(options, ctx);
   outputs->Write(report);
-  return RecordResults(store, RecordOfLocate(report, args), ctx, ExitCode(report));
+  return Finish(f, store, report, ctx);
 }
 
 }  // namespace

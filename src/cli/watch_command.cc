@@ -5,11 +5,13 @@
 #include <chrono>
 #include <memory>
 #include <ostream>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cli/db_flags.h"
+#include "cli/drain_flags.h"
 #include "cli/flags.h"
 #include "cli/output.h"
 #include "cli/records.h"
@@ -34,6 +36,7 @@ struct WatchFlags {
   double duration_s = 0;
   std::string format = "text";
   DbFlags db;
+  DrainFlags drain;
 };
 
 using Windows = std::vector<WatchWindow>;
@@ -115,6 +118,7 @@ void AddFlags(CLI::App& app, WatchFlags& f) {
       ->check(CLI::NonNegativeNumber);
   AddFormatOption(app, f.format, WatchFormats());
   AddDbFlag(app, f.db);
+  AddDrainFlags(app, f.drain);
 }
 
 void Report(const std::vector<Diagnostic>& diagnostics, const WatchOutput& output) {
@@ -133,22 +137,31 @@ void Print(const Windows& windows, const WatchOutput& output) {
 // How the windows read so far end, by the diagnoses' one rule (docs/output.md): a CRITICAL
 // finding (an alert) is 1; none, but one that did not decide (a straggler or slow link within
 // the noise), 4; else 0. Kept as the worst severity and whether anything was undecided, so
-// that a long --follow keeps no findings.
+// that a long --follow keeps no findings but the CRITICAL ones (what --drain acts on) and the
+// ranks' nodes (what --resume may return).
 struct Verdict {
   Severity worst = Severity::kOk;
   bool undecided = false;
+  std::vector<Finding> critical;
+  std::set<std::string> nodes;
 
   void Add(const Windows& windows) {
     for (const WatchWindow& w : windows) {
       worst = Worst(w.findings, worst);
       undecided = undecided || AnyUndecided(w.findings);
+      for (const Finding& finding : w.findings) {
+        if (finding.severity == Severity::kCritical) critical.push_back(finding);
+      }
+      for (const WatchRank& rank : w.ranks) {
+        if (!rank.node.empty()) nodes.insert(rank.node);
+      }
     }
   }
   Outcome outcome() const { return OutcomeOf(worst, undecided, /*strict=*/false); }
   int ExitCode() const { return ExitCodeOf(outcome()); }
 };
 
-int Once(WatchSource& source, const WatchFlags& f, const WatchOutput& output) {
+Verdict Once(WatchSource& source, const WatchFlags& f, const WatchOutput& output) {
   const InspectorRead read = source.Poll();
   Report(read.diagnostics, output);
   if (read.records.empty()) {
@@ -161,10 +174,10 @@ int Once(WatchSource& source, const WatchFlags& f, const WatchOutput& output) {
   Print(windows, output);
   Verdict verdict;
   verdict.Add(windows);
-  return output.Exit(verdict.ExitCode());
+  return verdict;
 }
 
-int Follow(WatchSource& source, WatchFlags f, const WatchOutput& output) {
+Verdict Follow(WatchSource& source, WatchFlags f, const WatchOutput& output) {
   // A window is what arrived during one interval.
   const double interval = f.interval_s > 0 ? f.interval_s : f.options.window_s;
   f.options.window_s = 0;
@@ -178,17 +191,17 @@ int Follow(WatchSource& source, WatchFlags f, const WatchOutput& output) {
       const auto windows = JudgeWindows(read, f.options, &baseline);
       Print(windows, output);
       verdict.Add(windows);
-      if (verdict.outcome() == Outcome::kFailed) return output.Exit(verdict.ExitCode());
+      if (verdict.outcome() == Outcome::kFailed) return verdict;
     }
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (f.duration_s > 0 && elapsed >= f.duration_s) return output.Exit(verdict.ExitCode());
+    if (f.duration_s > 0 && elapsed >= f.duration_s) return verdict;
     std::this_thread::sleep_for(std::chrono::duration<double>(interval));
   }
 }
 
 // With --prometheus: one window now, or one every interval with --follow.
-int FromPrometheus(const WatchFlags& f, const WatchOutput& output) {
+Verdict FromPrometheus(const WatchFlags& f, const WatchOutput& output) {
   WatchBaseline baseline;
   const auto start = std::chrono::steady_clock::now();
   Verdict verdict;  // of every window so far
@@ -197,12 +210,10 @@ int FromPrometheus(const WatchFlags& f, const WatchOutput& output) {
         QueryPrometheus(f.prometheus, f.job, f.options, &baseline)};
     Print(windows, output);
     verdict.Add(windows);
-    if (verdict.outcome() == Outcome::kFailed) return output.Exit(verdict.ExitCode());
+    if (verdict.outcome() == Outcome::kFailed) return verdict;
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (!f.follow || (f.duration_s > 0 && elapsed >= f.duration_s)) {
-      return output.Exit(verdict.ExitCode());
-    }
+    if (!f.follow || (f.duration_s > 0 && elapsed >= f.duration_s)) return verdict;
     std::this_thread::sleep_for(
         std::chrono::duration<double>(f.interval_s > 0 ? f.interval_s : f.options.window_s));
   }
@@ -226,9 +237,17 @@ int ExecuteWatch(WatchFlags f, const CommandContext& ctx) {
         "watch: give JSONL files or directories, or --prometheus URL (one of the two)");
   }
   if (!f.job.empty() && f.prometheus.empty()) throw UsageError("watch: --job needs --prometheus");
-  if (!f.prometheus.empty()) return FromPrometheus(f, output);
-  WatchSource source(f.inputs);
-  return f.follow ? Follow(source, f, output) : Once(source, f, output);
+  CheckDrainFlags(f.drain, Env::Process());
+  Verdict verdict;
+  if (!f.prometheus.empty()) {
+    verdict = FromPrometheus(f, output);
+  } else {
+    WatchSource source(f.inputs);
+    verdict = f.follow ? Follow(source, f, output) : Once(source, f, output);
+  }
+  return ApplyDrain(f.drain, "watch", verdict.critical,
+                    {verdict.nodes.begin(), verdict.nodes.end()}, ctx,
+                    output.Exit(verdict.ExitCode()));
 }
 
 }  // namespace

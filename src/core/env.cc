@@ -121,6 +121,10 @@ constexpr std::array kVariables = {
                 "the results store every command records in when --db is not given: a SQLite "
                 "file (or sqlite:///path) or a postgresql:// URL (docs/fleet.md); unset: none",
                 "run, check, locate, doctor, watch, fabric, history"},
+    EnvVariable{"PATH", "/bin:/usr/bin",
+                "where --drain and --resume look for scontrol (and kubectl); the tools "
+                "themselves are started from it too",
+                "check, doctor, locate, watch (--drain)"},
     // Recorded with the results ("env" in the JSON): what changes a library's behaviour.
     EnvVariable{"NCCL_*", kUnset,
                 "recorded with the results; doctor lints them (unknown names, bad values)",

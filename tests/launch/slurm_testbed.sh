@@ -9,6 +9,9 @@
 #   slurm_testbed.sh FABRICSCOPE sbatch    sbatch of deploy/slurm/fabricscope.sbatch
 #   slurm_testbed.sh FABRICSCOPE locate    locate, and doctor's drift report, under srun
 #   slurm_testbed.sh FABRICSCOPE kill      a task killed -9 mid-run is named by task 0
+#   slurm_testbed.sh FABRICSCOPE drain     doctor --drain drains the node its check blames
+#                                          (sinfo -R), --resume returns it, and an operator's
+#                                          drain is left alone
 #
 # Root only: exits 77 (ctest's SKIP_RETURN_CODE) with the reason when not root or when
 # Slurm, munge or namespaces are missing.
@@ -17,8 +20,8 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 slurm="$root/scripts/testbed/slurm.sh"
-bin=${1:?usage: $0 FABRICSCOPE srun|pmix|sbatch|locate|kill}
-scenario=${2:?usage: $0 FABRICSCOPE srun|pmix|sbatch|locate|kill}
+bin=${1:?usage: $0 FABRICSCOPE srun|pmix|sbatch|locate|kill|drain}
+scenario=${2:?usage: $0 FABRICSCOPE srun|pmix|sbatch|locate|kill|drain}
 label="slurm-$scenario"
 failures=0
 
@@ -47,7 +50,7 @@ equal() { [ "$1" = "$2" ] || {
 }; }
 
 [ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, Slurm daemons)"
-for tool in ip nsenter unshare munged slurmctld slurmd srun sbatch jq; do
+for tool in ip nsenter unshare munged slurmctld slurmd srun sbatch scontrol sinfo jq; do
   command -v "$tool" >/dev/null || skip "needs $tool (scripts/install-deps.sh: slurm-wlm munge jq)"
 done
 id munge >/dev/null 2>&1 || skip "needs the munge user (the munge package)"
@@ -58,6 +61,7 @@ case "$scenario" in
   sbatch) prefix=fss-b ;;
   locate) prefix=fss-l ;;
   kill) prefix=fss-k ;;
+  drain) prefix=fss-d ;;
   *)
     echo "unknown scenario '$scenario'" >&2
     exit 2
@@ -232,6 +236,56 @@ test_kill() {
       "never finished: process 3 (ranks 3-3 on $prefix-n2)"
   fi
   log "task 0's error: $(grep 'error:' "$tmp/kill.err.0" | head -c 400)"
+}
+
+# The node's state and drain reason as sinfo says them: "drained|fabricscope doctor: ...".
+node_state() { on_ctl sinfo -h -N -n "$1" -o '%T|%E' | head -n 1; }
+starts() { case "$1" in "$2"*) return 0 ;; esac; echo "  '$1' does not start with '$2'" >&2; return 1; }
+
+test_drain() {
+  local rc=0 node2="$prefix-n2" node3="$prefix-n3"
+  # Node 2's doctor is CRITICAL on node 2 alone: NCCL_P2P_DISABLE=1 in its task's environment
+  # (nccl_env; drift names it too). Task 0 (node 1) gathers the reports and drains.
+  # shellcheck disable=SC2016  # expanded by each task's shell
+  on_ctl srun -N 3 -n 3 sh -c '[ "$SLURM_NODEID" = 1 ] && export NCCL_P2P_DISABLE=1; exec "$0" "$@"' \
+    "$bin" doctor --check nccl_env --timeout 60 --drain >"$tmp/drain.out" 2>"$tmp/drain.err" || rc=$?
+  check "doctor --drain exits 1 (node 2's CRITICAL finding)" equal "$rc" 1
+  check "the report names node 2's finding" contains "$tmp/drain.out" "NCCL_P2P_DISABLE=1"
+  check "it says it drained node 2" contains "$tmp/drain.err" \
+    "fabricscope: drained node $node2: fabricscope doctor: nccl_env: "
+  check "and drained nothing else" equal "$(grep -c 'drained node' "$tmp/drain.err")" 1
+  check "sinfo: node 2 drained with doctor's reason" starts "$(node_state "$node2")" \
+    "drain"
+  check "sinfo -R: the reason starts 'fabricscope doctor: nccl_env:'" starts \
+    "$(on_ctl sinfo -R -h -n "$node2" -o '%E')" "fabricscope doctor: nccl_env:"
+  # (idle, or mixed while the job completes: not drained.)
+  check "nodes 1 and 3 stay in service" equal \
+    "$(node_state "$prefix-n1" | grep -c drain) $(node_state "$node3" | grep -c drain)" "0 0"
+  # An operator drains node 3.
+  on_ctl scontrol update NodeName="$node3" State=DRAIN Reason="operator: bad fan"
+  # Node 2 fixed. A drained node takes no job: doctor runs on it (and on node 3) directly.
+  rc=0
+  "$slurm" on "$tmp/bed" "$node2" "$bin" doctor --check nccl_env --resume \
+    >"$tmp/resume2.out" 2>"$tmp/resume2.err" || rc=$?
+  check "doctor --resume on node 2 exits 0" equal "$rc" 0
+  check "it says it resumed node 2" contains "$tmp/resume2.err" "fabricscope: resumed node $node2"
+  # Right after State=RESUME sinfo may say idle* (not responding) until slurmctld hears
+  # from the node again.
+  local state2
+  for _ in $(seq 1 40); do
+    state2=$(node_state "$node2" | cut -d'|' -f1)
+    [ "$state2" = idle ] && break
+    sleep 0.25
+  done
+  check "sinfo: node 2 idle again" equal "$state2" idle
+  rc=0
+  "$slurm" on "$tmp/bed" "$node3" "$bin" doctor --check nccl_env --resume \
+    >"$tmp/resume3.out" 2>"$tmp/resume3.err" || rc=$?
+  check "doctor --resume on node 3 exits 0" equal "$rc" 0
+  check "it leaves the operator's drain alone" contains "$tmp/resume3.err" \
+    "fabricscope: left alone node $node3: drained by someone else: operator: bad fan"
+  check "sinfo: node 3 still drained with the operator's reason" equal \
+    "$(node_state "$node3")" "drained|operator: bad fan"
 }
 
 "test_$scenario"
