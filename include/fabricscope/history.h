@@ -81,6 +81,11 @@ struct HistoryReport {
   std::vector<Finding> findings;            // with regressions
 };
 
+// The series as plots for `report --db`: an HTML section ("<h2>History</h2>", then per series
+// its title and an SVG of its figure against the run's place, oldest first, with the
+// platform's healthy minimum dashed where it was recorded).
+std::string HistoryHtmlSection(const std::vector<Series>& series, const std::string& store);
+
 // How --regressions ends: failed (exit 1) on any decided regression, WARN or CRITICAL (a
 // check meant for cron and CI: a node slowing down inside its band is the news); else
 // inconclusive (4) when a drop past the threshold is not significant yet; else clear.

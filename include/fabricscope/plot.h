@@ -19,13 +19,15 @@ struct PlotSeries {
   int color = -1;
 };
 
-// What a plot shows. Both axes are logarithmic: sizes span 8 B to 16 GB, and busbw and
-// time span four decades each; points <= 0 cannot be drawn there and are left out.
+// What a plot shows. The y axis is logarithmic, and by default x too: sizes span 8 B to 16 GB,
+// and busbw and time span four decades each; points <= 0 cannot be drawn there and are left
+// out. A linear x (log_x false) is for a count such as history's runs.
 struct PlotOptions {
   std::string title;
   std::string x_label = "message size";
   std::string y_label;
   bool x_is_bytes = true;  // tick labels "1K", "1M" rather than numbers
+  bool log_x = true;       // false: a linear x axis, ticks at whole numbers
   int width = 760;
   int height = 420;
 };

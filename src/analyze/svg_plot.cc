@@ -88,27 +88,27 @@ std::string RenderSvgPlot(const std::vector<PlotSeries>& series, const PlotOptio
     return svg;
   }
 
-  // x: powers of two (sizes are swept by factors of 2); y: whole decades.
-  Range rx{std::floor(std::log2(min_x)), std::ceil(std::log2(max_x))};
+  // x: powers of two (sizes are swept by factors of 2), or whole numbers on a linear axis;
+  // y: whole decades.
+  const auto fx = [&](double x) { return options.log_x ? std::log2(x) : x; };
+  Range rx{std::floor(fx(min_x)), std::ceil(fx(max_x))};
   if (rx.hi <= rx.lo) rx.hi = rx.lo + 1;
   Range ry{std::floor(std::log10(min_y)), std::ceil(std::log10(max_y))};
   if (ry.hi <= ry.lo) ry.hi = ry.lo + 1;
-  const auto px = [&](double x) {
-    return x0 + (std::log2(x) - rx.lo) / (rx.hi - rx.lo) * (x1 - x0);
-  };
+  const auto px = [&](double x) { return x0 + (fx(x) - rx.lo) / (rx.hi - rx.lo) * (x1 - x0); };
   const auto py = [&](double y) {
     return y1 - (std::log10(y) - ry.lo) / (ry.hi - ry.lo) * (y1 - y0);
   };
 
-  // At most about ten labels on x: every 1, 2, 3, 5 or 10 powers of two.
+  // At most about ten labels on x: every 1, 2, 3, 5 or 10 powers of two (or numbers).
   const int span = static_cast<int>(rx.hi - rx.lo);
   int step = 1;
-  for (int candidate : {1, 2, 3, 5, 10, 20}) {
+  for (int candidate : {1, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000}) {
     step = candidate;
     if (span / candidate <= 10) break;
   }
   for (int k = static_cast<int>(rx.lo); k <= static_cast<int>(rx.hi); k += step) {
-    const double value = std::ldexp(1.0, k);
+    const double value = options.log_x ? std::ldexp(1.0, k) : k;
     const double x = px(value);
     svg += fmt::format(
         "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#e4e4e4\"/>\n"

@@ -13,6 +13,7 @@
 #include "fabricscope/compare.h"
 #include "fabricscope/error.h"
 #include "fabricscope/fabric.h"
+#include "fabricscope/history.h"
 #include "fabricscope/nccl_nodes.h"
 #include "fabricscope/parse.h"
 #include "fabricscope/plot.h"
@@ -241,8 +242,20 @@ struct ReportFlags {
   std::string svg_dir;
   std::string title = "fabricscope report";
   std::string fabric;  // a directory of saved infiniband-diags outputs, as `fabric --from`
+  std::string db;      // a results store: its history plotted
+  std::string element;
   ReadFlags read;
 };
+
+// The store's history as plots (docs/fleet.md); "" without --db. Only --db: a report does not
+// plot FABRICSCOPE_DB's history unasked.
+std::string HistorySection(const ReportFlags& flags) {
+  if (flags.db.empty()) return "";
+  const db::StoreUrl url = db::ParseStoreUrl(flags.db);
+  const std::vector<db::Series> series =
+      db::SeriesOf(db::OpenResultsStore(url)->Measures({.element = flags.element}));
+  return db::HistoryHtmlSection(series, url.shown);
+}
 
 // The fabric's section of the report, read and judged as `fabricscope fabric --from DIR`
 // does; "" without --fabric. Throws UsageError when DIR holds no tool outputs.
@@ -256,12 +269,20 @@ std::string FabricSection(const std::string& dir) {
 int ExecuteReport(const ReportFlags& flags, const CommandContext& ctx) {
   const ParseOptions options = ToParseOptions(flags.read);
   // Read before the results so that a bad directory is refused before anything is written.
-  const std::string fabric = FabricSection(flags.fabric);
-  const ResultsFiles read = ReadResultsFiles(flags.files, options, ctx.err);
-  if (read.RunCount() == 0) {
+  if (flags.files.empty() && flags.db.empty()) {
+    throw UsageError(
+        "report needs result files (report run.json job.log), or --db URL for a results "
+        "store's history");
+  }
+  const std::string sections = FabricSection(flags.fabric) + HistorySection(flags);
+  // With --db alone, the report is the store's history; files given are read as always.
+  const ResultsFiles read = flags.files.empty() && !flags.db.empty()
+                                ? ResultsFiles{}
+                                : ReadResultsFiles(flags.files, options, ctx.err);
+  if (read.RunCount() == 0 && flags.db.empty()) {
     throw UsageError("no results could be read from the inputs: nothing to report");
   }
-  WriteOutput(ctx.out, flags.output, RenderHtmlReport(read.inputs, flags.title, fabric));
+  WriteOutput(ctx.out, flags.output, RenderHtmlReport(read.inputs, flags.title, sections));
   if (!flags.svg_dir.empty()) {
     std::error_code error;
     fs::create_directories(flags.svg_dir, error);
@@ -336,8 +357,8 @@ CommandAction SetupCompareCommand(CLI::App& app) {
 
 CommandAction SetupReportCommand(CLI::App& app) {
   auto flags = std::make_shared<ReportFlags>();
-  app.add_option("files", flags->files, "result files, as analyze reads them ('-' = stdin)")
-      ->required();
+  app.add_option("files", flags->files,
+                 "result files, as analyze reads them ('-' = stdin); required unless --db");
   app.add_option("-o,--output", flags->output, "the HTML file to write ('-' = stdout)")
       ->capture_default_str();
   app.add_option("--svg-dir", flags->svg_dir,
@@ -347,6 +368,13 @@ CommandAction SetupReportCommand(CLI::App& app) {
                  "also the InfiniBand fabric: its findings and its SVG picture, from a directory "
                  "of saved infiniband-diags outputs (as `fabricscope fabric --from DIR` reads it, "
                  "e.g. one written by `fabric --save DIR`)");
+  app.add_option("--db", flags->db,
+                 "also the history a results store holds (docs/fleet.md): a plot of each series' "
+                 "figure over its runs, with the platform's healthy minimum; alone, the report is "
+                 "that history")
+      ->type_name("URL");
+  app.add_option("--element", flags->element,
+                 "with --db: only this host (and the node sets holding it), node set or link");
   AddReadFlags(app, flags->read);
   app.footer(
       "Exit status: 0 written; 2 an input could not be read in full (the report is still "

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "fabricscope/history.h"
+#include "fabricscope/html_escape.h"
+#include "fabricscope/plot.h"
 #include "fabricscope/strings.h"
 #include "fabricscope/version.h"
 
@@ -132,5 +134,31 @@ constexpr std::array<HistoryFormat, 3> kFormats = {{
 }  // namespace
 
 std::span<const HistoryFormat> HistoryFormats() { return kFormats; }
+
+std::string HistoryHtmlSection(const std::vector<Series>& series, const std::string& store) {
+  std::string html = fmt::format("<h2>History</h2>\n<p>{} series from {}.</p>\n", series.size(),
+                                 analyze::XmlEscape(store));
+  html += "<div class=\"plots\">\n";
+  for (const Series& s : series) {
+    PlotSeries measured{.label = s.metric, .points = {}};
+    PlotSeries healthy{.label = "healthy minimum", .points = {}, .dashed = true};
+    for (size_t i = 0; i < s.points.size(); ++i) {
+      const double x = static_cast<double>(i + 1);
+      measured.points.emplace_back(x, s.points[i].measure.value);
+      if (s.points[i].measure.healthy) healthy.points.emplace_back(x, *s.points[i].measure.healthy);
+    }
+    std::vector<PlotSeries> lines = {measured};
+    if (!healthy.points.empty()) lines.push_back(healthy);
+    const PlotOptions options{
+        .title = SeriesTitle(s),
+        .x_label = fmt::format("run, oldest first ({} to {})", s.points.front().time.substr(0, 10),
+                               s.points.back().time.substr(0, 10)),
+        .y_label = s.metric + " (" + s.unit + ")",
+        .x_is_bytes = false,
+        .log_x = false};
+    html += RenderSvgPlot(lines, options);
+  }
+  return html + "</div>\n";
+}
 
 }  // namespace fabricscope::db

@@ -79,6 +79,19 @@ class FleetCli : public BinaryTest {
   }
 
   void ExpectHistoryListsThePoints(const std::string& env) {
+    // report --db plots the same history.
+    const std::string html = (dir_ / "history.html").string();
+    const Outcome report = RunProgram(FABRICSCOPE_BINARY, "report -o " + html, env);
+    EXPECT_EQ(report.exit_code, 2) << report.err;  // report reads --db only, not the variable
+    const std::string store = env.substr(env.find('\'') + 1, env.rfind('\'') - env.find('\'') - 1);
+    const Outcome plotted = Run("report --db '" + store + "' -o " + html);
+    EXPECT_EQ(plotted.exit_code, 0) << plotted.err;
+    const std::string page = Slurp(html);
+    EXPECT_NE(page.find("<h2>History</h2>"), std::string::npos);
+    EXPECT_NE(page.find("node gpu-node-7: all_reduce busbw (GB/s)"), std::string::npos);
+    EXPECT_NE(page.find("healthy minimum"), std::string::npos);
+    EXPECT_NE(page.find("<svg"), std::string::npos);
+
     // Without --regressions history lists the points and exits 0; --element picks the node.
     const Outcome before =
         RunProgram(FABRICSCOPE_BINARY, "history --element gpu-node-7 --format csv", env);
