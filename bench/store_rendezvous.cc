@@ -1,6 +1,7 @@
 // The rendezvous store at scale (docs/launch.md): N clients, each a thread with its own
 // connection as each rank thread has, meet as the launcher's ranks do: every client sets its
-// rank key and waits on one "go" key; client 0 reads every rank key (the header), then sets
+// rank key and waits on one "go" key; client 0 reads every rank key (the header, in one
+// MultiGet as the launcher does), then sets
 // "go". Reported per N: the time from the first connect until every client has its "go",
 // the server's connections and threads at the peak, the waiters a Set woke (keyed waiting:
 // only those on its key), the requests, and how long the server took to reap every
@@ -12,6 +13,7 @@
 //
 //   store_rendezvous [--clients 64,256,1024] [--rounds 3] [--processes 0]
 #include <dirent.h>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -47,6 +49,13 @@ size_t OpenFds() {
   return n > 3 ? n - 3 : 0;  // ".", ".." and the directory's own fd
 }
 
+// Every rank key, as the launcher's rank 0 reads them: in one MultiGet (src/launch/launcher.cc).
+std::vector<std::string> RankKeys(int clients) {
+  std::vector<std::string> keys;
+  for (int r = 0; r < clients; ++r) keys.push_back("rank/" + std::to_string(r));
+  return keys;
+}
+
 struct Round {
   double rendezvous_s = 0;
   fabricscope::StoreServerStats peak;
@@ -71,8 +80,7 @@ Round Run(int clients) {
       client.Set("rank/" + std::to_string(i), rank_value);
       ++connected;
       if (i == 0) {
-        for (int r = 0; r < clients; ++r)
-          client.Get("rank/" + std::to_string(r), milliseconds(30000));
+        client.MultiGet(RankKeys(clients), milliseconds(30000));
         client.Set("go", {'1'});
       }
       client.Get("go", milliseconds(30000));
@@ -129,6 +137,37 @@ void ReadExactly(int fd, char* out, size_t n) {
   }
 }
 
+// A connect as fabricscope's client makes it (src/launch/tcp_store.cc, ConnectBy): non-blocking,
+// and a new attempt when one is not answered within 250 ms (doubling up to 4 s), so that a SYN
+// the server's full accept queue dropped costs 250 ms, not the kernel's one-second
+// retransmission. The socket is blocking again once connected.
+int Connect(uint16_t port) {
+  int wait_ms = 250;
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) ::_exit(4);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    if (rc != 0 && errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      int so_error = -1;
+      socklen_t len = sizeof so_error;
+      if (::poll(&p, 1, wait_ms) == 1) ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &len);
+      rc = so_error == 0 ? 0 : -1;
+    }
+    if (rc == 0) {
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+      return fd;
+    }
+    ::close(fd);
+    wait_ms = std::min(2 * wait_ms, 4000);
+  }
+  ::_exit(4);
+}
+
 // One client process: connects clients [first, last), sets each one's rank key, parks a Get
 // of "go" on each, and says when every "go" came (a byte on `done`); then holds the
 // connections open until `release` closes.
@@ -141,12 +180,7 @@ void ReadExactly(int fd, char* out, size_t n) {
   std::vector<int> fds;
   const std::string value(64, 'r');
   for (int i = first; i < last; ++i) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) ::_exit(4);
+    const int fd = Connect(port);
     const int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     WriteAll(fd, Request('S', "rank/" + std::to_string(i), U32(64) + value));
@@ -218,7 +252,7 @@ Round RunProcesses(int clients, int processes) {
       WriteAll(port_pipe[1], std::string(reinterpret_cast<const char*>(&port), sizeof port));
     // Client 0's part as the launcher's rank 0 does it: every rank key, then "go".
     fabricscope::TcpStoreClient reader("127.0.0.1", port, milliseconds(30000));
-    for (int r = 0; r < clients; ++r) reader.Get("rank/" + std::to_string(r), milliseconds(30000));
+    reader.MultiGet(RankKeys(clients), milliseconds(30000));
     reader.Set("go", {'1'});
     for (int p = 0; p < processes; ++p) {
       char byte = 0;

@@ -91,6 +91,10 @@ class TcpStoreClient : public Store {
   ~TcpStoreClient() override;
   void Set(const std::string& key, const std::vector<char>& value) override;
   std::vector<char> Get(const std::string& key, std::chrono::milliseconds timeout) override;
+  // Every Get in one write, the replies read in order (the server serves a connection's
+  // requests in order, a parked one holding those behind it).
+  std::vector<std::vector<char>> MultiGet(const std::vector<std::string>& keys,
+                                          std::chrono::milliseconds timeout) override;
   // The local address of the connection: the interface this host reaches rank 0 through.
   std::string LocalAddress() const;
 
@@ -99,6 +103,8 @@ class TcpStoreClient : public Store {
   // Throws StoreTimeoutError past the deadline, BackendError when the connection is lost.
   char Exchange(const std::vector<char>& request, const std::string& key,
                 std::chrono::steady_clock::time_point deadline);
+  // Reads the next reply's first byte (a request sent earlier), before `deadline`.
+  char ReadStatus(const std::string& key, std::chrono::steady_clock::time_point deadline);
 
   std::mutex mutex_;
   int fd_ = -1;

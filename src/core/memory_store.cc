@@ -1,6 +1,7 @@
 // InMemoryStore: the rendezvous of ranks that are threads of one process.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <string>
@@ -10,6 +11,20 @@
 #include "fabricscope/store.h"
 
 namespace fabricscope {
+
+std::vector<std::vector<char>> Store::MultiGet(const std::vector<std::string>& keys,
+                                               std::chrono::milliseconds timeout) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + timeout;
+  std::vector<std::vector<char>> values;
+  values.reserve(keys.size());
+  for (const std::string& key : keys) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    values.push_back(Get(key, std::max(left, std::chrono::milliseconds(0))));
+  }
+  return values;
+}
 
 void InMemoryStore::Set(const std::string& key, const std::vector<char>& value) {
   {
@@ -27,9 +42,11 @@ std::vector<char> InMemoryStore::Get(const std::string& key, std::chrono::millis
   const bool found =
       changed_.wait_until(lock, deadline, [&] { return values_.find(key) != values_.end(); });
   if (!found) {
-    throw TimeoutError(fmt::format(
-        "rendezvous: key '{}' did not appear within {} ms; a rank did not start or died", key,
-        timeout.count()));
+    throw MissingKeyError(
+        fmt::format(
+            "rendezvous: key '{}' did not appear within {} ms; a rank did not start or died", key,
+            timeout.count()),
+        key);
   }
   return values_.at(key);
 }

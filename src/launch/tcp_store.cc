@@ -536,9 +536,19 @@ StoreServerStats TcpStoreServer::stats() const {
 
 namespace {
 
+// The first connect attempt's wait for an answer, doubled on each silent attempt up to the
+// last. A SYN the server's full accept queue dropped (a burst of thousands of ranks
+// connecting at once overflows net.core.somaxconn) is only sent again by the kernel after
+// a second; a new attempt after 250 ms finds the queue drained. A far host answers a later,
+// longer attempt.
+constexpr std::chrono::milliseconds kFirstConnectWait{250};
+constexpr std::chrono::milliseconds kLastConnectWait{4000};
+
 // One non-blocking connect to `a` by `deadline`: the fd, or -1 with `error` saying why
-// (and `refused` set when the host answered with a reset: nothing listens on the port).
-int ConnectBy(const addrinfo& a, Deadline deadline, std::string* error, bool* refused) {
+// (and `refused` set when the host answered with a reset: nothing listens on the port;
+// `silent` when it did not answer by the deadline).
+int ConnectBy(const addrinfo& a, Deadline deadline, std::string* error, bool* refused,
+              bool* silent) {
   const int fd = ::socket(a.ai_family, a.ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a.ai_protocol);
   if (fd < 0) {
     *error = std::strerror(errno);
@@ -548,6 +558,7 @@ int ConnectBy(const addrinfo& a, Deadline deadline, std::string* error, bool* re
   if (rc != 0 && errno == EINPROGRESS) {
     if (!AwaitReady(fd, POLLOUT, deadline)) {
       *error = "no answer: the host drops the connection or is down";
+      *silent = true;
       ::close(fd);
       return -1;
     }
@@ -575,8 +586,11 @@ TcpStoreClient::TcpStoreClient(const std::string& host, uint16_t port,
     : where_(host + ":" + std::to_string(port)), io_timeout_(io_timeout) {
   const auto deadline = Clock::now() + connect_timeout;
   std::string last_error = "no address";
+  std::chrono::milliseconds attempt_wait = kFirstConnectWait;
   for (;;) {
     bool refused = false;
+    bool silent = false;
+    const Deadline attempt_deadline = std::min<Deadline>(deadline, Clock::now() + attempt_wait);
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -586,7 +600,7 @@ TcpStoreClient::TcpStoreClient(const std::string& host, uint16_t port,
       last_error = std::string("cannot resolve host: ") + ::gai_strerror(gai);
     } else {
       for (addrinfo* a = found; a != nullptr && fd_ < 0; a = a->ai_next) {
-        fd_ = ConnectBy(*a, deadline, &last_error, &refused);
+        fd_ = ConnectBy(*a, attempt_deadline, &last_error, &refused, &silent);
       }
       ::freeaddrinfo(found);
     }
@@ -604,6 +618,10 @@ TcpStoreClient::TcpStoreClient(const std::string& host, uint16_t port,
                                   " ms (connect: " + last_error +
                                   "); check MASTER_ADDR/MASTER_PORT and that rank 0 is running",
                               where_, StorePhase::kConnect);
+    }
+    if (silent) {
+      attempt_wait = std::min(2 * attempt_wait, kLastConnectWait);
+      continue;  // the attempt waited already
     }
     std::this_thread::sleep_for(
         std::min<Clock::duration>(std::chrono::milliseconds(100), deadline - Clock::now()));
@@ -696,8 +714,66 @@ std::vector<char> TcpStoreClient::Get(const std::string& key, std::chrono::milli
     throw BackendError("rendezvous: the store of rank 0 at " + where_ + " answered '" + key +
                        "' with garbage; is MASTER_PORT another service's port?");
   }
-  throw TimeoutError("rendezvous: key '" + key + "' did not appear within " + std::to_string(ms) +
-                     " ms; a rank did not start or died");
+  throw MissingKeyError("rendezvous: key '" + key + "' did not appear within " +
+                            std::to_string(ms) + " ms; a rank did not start or died",
+                        key);
+}
+
+std::vector<std::vector<char>> TcpStoreClient::MultiGet(const std::vector<std::string>& keys,
+                                                        std::chrono::milliseconds timeout) {
+  if (keys.empty()) return {};
+  const auto ms = std::clamp<int64_t>(timeout.count(), 0, INT32_MAX);
+  std::vector<char> requests;
+  for (const std::string& key : keys) {
+    requests.push_back('G');
+    AppendU32(requests, static_cast<uint32_t>(key.size()));
+    requests.insert(requests.end(), key.begin(), key.end());
+    AppendU32(requests, static_cast<uint32_t>(ms));
+  }
+  const std::lock_guard lock(mutex_);
+  // The server serves them in order, each parked Get holding those behind it until its key is
+  // set or its `ms` pass (then the reading stops: below); so every reply is in by `ms` after
+  // the last key is set, or the first missing key's `ms`, plus the I/O allowance.
+  const Deadline deadline = Clock::now() + 2 * std::chrono::milliseconds(ms) + io_timeout_;
+  std::vector<std::vector<char>> values(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    // The first exchange writes every request; the others only read their reply.
+    const char status =
+        i == 0 ? Exchange(requests, keys[0], deadline) : ReadStatus(keys[i], deadline);
+    if (status == 'F') {
+      if (ReadField(fd_, &values[i], deadline) != Io::kOk) {
+        broken_ = true;
+        throw BackendError("rendezvous: lost the store of rank 0 at " + where_ +
+                           " while reading '" + keys[i] + "'; rank 0 died or the network failed");
+      }
+    } else if (status == 'T') {
+      // The Gets behind it would each wait their own timeout: the connection is given up
+      // rather than read to its end (the caller ends the job on a missing key).
+      broken_ = true;
+      ::shutdown(fd_, SHUT_RDWR);
+      throw MissingKeyError("rendezvous: key '" + keys[i] + "' did not appear within " +
+                                std::to_string(ms) + " ms; a rank did not start or died",
+                            keys[i]);
+    } else {
+      broken_ = true;
+      throw BackendError("rendezvous: the store of rank 0 at " + where_ + " answered '" + keys[i] +
+                         "' with garbage; is MASTER_PORT another service's port?");
+    }
+  }
+  return values;
+}
+
+char TcpStoreClient::ReadStatus(const std::string& key, Deadline deadline) {
+  char status = 0;
+  if (const Io io = ReadAll(fd_, &status, 1, deadline); io != Io::kOk) {
+    broken_ = true;
+    if (io == Io::kTimedOut) ::shutdown(fd_, SHUT_RDWR);
+    throw StoreTimeoutError("rendezvous: the store of rank 0 at " + where_ +
+                                " did not answer the read of '" + key +
+                                "' in time: its host is down, cut off or stuck",
+                            where_, StorePhase::kReceive);
+  }
+  return status;
 }
 
 namespace {

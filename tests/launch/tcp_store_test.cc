@@ -112,6 +112,47 @@ TEST(TcpStoreTest, NoServerIsATimeoutNamingTheAddress) {
   }
 }
 
+// MultiGet: every Get in one write, the replies in order; a key set while the others are
+// waited for still arrives; a missing key is a MissingKeyError naming it, after which the
+// connection is given up.
+TEST(TcpStoreTest, MultiGetReadsEveryKeyInOrderInOneRequestAndNamesAMissingOne) {
+  TcpStoreServer server(0);
+  TcpStoreClient client("127.0.0.1", server.port(), milliseconds(5000));
+  std::vector<std::string> keys;
+  for (int i = 0; i < 2000; ++i) {
+    keys.push_back("rank/" + std::to_string(i));
+    if (i != 1999) client.Set(keys.back(), {static_cast<char>('a' + i % 26)});
+  }
+  std::thread late([&] {
+    std::this_thread::sleep_for(milliseconds(100));
+    TcpStoreClient other("127.0.0.1", server.port(), milliseconds(5000));
+    other.Set("rank/1999", {'z'});
+  });
+  const auto values = client.MultiGet(keys, milliseconds(5000));
+  late.join();
+  ASSERT_EQ(values.size(), keys.size());
+  EXPECT_EQ(values[27], std::vector<char>{'b'});
+  EXPECT_EQ(values[1999], std::vector<char>{'z'});
+
+  try {
+    client.MultiGet({"rank/0", "absent/7", "rank/1"}, milliseconds(200));
+    FAIL() << "a missing key was not an error";
+  } catch (const MissingKeyError& e) {
+    EXPECT_EQ(e.key(), "absent/7");
+    EXPECT_NE(std::string(e.what()).find("'absent/7'"), std::string::npos) << e.what();
+  }
+  // The Gets behind the missing one would each wait their timeout: the connection is given up.
+  EXPECT_THROW(client.Get("rank/2", milliseconds(100)), BackendError);
+
+  // The in-process store's MultiGet is the same contract, one key at a time.
+  InMemoryStore memory;
+  memory.Set("a", {'1'});
+  memory.Set("b", {'2'});
+  EXPECT_EQ(memory.MultiGet({"b", "a"}, milliseconds(10)),
+            (std::vector<std::vector<char>>{{'2'}, {'1'}}));
+  EXPECT_THROW(memory.MultiGet({"a", "c"}, milliseconds(10)), TimeoutError);
+}
+
 TEST(TcpStoreTest, ServerGoingAwayFailsWaitingClients) {
   auto server = std::make_unique<TcpStoreServer>(0);
   TcpStoreClient client("127.0.0.1", server->port(), milliseconds(5000));
