@@ -252,6 +252,10 @@ struct ReportFlags {
 std::string HistorySection(const ReportFlags& flags) {
   if (flags.db.empty()) return "";
   const db::StoreUrl url = db::ParseStoreUrl(flags.db);
+  if (url.engine == db::StoreUrl::Engine::kSqlite && !fs::exists(url.target)) {
+    throw UsageError("--db: no results store at " + url.shown +
+                     ": give the file the commands recorded in");
+  }
   const std::vector<db::Series> series =
       db::SeriesOf(db::OpenResultsStore(url)->Measures({.element = flags.element}));
   return db::HistoryHtmlSection(series, url.shown);

@@ -8,11 +8,12 @@
 
 namespace fabricscope::cli {
 
-void AddDbFlag(CLI::App& app, DbFlags& flags) {
+void AddDbFlag(CLI::App& app, DbFlags& flags, const std::string& help) {
   app.add_option("--db", flags.url,
-                 "record the results, verdicts and findings in this store: a SQLite file "
-                 "(created on first use; or sqlite:///PATH) or postgresql://USER@HOST/DB; "
-                 "default: FABRICSCOPE_DB (docs/fleet.md)")
+                 help.empty() ? "record the results, verdicts and findings in this store: a SQLite "
+                                "file (created on first use; or sqlite:///PATH) or "
+                                "postgresql://USER@HOST/DB; default: FABRICSCOPE_DB (docs/fleet.md)"
+                              : help)
       ->type_name("URL");
 }
 

@@ -16,8 +16,9 @@ struct DbFlags {
   std::string url;
 };
 
-// Declares --db on `app`.
-void AddDbFlag(CLI::App& app, DbFlags& flags);
+// Declares --db on `app`; `help` says what the command does with the store (it records in it,
+// by default).
+void AddDbFlag(CLI::App& app, DbFlags& flags, const std::string& help = "");
 
 // The store the command records in: --db, else FABRICSCOPE_DB; none when neither is given.
 // Parsed (UsageError for a bad URL) before the command does any work, but not connected to:

@@ -1,5 +1,6 @@
 #include "cli/history_command.h"
 
+#include <filesystem>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -38,6 +39,11 @@ int ExecuteHistory(HistoryFlags f, const CommandContext& ctx) {
         "history reads a results store: give --db URL or set FABRICSCOPE_DB (the store run, "
         "check, locate, doctor, watch and fabric record in with --db)");
   }
+  // Reading creates nothing: a mistyped path is not an empty history.
+  if (url->engine == db::StoreUrl::Engine::kSqlite && !std::filesystem::exists(url->target)) {
+    throw UsageError("no results store at " + url->shown +
+                     ": give the file the commands recorded in (--db or FABRICSCOPE_DB)");
+  }
   f.options.min_drop = f.min_drop_percent / 100;
   const std::unique_ptr<db::ResultsStore> store = db::OpenResultsStore(*url);
   db::HistoryReport report;
@@ -62,7 +68,9 @@ int ExecuteHistory(HistoryFlags f, const CommandContext& ctx) {
 CommandAction SetupHistoryCommand(CLI::App& app) {
   auto flags = std::make_shared<HistoryFlags>();
   HistoryFlags& f = *flags;
-  AddDbFlag(app, f.db);
+  AddDbFlag(app, f.db,
+            "the results store to read: a SQLite file (or sqlite:///PATH) or "
+            "postgresql://USER@HOST/DB; default: FABRICSCOPE_DB (docs/fleet.md)");
   app.add_option("--element", f.query.element,
                  "only this element: a host (also every node set holding it), a node set "
                  "(a,b,c as recorded: sorted), or a link (a<->b)");

@@ -154,6 +154,8 @@ TEST_F(FleetCli, PostgresqlDownIsTheSameClearError) {
 TEST_F(FleetCli, BadStoreUrlsAreRefusedBeforeAnyWork) {
   ExpectRefused("run -t 2 -b 1K -e 1K --db mysql://h/db", 2, "is not one fabricscope stores in");
   ExpectRefused("history", 2, "give --db URL or set FABRICSCOPE_DB");
+  ExpectRefused("history --db " + (dir_ / "typo.db").string(), 2, "no results store at");
+  EXPECT_FALSE(fs::exists(dir_ / "typo.db"));
   const Outcome o = RunProgram(FABRICSCOPE_BINARY, "doctor", "FABRICSCOPE_DB=sqlite:");
   EXPECT_EQ(o.exit_code, 2) << o.err;
   EXPECT_NE(o.err.find("FABRICSCOPE_DB: --db sqlite:"), std::string::npos) << o.err;
