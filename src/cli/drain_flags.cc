@@ -11,7 +11,11 @@ namespace fabricscope::cli {
 namespace {
 
 // The service --drain or --resume names; "" when neither was given.
+// What CLI11 stores for a flag given without a value: a bare --drain, which is Slurm.
+constexpr std::string_view kBareFlag = "true";
+
 std::string ModeOf(const DrainFlags& flags) {
+  if (flags.drain == kBareFlag) return "slurm";
   if (!flags.drain.empty()) return flags.drain;
   return flags.resume ? "slurm" : "";
 }
@@ -29,18 +33,18 @@ std::string Instead(std::string_view mode) {
 }  // namespace
 
 void AddDrainFlags(CLI::App& app, DrainFlags& flags) {
-  app.add_option("--drain", flags.drain,
-                 "take the nodes a CRITICAL finding blames (a node's or its NIC's) out of "
-                 "service, after the report: MODE " +
-                     NamesOf(NodeServices()) +
-                     " (a bare --drain is slurm: scontrol update State=DRAIN); links, switches "
-                     "and node sets are never drained; a node drained by someone else is left "
-                     "alone (docs/slurm.md)")
-      ->expected(0, 1)
-      ->default_str("slurm")
-      ->type_name("MODE")
+  // A flag, not an option with an optional value: `check --drain job.log` must read job.log
+  // as a result file, not as a MODE (CLI11 flags take a value only as --drain=MODE).
+  app.add_flag("--drain", flags.drain,
+               "take the nodes a CRITICAL finding blames (a node's or its NIC's) out of "
+               "service, after the report; --drain=MODE: " +
+                   NamesOf(NodeServices()) +
+                   " (a bare --drain is slurm: scontrol update State=DRAIN); links, switches "
+                   "and node sets are never drained; a node drained by someone else is left "
+                   "alone (docs/slurm.md)")
       ->check(CLI::Validator(
           [](std::string& mode) -> std::string {
+            if (mode == kBareFlag) return "";
             try {
               FindNodeService(mode);
             } catch (const UsageError& e) {

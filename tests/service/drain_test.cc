@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -368,6 +369,64 @@ TEST_F(DrainCliTest, KubernetesTaintsAndSetsACondition) {
   EXPECT_NE(resumed.find("taint\nnodes\nn2\nfabricscope.io/fault-\n--\n"), std::string::npos)
       << resumed;
   EXPECT_NE(resumed.find("\"status\":\"False\""), std::string::npos) << resumed;
+}
+
+}  // namespace
+}  // namespace fabricscope
+
+namespace fabricscope {
+namespace {
+
+// check --drain: a one-host test below the platform's band blames that host (it ran there
+// alone), a multi-host one blames the node set, which is never drained.
+class CheckDrainCliTest : public DrainCliTest {
+ protected:
+  // A real run's JSON with its rows at `busbw` GB/s, on the hosts `hosts` (one per rank).
+  std::string Results(double busbw, const std::vector<std::string>& hosts) {
+    const std::string base = (dir() / "base.json").string();
+    if (!fs::exists(base)) {
+      const auto o = Run("run -t 2 -b 1M -e 2M -f 2 --backend gloo -n 2 -J " + base);
+      EXPECT_EQ(o.exit_code, 0) << o.err;
+    }
+    nlohmann::json j = nlohmann::json::parse(test::Slurp(base));
+    for (size_t i = 0; i < j["config"]["devices"].size(); ++i) {
+      j["config"]["devices"][i]["hostname"] = hosts[i % hosts.size()];
+    }
+    for (auto& row : j["results"]) {
+      for (const char* placement : {"out_of_place", "in_place"}) {
+        row[placement]["bus_bw"] = busbw;
+        row[placement]["alg_bw"] = busbw;
+      }
+    }
+    return Write("run-" + std::to_string(hosts.size()) + ".json", j.dump());
+  }
+  test::Outcome Check(const std::string& file) {
+    return RunProgram(FABRICSCOPE_BINARY,
+                      "check --gpus-per-node 2 --intra-node-busbw 100 --nics 1 --nic-rate 100 "
+                      "--transport TCP --judge-from 1M --drain " +
+                          file,
+                      Vars());
+  }
+};
+
+TEST_F(CheckDrainCliTest, AOneNodeRunBelowItsBandDrainsThatNode) {
+  const auto o = Check(Results(10, {"n2.cluster.example"}));
+  EXPECT_EQ(o.exit_code, 1) << o.err;
+  EXPECT_NE(o.out.find("CRITICAL"), std::string::npos) << o.out;
+  EXPECT_NE(o.err.find("fabricscope: drained node n2: fabricscope check: bandwidth: "),
+            std::string::npos)
+      << o.err;
+  EXPECT_NE(Calls().find("update NodeName=n2 State=DRAIN Reason=fabricscope check: bandwidth"),
+            std::string::npos)
+      << Calls();
+}
+
+TEST_F(CheckDrainCliTest, ASlowMultiNodeRunDrainsNobodyAndSaysWhy) {
+  const auto o = Check(Results(0.1, {"n2", "n3"}));
+  EXPECT_EQ(o.exit_code, 1) << o.err;
+  EXPECT_NE(o.err.find("not drained: nodes n2, n3 are a set of nodes, not one"), std::string::npos)
+      << o.err;
+  EXPECT_EQ(Calls().find("update"), std::string::npos) << Calls();
 }
 
 }  // namespace
