@@ -330,6 +330,9 @@ struct LocateReport {
 
   // True when locate names a culprit (the exit code says so).
   bool Found() const { return !suspects.empty(); }
+  // The host name of node `node` (its first rank's); "" when the report does not say (a
+  // simulated cluster, an index out of range).
+  std::string HostOfNode(int node) const;
 };
 
 // The report's verdict as findings, for people and programs alike: each named culprit a

@@ -232,18 +232,6 @@ std::optional<fabric::FabricReport> ReadFabric(const CheckFlags& flags) {
   return report;
 }
 
-// Every test's findings and the pastes' diagnoses: what --drain acts on.
-std::vector<Finding> AllFindings(const CheckReport& report) {
-  std::vector<Finding> findings;
-  for (const TestVerdict& test : report.tests) {
-    findings.insert(findings.end(), test.findings.begin(), test.findings.end());
-  }
-  for (const PasteDiagnosis& d : report.diagnoses) {
-    findings.insert(findings.end(), d.findings.begin(), d.findings.end());
-  }
-  return findings;
-}
-
 // The hosts of the tests judged: the nodes a check covered.
 std::vector<std::string> HostsOf(const CheckReport& report) {
   std::vector<std::string> hosts;
@@ -318,9 +306,10 @@ int ExecuteCheck(const CheckFlags& flags, const CommandContext& ctx) {
   // A verdict is always decided (the figures are what they are): never 4.
   const int exit_code =
       errors ? kExitUsage : ExitCodeOf(OutcomeOf(report.status, /*undecided=*/false, flags.strict));
-  const int recorded =
-      RecordResults(store, RecordOfCheck(report, runs, ctx.command_line), ctx, exit_code);
-  return ApplyDrain(flags.drain, "check", AllFindings(report), HostsOf(report), ctx, recorded);
+  // The record holds every test's findings and the pastes' diagnoses: what --drain acts on.
+  const db::Record record = RecordOfCheck(report, runs, ctx.command_line);
+  const int recorded = RecordResults(store, record, ctx, exit_code);
+  return ApplyDrain(flags.drain, "check", record.findings, HostsOf(report), ctx, recorded);
 }
 
 }  // namespace

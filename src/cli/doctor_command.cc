@@ -55,24 +55,6 @@ int ListChecks(std::ostream& out) {
   return kExitOk;
 }
 
-// Every finding of the cluster's report, the drift's included: what --drain acts on.
-std::vector<Finding> AllFindings(const doctor::ClusterReport& cluster) {
-  std::vector<Finding> findings;
-  for (const doctor::NodeReport& node : cluster.nodes) {
-    for (const doctor::CheckResult& check : node.checks) {
-      findings.insert(findings.end(), check.findings.begin(), check.findings.end());
-    }
-  }
-  for (const doctor::Drift& d : cluster.drift) findings.push_back(doctor::DriftFinding(d));
-  return findings;
-}
-
-std::vector<std::string> HostsOf(const doctor::ClusterReport& cluster) {
-  std::vector<std::string> hosts;
-  for (const doctor::NodeReport& node : cluster.nodes) hosts.push_back(node.host);
-  return hosts;
-}
-
 // What doctor hands its format: the cluster's report, and how much of it to show.
 struct DoctorRecord {
   const doctor::ClusterReport& report;
@@ -124,9 +106,10 @@ int ExecuteDoctor(const DoctorFlags& flags, const CommandContext& ctx) {
   format.render({cluster, {flags.verbose}}, output.stream());
   output.Close();
   // Rank 0 alone records and acts, once, on the whole cluster's findings.
-  const int recorded =
-      RecordResults(store, RecordOfDoctor(cluster, ctx.command_line), ctx, exit_code);
-  return ApplyDrain(flags.drain, "doctor", AllFindings(cluster), HostsOf(cluster), ctx, recorded);
+  // The record holds every finding (the drift's too) and every node: what --drain acts on.
+  const db::Record record = RecordOfDoctor(cluster, ctx.command_line);
+  const int recorded = RecordResults(store, record, ctx, exit_code);
+  return ApplyDrain(flags.drain, "doctor", record.findings, record.hosts, ctx, recorded);
 }
 
 }  // namespace

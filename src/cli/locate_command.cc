@@ -394,7 +394,6 @@ std::vector<std::string> HostsOf(const LocateReport& report) {
   return hosts;
 }
 
-// The exit code, after --drain and --resume acted on the report (written already).
 // After the report: record it (--db), then act on it (--drain, --resume).
 int Finish(const LocateFlags& f, const std::optional<db::StoreUrl>& store,
            const LocateReport& report, const CommandContext& ctx) {

@@ -110,7 +110,6 @@ db::Record RecordOfCheck(const CheckReport& report, const std::vector<RunResult>
   }
   r.hosts = Sorted(std::move(hosts));
   r.nccl_version = NcclVersion(nccl);
-  for (const PasteDiagnosis& d : report.diagnoses) AddFindings(d.findings, r);
   for (const TestVerdict& t : report.tests) {
     AddFindings(t.findings, r);
     if (!t.measured_busbw || t.hosts.empty()) continue;
@@ -122,6 +121,7 @@ db::Record RecordOfCheck(const CheckReport& report, const std::vector<RunResult>
     }
     r.measures.push_back(std::move(m));
   }
+  for (const PasteDiagnosis& d : report.diagnoses) AddFindings(d.findings, r);
   return r;
 }
 
@@ -131,15 +131,9 @@ db::Record RecordOfLocate(const LocateReport& report,
   r.hosts = HostsOf(report.ranks);
   r.outcome = Outcome(Worst(report.findings), AnyUndecided(report.findings));
   AddFindings(report.findings, r);
-  auto host = [&](int node) -> std::string {
-    const auto n = static_cast<size_t>(node);
-    if (n >= report.layout.ranks.size() || report.layout.ranks[n].empty()) return "";
-    const auto rank = static_cast<size_t>(report.layout.ranks[n].front());
-    return rank < report.ranks.size() ? report.ranks[rank].hostname : "";
-  };
   for (const PairJudgement& j : report.judgements) {
-    const std::string a = host(j.pair.a);
-    const std::string b = host(j.pair.b);
+    const std::string a = report.HostOfNode(j.pair.a);
+    const std::string b = report.HostOfNode(j.pair.b);
     if (a.empty() || b.empty() || !(j.sendrecv > 0)) continue;
     const auto [lo, hi] = std::minmax(a, b);
     std::string link = lo;

@@ -18,8 +18,8 @@ namespace fabricscope::cli {
 // A run: its rows, and per collective the busbw of its largest size for its node set.
 db::Record RecordOfRun(const RunResult& run, const std::vector<std::string>& command_line);
 
-// A check: the rows judged, every finding (the paste diagnoses' too), and per test with a
-// measured busbw that figure with the platform's band, for the test's node set.
+// A check: the rows judged, every finding (the tests', then the paste diagnoses'), and per test
+// with a measured busbw that figure with the platform's band, for the test's node set.
 db::Record RecordOfCheck(const CheckReport& report, const std::vector<RunResult>& runs,
                          const std::vector<std::string>& command_line);
 
@@ -27,7 +27,7 @@ db::Record RecordOfCheck(const CheckReport& report, const std::vector<RunResult>
 // busbw as a link's figure.
 db::Record RecordOfLocate(const LocateReport& report, const std::vector<std::string>& command_line);
 
-// doctor: every node's findings and the drift; no figures.
+// doctor: every node's findings and the drift's, its nodes as hosts; no figures.
 db::Record RecordOfDoctor(const doctor::ClusterReport& report,
                           const std::vector<std::string>& command_line);
 

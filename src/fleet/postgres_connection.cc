@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "fabricscope/results_db.h"
+#include "fabricscope/strings.h"
 #include "fleet/sql.h"
 
 namespace fabricscope::db {
@@ -87,10 +88,7 @@ class PostgresConnection final : public SqlConnection {
   void Check(const PGresult* result, std::string_view sql) {
     const ExecStatusType status = result ? PQresultStatus(result) : PGRES_FATAL_ERROR;
     if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return;
-    std::string message = result ? PQresultErrorMessage(result) : PQerrorMessage(conn_);
-    while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) {
-      message.pop_back();
-    }
+    std::string message(Trim(result ? PQresultErrorMessage(result) : PQerrorMessage(conn_)));
     if (PQstatus(conn_) == CONNECTION_BAD) message += " (the connection to the server was lost)";
     throw StoreError("results store " + shown_ + ": " + message +
                      " (in: " + std::string(sql.substr(0, 60)) + ")");
@@ -109,11 +107,8 @@ std::unique_ptr<SqlConnection> OpenPostgres(const std::string& url, const std::s
   PGconn* conn = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   if (conn == nullptr) throw StoreError("results store " + shown + ": out of memory connecting");
   if (PQstatus(conn) != CONNECTION_OK) {
-    std::string message = PQerrorMessage(conn);
+    const std::string message(Trim(PQerrorMessage(conn)));
     PQfinish(conn);
-    while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) {
-      message.pop_back();
-    }
     throw StoreError("results store " + shown + ": cannot connect: " + message +
                      " (is the server up, and the URL's host, port, user and database right?)");
   }

@@ -112,10 +112,7 @@ std::string ElementOf(SuspectKind kind) {
 std::vector<std::string> HostsOf(const LocateReport& report, const Suspect& s) {
   std::vector<std::string> hosts;
   for (const int node : s.nodes) {
-    const auto n = static_cast<size_t>(node);
-    if (n >= report.layout.ranks.size() || report.layout.ranks[n].empty()) continue;
-    const auto rank = static_cast<size_t>(report.layout.ranks[n].front());
-    const std::string host = rank < report.ranks.size() ? report.ranks[rank].hostname : "";
+    const std::string host = report.HostOfNode(node);
     if (!host.empty() && std::find(hosts.begin(), hosts.end(), host) == hosts.end()) {
       hosts.push_back(host);
     }
@@ -208,6 +205,13 @@ Finding StragglerFinding(const LocateReport& report, const Straggler& s) {
 }
 
 }  // namespace
+
+std::string LocateReport::HostOfNode(int node) const {
+  const auto n = static_cast<size_t>(node);
+  if (node < 0 || n >= layout.ranks.size() || layout.ranks[n].empty()) return "";
+  const auto rank = static_cast<size_t>(layout.ranks[n].front());
+  return rank < ranks.size() ? ranks[rank].hostname : "";
+}
 
 std::vector<Finding> LocateFindings(const LocateReport& report) {
   std::vector<Finding> out;
