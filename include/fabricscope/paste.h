@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -88,12 +89,38 @@ struct PasteEvidence {
   // GPUDirect not in use), each a shape of the knowledge base ("rule-gpudirect") whose causes
   // the platform's transport tells apart.
   std::vector<std::string> rule_flags;
+  // NCCL's channel connections ("Channel 00/0 : 0[0] -> 1[1] via P2P/IPC"), by transport:
+  // SHM between GPUs of a node with no P2P at all says NCCL's P2P transport was off.
+  size_t channels_shm = 0;
+  size_t channels_p2p = 0;
+  size_t channels_net = 0;
+  // A pasted launcher command (`NCCL_X=1 mpirun -H a,b ...`, backslash-continued lines
+  // joined) that gives NCCL variables to mpirun itself, or after `export`, without `-x NAME`:
+  // Open MPI's mpirun passes its own environment to the ranks it starts on other hosts only
+  // for the names -x lists (MPICH's and Intel MPI's hydra pass all: not counted).
+  struct LaunchEnv {
+    size_t line = 0;
+    std::string text;                      // the command, cut to 512 characters
+    std::vector<std::string> unforwarded;  // "NCCL_SHM_DISABLE"
+    bool multi_host = false;               // -H a,b / --host a,b / a hostfile
+  };
+  std::vector<LaunchEnv> launch_env;
   std::string last_line;  // the log's last line, for how it ended
   size_t last_line_no = 0;
 
   // Whether anything in it can be judged: a signature, an NCCL line, a trailer or a figure.
   bool Judgeable() const;
 };
+
+// What a cluster's host names say of where it runs: EC2 names an instance after its private
+// address, "ip-172-31-41-23"
+// (docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-instance-naming.html), HPE Cray EX its compute
+// nodes "nid005471"; empty when the names say nothing or disagree.
+struct HostNaming {
+  std::string names;            // "EC2's instance names"
+  std::string platform_prefix;  // the catalog platforms of that cloud ("aws-"); "" none
+};
+HostNaming HostNamingOf(const std::set<std::string>& hosts);
 
 // The runs all_reduce_bench's figures stand for, one row each (all_reduce, float, sum), so that
 // check judges them as it judges nccl-tests rows; each run's source is "file:line".

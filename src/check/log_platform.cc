@@ -17,6 +17,7 @@
 #include "fabricscope/collective.h"
 #include "fabricscope/error.h"
 #include "fabricscope/joined.h"
+#include "fabricscope/paste.h"
 #include "fabricscope/statistics.h"
 #include "fabricscope/strings.h"
 
@@ -419,6 +420,29 @@ std::vector<const Platform*> DropContradicted(const std::vector<const Platform*>
   return kept;
 }
 
+// Of the platforms that fit, those of the cloud the host names say (EC2's "ip-172-31-41-23"):
+// a log of an H100 on EC2 is an AWS machine, whatever other 8 x H100 platform it also fits.
+std::vector<const Platform*> KeepHostsCloud(const std::vector<const Platform*>& fits,
+                                            const std::vector<RunResult>& runs,
+                                            PlatformChoice& choice) {
+  std::set<std::string> hosts;
+  for (const RunResult& run : runs) {
+    for (const RankInfo& r : run.ranks) {
+      if (!r.hostname.empty()) hosts.insert(r.hostname);
+    }
+  }
+  const HostNaming naming = HostNamingOf(hosts);
+  if (naming.platform_prefix.empty()) return fits;
+  std::vector<const Platform*> kept;
+  for (const Platform* p : fits) {
+    if (p->name.starts_with(naming.platform_prefix)) kept.push_back(p);
+  }
+  if (kept.empty() || kept.size() == fits.size()) return fits;
+  choice.evidence.push_back(fmt::format("the host names ({}) are {}: only the {}* platforms kept",
+                                        *hosts.begin(), naming.names, naming.platform_prefix));
+  return kept;
+}
+
 }  // namespace
 
 PlatformChoice InferPlatform(const Catalog& catalog, const std::vector<RunResult>& runs) {
@@ -447,6 +471,7 @@ PlatformChoice InferPlatform(const Catalog& catalog, const std::vector<RunResult
     choice.platform = FromFacts(catalog, f, choice);
     return choice;
   }
+  if (fits.size() > 1) fits = KeepHostsCloud(fits, runs, choice);
   if (fits.size() > 1) fits = DropContradicted(fits, runs, f, choice);
   if (fits.empty()) return choice;
   // Of the platforms the numbers allow, the one with the least network bandwidth is the fair

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -145,15 +146,145 @@ bool HeaderWithoutRows(const PasteEvidence& paste, const std::vector<RunResult>&
   return cut || started || (paste.header_line > 0 && paste.lines_after_header == 0);
 }
 
+// The hosts of the runs' device lines ("#  Rank 0 ... on HOST device 0 ...").
+std::set<std::string> DeviceHosts(const std::vector<RunResult>& runs) {
+  std::set<std::string> hosts;
+  for (const RunResult& run : runs) {
+    for (const RankInfo& r : run.ranks) {
+      if (!r.hostname.empty()) hosts.insert(r.hostname);
+    }
+  }
+  return hosts;
+}
+
+// Whether the runs' NCCL lines name a network other than TCP sockets ("NET/IB : Using",
+// TCPX's, TCPXO's, EFA's provider): slow figures on it are not a fallback to sockets.
+bool NamesFastNetwork(const std::vector<RunResult>& runs) {
+  for (const RunResult& run : runs) {
+    for (const std::string& line : run.platform_lines) {
+      for (std::string_view net : {"NET/IB : Using", "NET/GPUDirectTCPX", "NET/FasTrak", "NET/gIB",
+                                   "Using network IB", "Using network AWS Libfabric",
+                                   "Selected Provider is efa", "Selected provider is efa"}) {
+        if (line.find(net) != std::string::npos) return true;
+      }
+    }
+  }
+  return false;
+}
+
+// The figures of a multi-node run that only TCP sockets give: small collectives of a few ranks
+// taking 80 us or more (InfiniBand, RoCE and EFA take under 40 on so few; TCPXO about 85 on
+// 16; shared/reference/platforms.md), busbw topping at 8 GB/s or less from 32 MB up (one
+// 100 Gb/s NIC's RDMA gives 10-12). "" when the figures are not TCP-class.
+std::string TcpClassFigures(const std::vector<RunResult>& runs, bool latency_counts) {
+  double floor_us = 0;
+  int floor_ranks = 0;
+  double large_busbw = -1;
+  double any_busbw = 0;
+  for (const RunResult& run : runs) {
+    for (const ResultRow& row : run.rows) {
+      for (const auto* half : {&row.out_of_place, &row.in_place}) {
+        if (!half->has_value()) continue;
+        const PlacementResult& r = **half;
+        any_busbw = std::max(any_busbw, r.busbw);
+        if (row.size >= (32u << 20)) large_busbw = std::max(large_busbw, r.busbw);
+        if (row.size <= 4096 && run.nranks >= 2 && run.nranks <= 8 && r.time_us > 0 &&
+            (floor_us == 0 || r.time_us < floor_us)) {
+          floor_us = r.time_us;
+          floor_ranks = run.nranks;
+        }
+      }
+    }
+  }
+  const bool slow_latency = latency_counts && floor_us >= 80;
+  if (large_busbw >= 0) {
+    if (large_busbw > 8) return {};
+    return fmt::format("busbw tops at {:.1f} GB/s from 32 MB up{}", large_busbw,
+                       slow_latency ? fmt::format(", small collectives take {:.1f} us on {} ranks",
+                                                  floor_us, floor_ranks)
+                                    : "");
+  }
+  if (!slow_latency || any_busbw > 8) return {};
+  return fmt::format(
+      "small collectives take {:.1f} us on {} ranks (InfiniBand, RoCE and EFA take under 40 on "
+      "so few) and busbw reaches {:.1f} GB/s",
+      floor_us, floor_ranks, any_busbw);
+}
+
+// What the shapes are read against besides the paste.
+struct ShapeContext {
+  const Facts& facts;
+  const std::vector<RunResult>& runs;
+  const PlatformChoice& platform;
+  bool quiet = false;  // no line named a failure's cause
+};
+
+// The launcher command's NCCL variables that never reached the ranks on other hosts, with
+// what NCCL's own lines show of it (lines from fewer hosts than the job has).
+std::string UnforwardedEnv(const ShapeContext& c, const PasteEvidence::LaunchEnv& launch) {
+  const std::set<std::string> devices = DeviceHosts(c.runs);
+  const std::vector<std::string>& nccl = c.facts.paste.nccl_hosts;
+  if (!launch.multi_host && devices.size() < 2 && nccl.size() < 2) return {};
+  std::string text = fmt::format(
+      "`{}`: {} set for mpirun and not passed with -x (Open MPI's mpirun gives the "
+      "ranks it starts on other hosts only the -x names)",
+      Trim(launch.text), fmt::join(launch.unforwarded, ", "));
+  if (!nccl.empty() && devices.size() > nccl.size()) {
+    std::vector<std::string> silent;
+    for (const std::string& h : devices) {
+      if (std::find(nccl.begin(), nccl.end(), h) == nccl.end()) silent.push_back(h);
+    }
+    text += fmt::format("; NCCL printed lines on {} of the job's {} hosts (none from {})",
+                        nccl.size(), devices.size(), fmt::join(silent, ", "));
+  }
+  return text;
+}
+
+// The shapes that point at a setting or a path rather than at a line: variables mpirun did not
+// pass on, P2P off between the GPUs of a node, TCP-class figures on several nodes.
+void PathShapes(const ShapeContext& c, bool failed,
+                const std::function<void(std::string_view, size_t, std::string)>& add) {
+  const PasteEvidence& paste = c.facts.paste;
+  for (const PasteEvidence::LaunchEnv& launch : paste.launch_env) {
+    if (!failed) break;
+    if (std::string text = UnforwardedEnv(c, launch); !text.empty()) {
+      add("env-not-forwarded", launch.line, std::move(text));
+    }
+  }
+  if (paste.channels_shm > 0 && paste.channels_p2p == 0) {
+    add("p2p-via-shm", 0,
+        fmt::format("{} of NCCL's channel connections go via SHM and none via P2P ({} via NET)",
+                    paste.channels_shm, paste.channels_net));
+  }
+  const bool guessed = !c.platform.platform || c.platform.network_guessed;
+  const std::string transport = guessed ? "" : c.platform.platform->transport;
+  if (c.facts.nodes < 2 || paste.nics_used > 0 || NamesFastNetwork(c.runs) || transport == "TCP") {
+    return;
+  }
+  const bool latency_counts = transport != "TCPX" && transport != "TCPXO";
+  std::string figures = TcpClassFigures(c.runs, latency_counts);
+  if (figures.empty()) return;
+  std::set<std::string> hosts = DeviceHosts(c.runs);
+  hosts.insert(paste.nccl_hosts.begin(), paste.nccl_hosts.end());
+  if (const std::string hint = HostNamingOf(hosts).names; !hint.empty()) {
+    figures += fmt::format("; the host names ({}) are {}", *hosts.begin(), hint);
+  }
+  add("tcp-class", 0, fmt::format("on {} nodes, {}", c.facts.nodes, figures));
+}
+
 // The shapes of the paste and its runs: every process alone, NCCL variables the program never
-// saw, nodes on different NCCL versions; with `quiet` (no line named a cause), a header with
-// no rows.
-std::vector<Hit> ShapeHits(const PasteEvidence& paste, const std::vector<RunResult>& runs,
-                           const FailureBase& base, bool quiet, int platform_nics) {
+// saw, nodes on different NCCL versions, the path shapes; with `quiet` (no line named a cause),
+// a header with no rows.
+std::vector<Hit> ShapeHits(const ShapeContext& c, const FailureBase& base) {
+  const PasteEvidence& paste = c.facts.paste;
+  const std::vector<RunResult>& runs = c.runs;
+  const bool quiet = c.quiet;
+  const int platform_nics = c.platform.platform ? c.platform.platform->nics : 0;
   std::vector<Hit> out;
   const auto add = [&](std::string_view shape, size_t line, std::string text) {
     if (const Signature* s = Shape(base, shape)) out.push_back({s, line, std::move(text), 1});
   };
+  PathShapes(c, !quiet || HeaderWithoutRows(paste, runs), add);
   if (RanksAlone(paste, runs)) {
     add("ranks-alone", 0,
         fmt::format("{} nccl-tests headers, {} 'Rank 0' device lines on {} hosts, {} trailers, "
@@ -350,7 +481,10 @@ PasteDiagnosis DiagnosePaste(const PasteEvidence& paste, const std::vector<RunRe
   PasteDiagnosis out;
   out.source = paste.source;
   Facts facts{.paste = paste,
-              .transport = platform.platform ? platform.platform->transport : "",
+              // A platform the log's GPU alone chose says nothing of the network.
+              .transport = platform.platform && !platform.network_guessed
+                               ? platform.platform->transport
+                               : "",
               .nodes = NodesOf(paste, runs),
               .signatures = {}};
   const std::vector<Hit> text = TextHits(paste, base);
@@ -369,7 +503,7 @@ PasteDiagnosis DiagnosePaste(const PasteEvidence& paste, const std::vector<RunRe
   const bool quiet = std::none_of(candidates.begin(), candidates.end(), [](const auto& c) {
     return c.second.role != SignatureRole::kSlow;
   });
-  judge(ShapeHits(paste, runs, base, quiet, platform.platform ? platform.platform->nics : 0));
+  judge(ShapeHits({.facts = facts, .runs = runs, .platform = platform, .quiet = quiet}, base));
   ToolVerdicts(paste, out);
   if (candidates.empty()) return out;
   std::vector<Finding> findings = Conclude(candidates, base, out);

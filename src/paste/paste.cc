@@ -134,6 +134,21 @@ bool BulkInfo(std::string_view message) {
   return op != std::string_view::npos;
 }
 
+// "Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read" (NCCL's transport/p2p.cc, shm.cc, net.cc):
+// counted by the transport after " via ".
+void CountChannel(PasteEvidence& p, std::string_view message) {
+  const size_t via = message.find(" via ");
+  if (via == std::string_view::npos) return;
+  const std::string_view how = message.substr(via + 5);
+  if (how.starts_with("SHM")) {
+    ++p.channels_shm;
+  } else if (how.starts_with("P2P")) {
+    ++p.channels_p2p;
+  } else if (how.starts_with("NET") || how.starts_with("COLLNET")) {
+    ++p.channels_net;
+  }
+}
+
 // NCCL_X=value tokens after a nccl-tests binary on a command line: the shell passed them to
 // the program as arguments, and NCCL never saw them.
 std::vector<std::string> LateAssignments(std::string_view line) {
@@ -144,6 +159,81 @@ std::vector<std::string> LateAssignments(std::string_view line) {
   for (const std::string& w : words) {
     if (w.starts_with("NCCL_") && w.find('=') != std::string::npos) out.push_back(w);
   }
+  return out;
+}
+
+// The variables NCCL, its net plugins and libfabric read: the ones a launcher must pass on.
+bool NcclVariable(std::string_view name) {
+  for (std::string_view prefix : {"NCCL_", "FI_", "OFI_NCCL_", "UCX_", "CUDA_VISIBLE_DEVICES"}) {
+    if (name.starts_with(prefix)) return true;
+  }
+  return false;
+}
+
+// The NAME of a shell assignment word "NAME=value"; "" for another word.
+std::string_view AssignedName(std::string_view word) {
+  const size_t eq = word.find('=');
+  if (eq == std::string_view::npos || eq == 0) return {};
+  const std::string_view name = word.substr(0, eq);
+  const bool shell_name = std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+  return shell_name && !IsDigit(name.front()) ? name : std::string_view{};
+}
+
+// Whether `word` is the launcher itself: mpirun, mpiexec or orterun, by any path.
+bool IsMpirun(std::string_view word) {
+  const size_t slash = word.rfind('/');
+  const std::string_view base = slash == std::string_view::npos ? word : word.substr(slash + 1);
+  return base == "mpirun" || base == "mpiexec" || base == "orterun";
+}
+
+// Options only hydra's mpiexec (MPICH, Intel MPI, MVAPICH) takes; hydra passes the whole
+// environment to every rank, so nothing set for it is lost.
+bool HydraOption(std::string_view word) {
+  for (std::string_view o :
+       {"-genv", "-genvall", "-envall", "-env", "-ppn", "-hosts", "-genvlist"}) {
+    if (word == o) return true;
+  }
+  return false;
+}
+
+// The NCCL variables a pasted `... mpirun ...` command sets for mpirun (assignments before it,
+// or names `export`ed earlier in the paste) and does not forward with -x, and whether it starts
+// ranks on other hosts; nullopt for a line that is no Open MPI launch.
+std::optional<PasteEvidence::LaunchEnv> LaunchEnvOf(std::string_view command,
+                                                    const std::vector<std::string>& exported) {
+  std::vector<std::string> words = Split(std::string(command), ' ');
+  std::erase_if(words, [](const std::string& w) { return w.empty() || w == "\\"; });
+  const auto launcher =
+      std::find_if(words.begin(), words.end(), [](const std::string& w) { return IsMpirun(w); });
+  if (launcher == words.end()) return std::nullopt;
+  PasteEvidence::LaunchEnv out;
+  std::set<std::string, std::less<>> forwarded;
+  for (auto it = launcher + 1; it != words.end(); ++it) {
+    if (HydraOption(*it)) return std::nullopt;
+    const bool has_value = it + 1 != words.end();
+    if (*it == "-x" && has_value) {
+      const std::string& next = *(it + 1);
+      forwarded.insert(next.substr(0, next.find('=')));
+    } else if ((*it == "-H" || *it == "--host" || *it == "-host") && has_value) {
+      out.multi_host = out.multi_host || (it + 1)->find(',') != std::string::npos;
+    } else if (*it == "-hostfile" || *it == "--hostfile" || *it == "-machinefile" ||
+               *it == "--machinefile" || *it == "--default-hostfile") {
+      out.multi_host = true;
+    }
+  }
+  std::set<std::string> set;
+  for (auto it = words.begin(); it != launcher; ++it) {
+    const std::string_view name = AssignedName(*it);
+    if (!name.empty() && NcclVariable(name)) set.emplace(name);
+  }
+  for (const std::string& name : exported) set.insert(name);
+  for (const std::string& name : set) {
+    if (forwarded.count(name) == 0) out.unforwarded.push_back(name);
+  }
+  if (out.unforwarded.empty()) return std::nullopt;
+  out.text = std::string(command.substr(0, 512));
   return out;
 }
 
@@ -191,6 +281,24 @@ size_t ApplyNcclRanks(std::vector<RunResult>& runs, const std::vector<PasteEvide
   return changed;
 }
 
+HostNaming HostNamingOf(const std::set<std::string>& hosts) {
+  const auto digits = [](std::string_view s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return IsDigit(c); });
+  };
+  const auto ec2 = [&](std::string_view h) {
+    if (!h.starts_with("ip-")) return false;
+    const std::vector<std::string> parts = Split(h.substr(3, h.find('.') - 3), '-');
+    return parts.size() == 4 && std::all_of(parts.begin(), parts.end(), digits);
+  };
+  const auto cray = [&](std::string_view h) {
+    return h.starts_with("nid") && h.size() >= 8 && digits(h.substr(3, 5));
+  };
+  if (hosts.empty()) return {};
+  if (std::all_of(hosts.begin(), hosts.end(), ec2)) return {"EC2's instance names", "aws-"};
+  if (std::all_of(hosts.begin(), hosts.end(), cray)) return {"HPE Cray EX's node names", ""};
+  return {};
+}
+
 bool PasteEvidence::Judgeable() const {
   return !hits.empty() || nccl_lines > 0 || !trailers.empty() || !figures.empty() ||
          !late_env.empty() || header_line > 0 || nthread_headers > 0 || !rank0_hosts.empty() ||
@@ -212,6 +320,9 @@ struct PasteReader::State {
   std::map<std::string, std::pair<std::string, size_t>> versions;  // host -> version, line
   std::set<long> ranks;
   std::set<std::string, std::less<>> hosts;
+  std::string command;  // a command line continued with a backslash so far
+  size_t command_line = 0;
+  std::vector<std::string> exported;  // NCCL variables `export`ed by the paste's shell lines
 
   void Close() {
     if (!current) return;
@@ -226,6 +337,8 @@ struct PasteReader::State {
     }
     ranks.clear();
     hosts.clear();
+    command.clear();
+    exported.clear();
     versions.clear();
     last_host.clear();
     done.push_back(std::move(*current));
@@ -314,6 +427,37 @@ struct PasteReader::State {
     for (const std::string& w : LateAssignments(line)) {
       p.late_env.push_back(p.source + ":" + std::to_string(line_no) + ": " + w);
     }
+    Command(p, text, line_no);
+  }
+
+  // A shell line of the paste: `export NCCL_X=...`, or a command, joined across lines that end
+  // in a backslash, that may launch the job.
+  void Command(PasteEvidence& p, std::string_view text, size_t line_no) {
+    std::string_view shell = Trim(text);
+    if (const size_t prompt = shell.find("$ ");
+        prompt != std::string_view::npos && prompt < 64 && command.empty()) {
+      shell = shell.substr(prompt + 2);
+    }
+    if (shell.starts_with("export ")) {
+      const std::string_view name = AssignedName(Trim(shell.substr(7)));
+      if (!name.empty() && NcclVariable(name) && exported.size() < 256) {
+        exported.emplace_back(name);
+      }
+      return;
+    }
+    const bool continued = !shell.empty() && shell.back() == '\\';
+    if (command.empty() && !continued && !Has(shell, "mpirun") && !Has(shell, "mpiexec")) return;
+    if (command.empty()) command_line = line_no;
+    if (command.size() < 8192) {
+      command.append(shell.substr(0, continued ? shell.size() - 1 : shell.size()));
+      command += ' ';
+    }
+    if (continued) return;
+    if (auto launch = LaunchEnvOf(command, exported)) {
+      launch->line = command_line;
+      p.launch_env.push_back(std::move(*launch));
+    }
+    command.clear();
   }
 };
 
@@ -364,6 +508,7 @@ void PasteReader::Line(std::string_view line, size_t line_no) {
   // that the rank's other lines do not give.
   if (info && BulkInfo(message)) {
     ++p.nccl_lines;
+    if (message.starts_with("Channel ")) CountChannel(p, message);
     return;
   }
   s.Facts(p, line, mark, line_no);
