@@ -94,6 +94,12 @@ struct PasteEvidence {
   size_t channels_shm = 0;
   size_t channels_p2p = 0;
   size_t channels_net = 0;
+  size_t channels_net_gdr = 0;    // via NET/IB/N/GDRDMA (or another net's GDRDMA)
+  size_t channels_net_nogdr = 0;  // via NET/IB/N without GDRDMA
+  // NCCL's error trace ("misc/socket.cc:567 -> 2", "bootstrap.cc:270 -> 2"): each frame an
+  // INFO line as a failed call returns through NCCL, innermost first.
+  std::vector<std::string> error_trace;
+  size_t error_trace_line = 0;
   // A pasted launcher command (`NCCL_X=1 mpirun -H a,b ...`, backslash-continued lines
   // joined) that gives NCCL variables to mpirun itself, or after `export`, without `-x NAME`:
   // Open MPI's mpirun passes its own environment to the ranks it starts on other hosts only

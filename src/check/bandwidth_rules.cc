@@ -7,6 +7,9 @@
 
 #include "check/rules.h"
 #include "fabricscope/analyze.h"
+#include "fabricscope/collective.h"
+#include "fabricscope/error.h"
+#include "fabricscope/model.h"
 
 namespace fabricscope::check {
 namespace {
@@ -95,6 +98,25 @@ std::string AlgorithmText(const RuleContext& c, const ExpectedBusbw& e) {
 // ring's 85% healthy floor less the intra-node share of the time (the reduction in NVLink).
 constexpr double kTreeHealthy = 0.75;
 
+// The share of the model's Tree/NVLS figure from which the run is healthy: the ring bands' 85%.
+constexpr double kRingHealthy = 0.85;
+
+// What the model of NCCL's tuning (src/model: the algorithm NCCL picks at that size on that many
+// nodes, NVLS and NVLSTree bounded by NVLink as well as by the NICs) predicts at the run's peak
+// size; nullopt when it cannot say, or when it picks a ring (then the NIC total bounds).
+std::optional<Prediction> TreeExpectation(const RuleContext& c) {
+  try {
+    ModelOptions options;
+    options.nodes = c.test.nodes;
+    const CollectiveModel model(*c.choice.platform, options);
+    Prediction p = model.Predict(FindCollective(c.test.collective).id, c.test.peak_size);
+    if (p.algorithm == NcclAlgorithm::kRing || !(p.busbw > 0)) return std::nullopt;
+    return p;
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
 std::optional<Finding> AlgorithmRule(const RuleContext& c) {
   if (!PlatformApplies(c.test, c.choice) || c.test.nodes < 2) return std::nullopt;
   // Inside one NVLink domain the NICs carry nothing: their total bounds nothing.
@@ -140,6 +162,21 @@ std::optional<Finding> AlgorithmRule(const RuleContext& c) {
                         "({}); {} of that is what a healthy network gives through them",
                         Gbs(tree_bound), Percent(c.test.peak_busbw / tree_bound));
     return f;
+  }
+  if (reduces && (!algo || *algo != "Ring")) {
+    if (const auto model = TreeExpectation(c);
+        model && c.test.peak_busbw >= kRingHealthy * model->busbw) {
+      f.severity = Severity::kOk;
+      f.figures["model_busbw"] = model->busbw;
+      f.what =
+          seen + fmt::format(
+                     ": on {} nodes NCCL's {} reduces inside each node and sends less over the "
+                     "network; the model of NCCL's tuning on this platform expects {} at {} "
+                     "through it, and {} of that is what a healthy fabric gives",
+                     c.test.nodes, AlgorithmName(model->algorithm), Gbs(model->busbw),
+                     FormatBytes(c.test.peak_size), Percent(c.test.peak_busbw / model->busbw));
+      return f;
+    }
   }
   f.what = seen +
            ": NCCL used Tree, NVLS or NVLSTree, which reduce inside each node and send less "

@@ -256,6 +256,19 @@ void PathShapes(const ShapeContext& c, bool failed,
         fmt::format("{} of NCCL's channel connections go via SHM and none via P2P ({} via NET)",
                     paste.channels_shm, paste.channels_net));
   }
+  if (paste.channels_net_nogdr > 0) {
+    add("net-no-gdr", 0,
+        paste.channels_net_gdr > 0
+            ? fmt::format("{} of NCCL's NET/IB connections without GDRDMA, {} with it: GPUDirect "
+                          "RDMA works on some GPUs or nodes and not on others",
+                          paste.channels_net_nogdr, paste.channels_net_gdr)
+            : fmt::format("{} of NCCL's NET/IB connections, none with GDRDMA",
+                          paste.channels_net_nogdr));
+  }
+  if (!paste.error_trace.empty()) {
+    add("error-trace", paste.error_trace_line,
+        fmt::format("NCCL's error trace: {}", fmt::join(paste.error_trace, ", ")));
+  }
   const bool guessed = !c.platform.platform || c.platform.network_guessed;
   const std::string transport = guessed ? "" : c.platform.platform->transport;
   if (c.facts.nodes < 2 || paste.nics_used > 0 || NamesFastNetwork(c.runs) || transport == "TCP") {

@@ -12,9 +12,6 @@
 namespace fabricscope {
 namespace {
 
-// What starts NCCL's own lines after their prefix.
-constexpr std::string_view kNcclMark = "NCCL INFO ";
-
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
 std::string_view TrimLeft(std::string_view s) {
@@ -99,15 +96,17 @@ std::optional<std::string> RankZeroHost(std::string_view line) {
   return std::string(host);
 }
 
-// The host of NCCL's "host:pid:tid [dev] NCCL INFO" prefix, behind any launcher prefix.
-std::optional<std::string_view> NcclHost(std::string_view line) {
-  const size_t nccl = line.find("] NCCL ");
-  if (nccl == std::string_view::npos) return std::nullopt;
-  const size_t open = line.rfind(" [", nccl);
+// The host of NCCL's "host:pid:tid [dev] " prefix, `prefix` being the line before its
+// INFO/WARN mark ("host:1:2 [0] NCCL ", "host:1:2 [0] misc/socket.cc:484 NCCL ", or NCCL 2.2's
+// "host:1:2 [0] "), behind any launcher prefix.
+std::optional<std::string_view> NcclHost(std::string_view prefix) {
+  const size_t close = prefix.rfind(']');
+  if (close == std::string_view::npos) return std::nullopt;
+  const size_t open = prefix.rfind(" [", close);
   if (open == std::string_view::npos || open == 0) return std::nullopt;
-  const size_t start = line.rfind(' ', open - 1);
-  std::string_view token = line.substr(start == std::string_view::npos ? 0 : start + 1,
-                                       open - (start == std::string_view::npos ? 0 : start + 1));
+  const size_t start = prefix.rfind(' ', open - 1);
+  std::string_view token = prefix.substr(start == std::string_view::npos ? 0 : start + 1,
+                                         open - (start == std::string_view::npos ? 0 : start + 1));
   const size_t colon = token.find(':');
   if (colon == std::string_view::npos || colon == 0) return std::nullopt;
   // "host:pid:tid": two numbers after the host.
@@ -115,15 +114,34 @@ std::optional<std::string_view> NcclHost(std::string_view line) {
   return token.substr(0, colon);
 }
 
-// Where NCCL's "NCCL INFO " or "NCCL WARN " starts in `line`; npos for a line of another
-// program.
-size_t NcclMark(std::string_view line) {
+// Where NCCL's own mark is in a line: "NCCL INFO " / "NCCL WARN " (2.3+), or NCCL 2.2's and
+// older "host:pid:tid [dev] INFO " / "host:pid:tid [dev] file.cu:61 WARN " without the word
+// NCCL (src/include/debug.h of those versions).
+struct NcclMark {
+  size_t at = std::string_view::npos;  // where the prefix ends (the mark starts)
+  size_t message = 0;                  // where the message starts
+  bool info = false;
+  bool found() const { return at != std::string_view::npos; }
+};
+
+NcclMark FindNcclMark(std::string_view line) {
   for (size_t at = line.find("NCCL "); at != std::string_view::npos;
        at = line.find("NCCL ", at + 1)) {
     const std::string_view rest = line.substr(at + 5);
-    if (rest.starts_with("INFO ") || rest.starts_with("WARN ")) return at;
+    if (rest.starts_with("INFO ") || rest.starts_with("WARN ")) {
+      return {at, at + 10, rest.starts_with("INFO ")};
+    }
   }
-  return std::string_view::npos;
+  // The old form: INFO right after the "[dev]" of a host:pid:tid prefix; WARN after it and a
+  // "file:line".
+  for (std::string_view level : {"] INFO ", " WARN "}) {
+    const size_t at = line.find(level);
+    if (at == std::string_view::npos || at > 256) continue;
+    const size_t mark = level[0] == ']' ? at + 2 : at + 1;
+    if (!NcclHost(line.substr(0, mark))) continue;
+    return {mark, mark + 5, level[0] == ']'};
+  }
+  return {};
 }
 
 // NCCL's per-connection and per-call INFO messages ("Channel 00/0 : 0[0] -> 1[1] via P2P/IPC",
@@ -146,7 +164,29 @@ void CountChannel(PasteEvidence& p, std::string_view message) {
     ++p.channels_p2p;
   } else if (how.starts_with("NET") || how.starts_with("COLLNET")) {
     ++p.channels_net;
+    if (how.find("/GDRDMA") != std::string_view::npos) {
+      ++p.channels_net_gdr;
+    } else if (how.starts_with("NET/IB/")) {
+      ++p.channels_net_nogdr;
+    }
   }
+}
+
+// One frame of NCCL's error trace, an INFO message "misc/socket.cc:567 -> 2" (NCCLCHECK's
+// "%s:%d -> %d", src/include/checks.h): the file and line a failed call returned from, and the
+// ncclResult_t it returned.
+bool ErrorFrame(std::string_view message) {
+  const size_t arrow = message.find(" -> ");
+  if (arrow == std::string_view::npos || arrow > 96) return false;
+  const std::string_view where = message.substr(0, arrow);
+  const size_t colon = where.rfind(':');
+  if (colon == std::string_view::npos || colon + 1 >= where.size()) return false;
+  const std::string_view file = where.substr(0, colon);
+  const bool source = file.ends_with(".cc") || file.ends_with(".cu") || file.ends_with(".h") ||
+                      file.ends_with(".cpp");
+  const std::string_view code = Trim(message.substr(arrow + 4));
+  return source && !code.empty() && IsDigit(code.front()) &&
+         std::all_of(where.begin() + static_cast<long>(colon) + 1, where.end(), IsDigit);
 }
 
 // NCCL_X=value tokens after a nccl-tests binary on a command line: the shell passed them to
@@ -300,9 +340,10 @@ HostNaming HostNamingOf(const std::set<std::string>& hosts) {
 }
 
 bool PasteEvidence::Judgeable() const {
-  return !hits.empty() || nccl_lines > 0 || !trailers.empty() || !figures.empty() ||
-         !late_env.empty() || header_line > 0 || nthread_headers > 0 || !rank0_hosts.empty() ||
-         single_process_devices > 0 || !tool_verdicts.empty();
+  return !hits.empty() || nccl_lines > 0 || channels_net + channels_p2p + channels_shm > 0 ||
+         !trailers.empty() || !figures.empty() || !late_env.empty() || header_line > 0 ||
+         nthread_headers > 0 || !rank0_hosts.empty() || single_process_devices > 0 ||
+         !tool_verdicts.empty();
 }
 
 struct PasteReader::State {
@@ -348,13 +389,13 @@ struct PasteReader::State {
 
   // A line of NCCL's own ("host:pid:tid [dev] NCCL INFO message"): most of a big log, so
   // each fact is looked for only where the message can start with it.
-  void NcclFacts(PasteEvidence& p, std::string_view line, size_t mark, size_t line_no) {
+  void NcclFacts(PasteEvidence& p, std::string_view line, const NcclMark& mark, size_t line_no) {
     ++p.nccl_lines;
-    if (auto host = NcclHost(line.substr(0, mark + kNcclMark.size())); host && *host != last_host) {
+    if (auto host = NcclHost(line.substr(0, mark.at)); host && *host != last_host) {
       last_host.assign(*host);
       if (hosts.size() < 100000 && hosts.find(*host) == hosts.end()) hosts.emplace(*host);
     }
-    const std::string_view message = line.substr(mark + kNcclMark.size());
+    const std::string_view message = line.substr(mark.message);
     if (message.starts_with("comm ") || message.starts_with("ncclCommInitRank") ||
         message.starts_with("nranks ")) {
       if (const auto n = NumberAfter(message, "nranks ")) {
@@ -370,6 +411,9 @@ struct PasteReader::State {
       }
     } else if (message.starts_with("NCCL version ")) {
       Version(message.substr(13), line_no);
+    } else if (p.error_trace.size() < 8 && ErrorFrame(message)) {
+      if (p.error_trace.empty()) p.error_trace_line = line_no;
+      p.error_trace.emplace_back(Trim(message));
     }
   }
 
@@ -380,9 +424,9 @@ struct PasteReader::State {
     versions.emplace(last_host, std::pair(version, line_no));
   }
 
-  // `mark`: where "NCCL INFO " or "NCCL WARN " starts in the line, npos for none.
-  void Facts(PasteEvidence& p, std::string_view line, size_t mark, size_t line_no) {
-    if (mark != std::string_view::npos) return NcclFacts(p, line, mark, line_no);
+  // `mark`: where NCCL's INFO or WARN mark is in the line, if it has one.
+  void Facts(PasteEvidence& p, std::string_view line, const NcclMark& mark, size_t line_no) {
+    if (mark.found()) return NcclFacts(p, line, mark, line_no);
     if (const size_t v = line.find("NCCL version "); v != std::string_view::npos) {
       Version(line.substr(v + 13), line_no);
     }
@@ -428,6 +472,9 @@ struct PasteReader::State {
       p.late_env.push_back(p.source + ":" + std::to_string(line_no) + ": " + w);
     }
     Command(p, text, line_no);
+    // A channel line without NCCL's prefix ("9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA"),
+    // cut from a log.
+    if (Has(text, " -> ") && Has(text, " via ")) CountChannel(p, text);
   }
 
   // A shell line of the paste: `export NCCL_X=...`, or a command, joined across lines that end
@@ -499,10 +546,9 @@ void PasteReader::Line(std::string_view line, size_t line_no) {
   ++p.lines;
   p.last_line.assign(line.substr(0, 512));
   p.last_line_no = line_no;
-  const size_t mark = NcclMark(line);
-  const bool info = mark != std::string_view::npos && line.substr(mark + 5).starts_with("INFO");
-  const std::string_view message =
-      mark == std::string_view::npos ? line : line.substr(mark + kNcclMark.size());
+  const NcclMark mark = FindNcclMark(line);
+  const bool info = mark.found() && mark.info;
+  const std::string_view message = mark.found() ? line.substr(mark.message) : line;
   // Most of a big log is one line per channel connection and per collective call: the text
   // readers take their transports; no fact, failure signature or watched text is in them
   // that the rank's other lines do not give.

@@ -277,7 +277,8 @@ TEST(CatalogPlatforms, H100OverRoceIsMatchedAndJudged) {
 }
 
 // Above the NIC total on two nodes: NVLS/Tree, judged against the assumed 2-node figure
-// (NVIDIA/nccl #2409's expectation), with the algorithm rule's warning that it is not the network.
+// (NVIDIA/nccl #2409's expectation), and by the algorithm rule against the model of NCCL's
+// NVLSTree on two nodes (513 GB/s at 8 GB), which 465 meets.
 TEST(CatalogPlatforms, H100OverRoceAboveTheNicTotalMeetsTheAssumedFigure) {
   const Judged j = JudgeFromLog(NcclTestsLog(TwoH100RoceNodes(465)));
   const std::string dump = Dump(j.choice, j.report);
@@ -290,7 +291,8 @@ TEST(CatalogPlatforms, H100OverRoceAboveTheNicTotalMeetsTheAssumedFigure) {
   EXPECT_TRUE(Has(t.expected->source, "NVIDIA/nccl #2409")) << t.expected->source;
   const Finding* algo = FindingOf(t, "algorithm");
   ASSERT_NE(algo, nullptr) << dump;
-  EXPECT_EQ(algo->severity, Severity::kWarn);
+  EXPECT_EQ(algo->severity, Severity::kOk) << algo->what;
+  EXPECT_TRUE(Has(algo->what, "the model of NCCL's tuning on this platform expects")) << algo->what;
 }
 
 // coreweave/nccl-tests README, "Expected Performance", GB200 (NCCL 2.26.2), digit for digit:

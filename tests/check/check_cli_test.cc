@@ -136,9 +136,9 @@ TEST_F(CheckCli, SyntheticDegradedRuns) {
                   "shows 'via NET/Socket'"))
       << fallback.out;
 
-  // 2-node NVLS above the NIC total.
+  // 2-node NVLS above the NIC total, below what the model expects through NVLSTree.
   check_testing::LogSpec nvls;
-  nvls.rows = check_testing::CurveRows("all_reduce", 16, 480, 40, size_t{8} << 30);
+  nvls.rows = check_testing::CurveRows("all_reduce", 16, 420, 40, size_t{8} << 30);
   const Outcome algo = Here("--platform dgx-h100 " + Write("nvls.log", NcclTestsLog(nvls)));
   EXPECT_EQ(algo.exit_code, 0) << algo.out;
   EXPECT_TRUE(Has(algo.out, "\n  WARN          algorithm       busbw reaches")) << algo.out;
