@@ -311,6 +311,16 @@ class TextParser {
     int64_t count = 0;
     // A row starts with two integers.
     if (n < 2 || !ParseInt(f[0], size) || !ParseInt(f[1], count)) return false;
+    // A summary table with a column before nccl-tests' own (a node count: "   2   1073741824
+    // 268435456  float  sum ..."): three integers before the type; the row starts at the second.
+    std::string_view* fields = f;
+    size_t fields_n = n;
+    if (n > 4 && IsNumber(f[2]) && !IsNumber(f[3]) && ParseInt(f[2], count)) {
+      size = count;
+      ParseInt(f[1], size);
+      ++fields;
+      --fields_n;
+    }
     EnsureRun(line_no);
     std::string problem;
     ResultRow row;
@@ -319,9 +329,9 @@ class TextParser {
     } else if (size < 0 || count < 0) {
       problem = "a negative size or count";
     } else {
-      problem = FillRow(line, f, n, row);
+      problem = FillRow(line, fields, fields_n, row);
       if (!problem.empty() && schema_.known && !last_partial_)
-        problem = ByColumns(line, f, n, row, problem);
+        problem = ByColumns(line, fields, fields_n, row, problem);
     }
     if (!problem.empty()) {
       if (last_partial_) {

@@ -179,6 +179,25 @@ TEST(TextParser, SeveralRunsInOneLogSplitAtEachHeader) {
   EXPECT_EQ(ParseResults(legacy, "legacy.log").runs.size(), 2u);
 }
 
+// A summary a user put together, a column of their own before nccl-tests' (NVIDIA/nccl#527: the
+// node count): the rows are read from the size on, not refused for a type column that moved.
+TEST(TextParser, ARowWithALeadingColumnOfItsOwnIsRead) {
+  const std::string text =
+      " p4dn        size         count      type   redop     time   algbw   busbw  error     time "
+      "  algbw   busbw  error\n"
+      "   1   1073741824     268435456     float     sum   8142.6  131.87  230.77  2e-07   8141.2 "
+      " 131.89  230.81  2e-07\n"
+      "   2   1073741824     268435456     float     sum    35215   30.49   57.17  4e-07    35198 "
+      "  30.51   57.20  4e-07\n";
+  const ParsedResults parsed = ParseResults(text, "summary.log");
+  ASSERT_EQ(parsed.runs.size(), 1u) << Dump(parsed);
+  ASSERT_EQ(parsed.runs[0].rows.size(), 2u) << Dump(parsed);
+  EXPECT_EQ(parsed.runs[0].rows[1].size, 1073741824u);
+  EXPECT_EQ(parsed.runs[0].rows[1].type, "float");
+  ASSERT_TRUE(parsed.runs[0].rows[1].out_of_place.has_value());
+  EXPECT_DOUBLE_EQ(parsed.runs[0].rows[1].out_of_place->busbw, 57.17);
+}
+
 TEST(TextParser, FabricscopeMultiCollectiveRunStaysOneRun) {
   std::string text = Run219("all_reduce", 1, 2);
   std::string second = Run219("broadcast", 1, 3);
