@@ -129,6 +129,15 @@ bool RanksAlone(const PasteEvidence& paste, const std::vector<RunResult>& runs) 
   return paste.trailers.size() >= 2 && paste.launcher_ranks >= 2 && AllAlike(paste.trailers);
 }
 
+// Whether the job was one rank alone (one device line, one GPU, no launcher of more): it has
+// no peer, so neither P2P nor the network can have held it up.
+bool OneRank(const PasteEvidence& paste, const std::vector<RunResult>& runs) {
+  if (paste.launcher_ranks > 1 || paste.nranks > 1 || runs.empty()) return false;
+  return std::all_of(runs.begin(), runs.end(), [](const RunResult& r) {
+    return r.nranks <= 1 && r.ranks.size() == 1 && r.config.ngpus <= 1 && r.config.nthreads <= 1;
+  });
+}
+
 // Whether a table header stands with no row under it: in a run read, or a layout only the
 // paste reader saw (an old or quoted header).
 bool HeaderWithoutRows(const PasteEvidence& paste, const std::vector<RunResult>& runs) {
@@ -305,7 +314,8 @@ std::vector<Hit> ShapeHits(const ShapeContext& c, const FailureBase& base) {
                     paste.nthread_headers, paste.rank0_hosts.size(), Distinct(paste.rank0_hosts),
                     paste.trailers.size(), paste.launcher_ranks));
   } else if (quiet && HeaderWithoutRows(paste, runs)) {
-    add("no-rows", paste.last_line_no, "the log ends here: " + paste.last_line);
+    add(OneRank(paste, runs) ? "no-rows-alone" : "no-rows", paste.last_line_no,
+        "the log ends here: " + paste.last_line);
   }
   for (const std::string& late : paste.late_env) add("late-env", 0, late);
   for (const std::string& rule : paste.rule_flags) {

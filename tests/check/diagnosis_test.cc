@@ -492,3 +492,22 @@ TEST_F(PasteTest, NetConnectionsWithoutGdrdmaAreNamed) {
 
 }  // namespace
 }  // namespace fabricscope
+
+namespace fabricscope {
+namespace {
+
+// A header and no rows from a job of one rank (nccl-tests -g 1, one process): it has no peer,
+// so the P2P and network causes of a hang are not candidates; the log cut or a local hang are.
+TEST_F(PasteTest, AOneRankJobThatStoppedIsNotBlamedOnP2p) {
+  const Outcome o = Check(
+      "# nThread 1 nGpus 1 minBytes 8 maxBytes 128 step: 2(factor) warmup iters: 5 iters: 20 "
+      "agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n"
+      "#  Rank  0 Group  0 Pid  69438 on hosta device  0 [0x01] NVIDIA RTX A6000\n"
+      "hosta:69438:69444 [0] NCCL INFO NET/Socket : Using [0]enp3s0f0:10.50.56.33<0>\n");
+  EXPECT_EQ(o.exit_code, 1) << o.out;
+  EXPECT_EQ(o.out.find("acs_iommu"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("most likely cause (not decided) log_cut"), std::string::npos) << o.out;
+}
+
+}  // namespace
+}  // namespace fabricscope
