@@ -1,5 +1,6 @@
 // Matching a log line against the signatures: a format string's literal parts, in order.
 #include <algorithm>
+#include <array>
 #include <cctype>
 
 #include "fabricscope/failures.h"
@@ -135,8 +136,15 @@ void FailureBase::Match(std::string_view line, std::vector<size_t>& out) const {
 
 void FailureBase::MatchInfoMessage(std::string_view message, std::vector<size_t>& out) const {
   {
+    // A first fragment starts within the message's first kInfoLead + 1 bytes: a signature whose
+    // first byte is none of those cannot match, and most are ruled out so, unread.
+    std::array<bool, 256> lead{};
+    for (size_t i = 0; i <= kInfoLead && i < message.size(); ++i) {
+      lead[static_cast<unsigned char>(message[i])] = true;
+    }
     for (size_t index : info_) {
       const std::vector<std::string>& fragments = signatures_[index].fragments;
+      if (!lead[static_cast<unsigned char>(fragments.front().front())]) continue;
       // A format may start with a short conversion ("%s/Plugin: ..."): its first literal
       // part starts within the message's first few bytes.
       const size_t window = fragments.front().size() + kInfoLead;

@@ -127,10 +127,11 @@ struct NcclMark {
 NcclMark FindNcclMark(std::string_view line) {
   for (size_t at = line.find("NCCL "); at != std::string_view::npos;
        at = line.find("NCCL ", at + 1)) {
-    const std::string_view rest = line.substr(at + 5);
-    if (rest.starts_with("INFO ") || rest.starts_with("WARN ")) {
-      return {at, at + 10, rest.starts_with("INFO ")};
-    }
+    if (line.size() < at + 10 || line[at + 9] != ' ') continue;
+    const char* level = line.data() + at + 5;
+    const bool info = level[0] == 'I' && level[1] == 'N' && level[2] == 'F' && level[3] == 'O';
+    const bool warn = level[0] == 'W' && level[1] == 'A' && level[2] == 'R' && level[3] == 'N';
+    if (info || warn) return {at, at + 10, info};
   }
   // The old form: INFO right after the "[dev]" of a host:pid:tid prefix; WARN after it and a
   // "file:line".
@@ -147,15 +148,29 @@ NcclMark FindNcclMark(std::string_view line) {
 // NCCL's per-connection and per-call INFO messages ("Channel 00/0 : 0[0] -> 1[1] via P2P/IPC",
 // "AllReduce: opCount 0 sendbuff ..."), which NCCL prints by the thousand in a big job.
 bool BulkInfo(std::string_view message) {
-  if (message.starts_with("Channel ") || message.starts_with("Connected all")) return true;
-  const size_t op = message.substr(0, 32).find(": opCount ");
-  return op != std::string_view::npos;
+  using std::string_view_literals::operator""sv;
+  if (!message.empty() && message.front() == 'C' &&
+      (message.starts_with("Channel "sv) || message.starts_with("Connected all"sv))) {
+    return true;
+  }
+  // "AllReduce: opCount ...": the collective's name, then its colon.
+  const size_t colon = message.substr(0, 32).find(':');
+  return colon != std::string_view::npos && message.substr(colon).starts_with(": opCount "sv);
 }
 
 // "Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read" (NCCL's transport/p2p.cc, shm.cc, net.cc):
 // counted by the transport after " via ".
+// Where " via " is in a channel line: found by its 'v', which the rest of such a line lacks
+// (a find of the whole word stops at every space of the line).
+size_t FindVia(std::string_view text) {
+  for (size_t at = text.find('v', 1); at != std::string_view::npos; at = text.find('v', at + 1)) {
+    if (text[at - 1] == ' ' && text.substr(at, 4) == "via ") return at - 1;
+  }
+  return std::string_view::npos;
+}
+
 void CountChannel(PasteEvidence& p, std::string_view message) {
-  const size_t via = message.find(" via ");
+  const size_t via = FindVia(message);
   if (via == std::string_view::npos) return;
   const std::string_view how = message.substr(via + 5);
   if (how.starts_with("SHM")) {
@@ -176,8 +191,9 @@ void CountChannel(PasteEvidence& p, std::string_view message) {
 // "%s:%d -> %d", src/include/checks.h): the file and line a failed call returned from, and the
 // ncclResult_t it returned.
 bool ErrorFrame(std::string_view message) {
-  const size_t arrow = message.find(" -> ");
-  if (arrow == std::string_view::npos || arrow > 96) return false;
+  // The frame is the message's first word and its arrow.
+  const size_t arrow = message.substr(0, 97).find(' ');
+  if (arrow == std::string_view::npos || !message.substr(arrow).starts_with(" -> ")) return false;
   const std::string_view where = message.substr(0, arrow);
   const size_t colon = where.rfind(':');
   if (colon == std::string_view::npos || colon + 1 >= where.size()) return false;
@@ -395,23 +411,26 @@ struct PasteReader::State {
       last_host.assign(*host);
       if (hosts.size() < 100000 && hosts.find(*host) == hosts.end()) hosts.emplace(*host);
     }
+    using std::string_view_literals::operator""sv;
     const std::string_view message = line.substr(mark.message);
-    if (message.starts_with("comm ") || message.starts_with("ncclCommInitRank") ||
-        message.starts_with("nranks ")) {
+    const char first = message.empty() ? '\0' : message.front();
+    if ((first == 'c' && message.starts_with("comm "sv)) ||
+        (first == 'n' &&
+         (message.starts_with("ncclCommInitRank"sv) || message.starts_with("nranks "sv)))) {
       if (const auto n = NumberAfter(message, "nranks ")) {
         p.nranks = std::max(p.nranks, static_cast<int>(*n));
         if (const auto r = NumberAfter(message, " rank ")) ranks.insert(*r);
       }
-    } else if (message.starts_with("NET/IB : Using")) {
+    } else if (first == 'N' && message.starts_with("NET/IB : Using"sv)) {
       const std::string_view list = message.substr(0, message.find(';'));
       const int n = static_cast<int>(std::count(list.begin(), list.end(), '['));
       if (n > p.nics_used) {
         p.nics_used = n;
         p.nics_line = line_no;
       }
-    } else if (message.starts_with("NCCL version ")) {
+    } else if (first == 'N' && message.starts_with("NCCL version "sv)) {
       Version(message.substr(13), line_no);
-    } else if (p.error_trace.size() < 8 && ErrorFrame(message)) {
+    } else if (p.error_trace.size() < 8 && first >= 'a' && first <= 'z' && ErrorFrame(message)) {
       if (p.error_trace.empty()) p.error_trace_line = line_no;
       p.error_trace.emplace_back(Trim(message));
     }
@@ -474,7 +493,7 @@ struct PasteReader::State {
     Command(p, text, line_no);
     // A channel line without NCCL's prefix ("9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA"),
     // cut from a log.
-    if (Has(text, " -> ") && Has(text, " via ")) CountChannel(p, text);
+    if (FindVia(text) != std::string_view::npos && Has(text, " -> ")) CountChannel(p, text);
   }
 
   // A shell line of the paste: `export NCCL_X=...`, or a command, joined across lines that end
