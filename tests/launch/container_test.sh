@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The shipped Containerfile, built with podman on a Debian 12 base made by debootstrap from
 # the Debian mirror apt uses; inside the image: `fabricscope run -t 2` and a 2-process
-# mpirun with the mpi backend.
+# mpirun with the mpi backend; the NCCL profiler plugin is in the image with every library it
+# links (ldd finds them all).
 #
-#   container_test.sh FABRICSCOPE CACHE_DIR
+#   container_test.sh FABRICSCOPE CACHE_DIR PLUGIN
 #
 # CACHE_DIR (the build directory) keeps the base's tarball and podman's storage between runs:
 # debootstrap takes ~30 s once. Root only; exits 77 (ctest's skip) with the reason when
@@ -16,7 +17,8 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 bin=${1:?usage: $0 FABRICSCOPE CACHE_DIR}
-cache=${2:?usage: $0 FABRICSCOPE CACHE_DIR}
+cache=${2:?usage: $0 FABRICSCOPE CACHE_DIR PLUGIN}
+plugin=${3:?usage: $0 FABRICSCOPE CACHE_DIR PLUGIN}
 label=container_image
 skip() {
   echo "$label: SKIP: $*"
@@ -81,7 +83,9 @@ fi
 mkdir -p "$tmp/context"
 cp "$root/Containerfile" "$tmp/context/"
 cp "$(realpath "$bin")" "$tmp/context/fabricscope"
+cp "$(realpath "$plugin")" "$tmp/context/libnccl-profiler-fabricscope.so"
 podman build --network host --build-arg BASE="$base" --build-arg FABRICSCOPE_BIN=fabricscope \
+  --build-arg FABRICSCOPE_PLUGIN=libnccl-profiler-fabricscope.so \
   -t "$image" -f "$tmp/context/Containerfile" "$tmp/context" >"$tmp/build.log" 2>&1 || {
   tail -n 30 "$tmp/build.log"
   echo "$label: FAIL: podman build"
@@ -90,6 +94,7 @@ podman build --network host --build-arg BASE="$base" --build-arg FABRICSCOPE_BIN
 
 rc=0
 podman run --rm --entrypoint sh "$image" -c '
+  echo "== plugin" && ldd /usr/local/lib/libnccl-profiler-fabricscope.so &&
   fabricscope run -t 2 -b 1K -e 64K -f 4 && echo "== mpirun" &&
   mpirun --allow-run-as-root --oversubscribe -np 2 \
     fabricscope run --backend mpi -b 1K -e 64K -f 4' >"$tmp/run.out" 2>&1 || rc=$?
@@ -108,6 +113,13 @@ check "fabricscope run -t 2 ran 2 thread ranks" "nThread 2 nGpus 1"
 check "the gloo run validated" "^# Out of bounds values : 0 OK"
 check "mpirun ran the mpi backend" "backend=mpi"
 check "2 MPI processes" "^#  Rank  1 Group  0 Pid"
+check "the profiler plugin links prometheus-cpp's pull library" "libprometheus-cpp-pull.so.1.0 => /"
+if grep -q "not found" "$tmp/run.out"; then
+  echo "$label: FAIL the profiler plugin's libraries: $(grep 'not found' "$tmp/run.out" | head -3)"
+  failures=$((failures + 1))
+else
+  echo "$label: ok   every library the plugin links is in the image"
+fi
 [ "$(grep -c '^# Out of bounds values : 0 OK' "$tmp/run.out")" -eq 2 ] &&
   echo "$label: ok   both runs validated" || {
   echo "$label: FAIL both runs validated"

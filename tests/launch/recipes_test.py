@@ -409,6 +409,13 @@ MUTATIONS = [
      "roce_vpcs"),
     ("skypilot/a4-highgpu-8g.yaml", "  NCCL_NET: gIB", "  NCCL_NET: Socket", "NCCL_NET=gIB"),
     ("kubernetes/mpijob.yaml", '"-p", "2222"', '"-p", "22"', "2222"),
+    # Issue 38: how the engines run them.
+    ("dstack/a3-megagpu-8g.dstack.yml", "shell: bash\n", 'entrypoint: "bash -c"\n', "entrypoint:"),
+    ("dstack/a4-highgpu-8g.dstack.yml", "    path: /fabricscope\n", "", "repos.0.path"),
+    ("kubernetes/mpijob.yaml", "    backoffLimit: 0\n", "", "spec.runPolicy.backoffLimit"),
+    ("kubernetes/mpijob.yaml", "      restartPolicy: Never\n", "",
+     "spec.mpiReplicaSpecs.Launcher.restartPolicy"),
+    ("skypilot/a3-megagpu-8g.yaml", "H100-MEGA-80GB:8", "H100-MEGA:8", "H100-MEGA-80GB"),
     ("kubernetes/gke-gib.yaml", "nvidia.com/gpu: 8",
      "nvidia.com/gpu: 8\n              rdma/rdma_shared_device_a: 1", "rdma_shared_device_a"),
     ("slurm/fabricscope.sbatch", "#SBATCH --gpus-per-node=8\n", "", "--gpus-per-node"),
