@@ -86,6 +86,8 @@ test_packages=(
   # launch's tests: a real Slurm (slurmctld, slurmd, munge; pmix comes with the plugins),
   # the deploy/ recipes' YAML, and the container image (podman on a debootstrap'ed base).
   slurm-wlm munge python3 python3-yaml podman buildah debootstrap runc
+  # the recipes checked against their engines' own schemas (tests/launch/schemas/)
+  python3-jsonschema
   # the NCCL profiler plugin's Prometheus endpoint (prometheus-cpp pull; the tests load the
   # plugin), and watch's tests: Prometheus scraping it, curl fetching /metrics.
   prometheus-cpp-dev prometheus curl
