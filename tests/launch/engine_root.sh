@@ -15,8 +15,9 @@
 # fabricscope`, the recipes' own flags) on the source tree seen at its own path in the root
 # through an overlay: the suite's build/ tree (built with the same Debian 12 packages) is the
 # lower layer, so the build finds it built and writes only to the overlay (the suite's tree
-# is not touched). The state (root, overlay layers) is in /var/tmp/fabricscope-engines-*,
-# outside the source tree (an overlay's upper layer may not lie inside its lower one).
+# is not touched). The state (root, overlay layers) is a 3 GB tmpfs mounted at
+# /var/tmp/fabricscope-engines-* until cleanup, outside the source tree (an overlay's upper
+# layer may not lie inside its lower one).
 # Root only, with debootstrap, unshare and chroot; 77 (ctest's skip) otherwise.
 set -euo pipefail
 
@@ -65,6 +66,10 @@ cmd_setup() {
   done
   state=$(state_of "$build")
   cmd_cleanup "$build" >/dev/null
+  # In memory: the root and the hosts' layers are written once and thrown away, and removing
+  # half a gigabyte of files took a minute here under load; unmounting takes none.
+  mkdir -p "$state"
+  mount -t tmpfs -o size=3g,mode=700 fabricscope-engines "$state"
   mkdir -p "$state"/{root,src-up,src-work}
 
   cache=$build/container-test
@@ -99,6 +104,13 @@ cmd_setup() {
     tail -n 30 "$state/install.log"
     die "install-deps.sh build failed in the fresh root"
   fi
+  # What the MPIJob's image adds to the build set (Containerfile): ssh for mpirun across pods.
+  if ! APT_CACHE=$build/engine-root-apt in_root "$state" "$src" bash -c \
+      'DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+       openssh-client openssh-server && mkdir -p /run/sshd' >>"$state/install.log" 2>&1; then
+    tail -n 30 "$state/install.log"
+    die "the image's ssh packages failed to install in the fresh root"
+  fi
   echo "engine_root: packages in $((SECONDS - t0)) s"
   t0=$SECONDS
   # The recipes' own configure and build, once (the first build).
@@ -116,8 +128,9 @@ cmd_cleanup() {
   local state
   state=$(state_of "$1")
   [ -d "$state" ] || return 0
-  # Nothing is mounted outside the private namespaces; a killed run may leave mounts in
-  # none of ours, so only the files go.
+  # The state is a tmpfs of its own (setup); every other mount was made in a private mount
+  # namespace and went with it.
+  if mountpoint -q "$state"; then umount "$state" || umount -l "$state"; fi
   rm -rf --one-file-system "$state"
   echo "engine_root: removed $state"
 }

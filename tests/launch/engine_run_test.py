@@ -45,6 +45,7 @@ Root only (namespaces, mounts, chroot); 77 when not root. The root must have bee
 import json
 import os
 import pathlib
+import re
 import shlex
 import subprocess
 import sys
@@ -67,7 +68,7 @@ PROLOGUE = r"""
 set -euo pipefail
 name=$1 state=$2 src=$3 dir=$4 cwd=$5
 shift 5
-hostname "$name"
+hostname "${HOSTNAME_AS:-$name}"
 m=$dir/mnt
 mkdir -p "$m" "$dir/up" "$dir/wk" "$dir/sup" "$dir/swk"
 mount -t overlay overlay -o "lowerdir=$state/root,upperdir=$dir/up,workdir=$dir/wk" "$m"
@@ -109,7 +110,12 @@ for l in ${LINKS:-}; do
   rm -rf "${m:?}$l"
   ln -sfn "$src" "$m$l"
 done
-for f in ${FILES:-}; do cp -a "$f" "$m/"; done
+for f in ${FILES:-}; do
+  case "$f" in
+    *:*) mkdir -p "$(dirname "$m${f#*:}")"; cp -a "${f%%:*}" "$m${f#*:}" ;;
+    *) cp -a "$f" "$m/" ;;
+  esac
+done
 if [ -n "${PHYSICAL:-}" ]; then
   # The engine's path is a symlink to the tree built once; a synced directory's own path is
   # its physical one, and so is this one's with `set -o physical` (read by ~/.bashrc, which
@@ -236,14 +242,15 @@ def skypilot_jobs(doc, nodes, work):
     return jobs, ["/root/sky_workdir"], ["sudo"]
 
 
-def run_host(rank, state, src, hostdir, argv, env, cwd, links, doubles, files):
-    ns = f"{PREFIX}{rank + 1}"
+def run_host(rank, state, src, hostdir, argv, env, cwd, links, doubles, files, prefix=PREFIX,
+             hostname=""):
+    ns = f"{prefix}{rank + 1}"
     cmd = ["ip", "netns", "exec", ns, "unshare", "--uts", "--", "bash", "-c", PROLOGUE,
            "prologue", ns, str(state), str(src), str(hostdir), cwd]
     cmd += [f"{k}={v}" for k, v in env.items()] + argv
     penv = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LINKS": " ".join(links),
             "DOUBLES": str(doubles) if doubles else "", "FILES": " ".join(map(str, files)),
-            "PHYSICAL": "1" if "/root/sky_workdir" in links else "",
+            "PHYSICAL": "1" if "/root/sky_workdir" in links else "", "HOSTNAME_AS": hostname,
             "DSTACK_HOSTFILE": "".join(  # writeMpiHostfile (executor.go 779-818)
                 f"{ip} slots={env['DSTACK_GPUS_PER_NODE']}\n"
                 for ip in env.get("DSTACK_NODES_IPS", "").split("\n") if ip)}
@@ -324,6 +331,106 @@ def run_recipe(path, name, state, src, work):
     return problems, verdict, outputs
 
 
+MPI_PREFIX = "fs-m"
+
+
+def run_mpijob(src, state, work):
+    """The MPIJob once: its workers' sshd and its launcher's command as kubeflow/mpi-operator@
+    caa3c47 builds them (pkg/controller/mpi_job_controller.go: the hostfile of newConfigMap,
+    1334-1378, "NAME.JOB.NAMESPACE.svc slots=N"; the launcher's environment, ompiEnvVars
+    181-195 and newLauncherPodTemplate 1585-1609; the SSH keys at /root/.ssh, setupSSHOnPod,
+    SSHAuthMountPath's default, v2beta1/default.go 65-66), on three namespace hosts (the
+    launcher pod and two worker pods), in the fresh root with the image's additions
+    (Containerfile: ssh, fabricscope in /usr/local/bin). Returns (problems, exit code)."""
+    docs = [d for d in yaml.safe_load_all((src / "deploy/kubernetes/mpijob.yaml").read_text())
+            if d]
+    job = docs[0]
+    name, namespace = job["metadata"]["name"], "default"
+    spec = job["spec"]
+    slots = spec["slotsPerWorker"]
+    launcher_c = spec["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    worker_c = spec["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    workers = spec["mpiReplicaSpecs"]["Worker"]["replicas"]
+    fqdn = [f"{name}-worker-{i}.{name}.{namespace}.svc" for i in range(workers)]
+    (work / "hostfile").write_text("".join(f"{h} slots={slots}\n" for h in fqdn))
+    hosts = "127.0.0.1 localhost\n" + f"{SUBNET}.1 {name}-launcher.{name}.{namespace}.svc " \
+        f"{name}-launcher\n" + "".join(f"{SUBNET}.{i + 2} {h} {name}-worker-{i}\n"
+                                      for i, h in enumerate(fqdn))
+    (work / "hosts").write_text(hosts)
+    key = work / "id_rsa"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ecdsa", "-N", "", "-f", str(key)], check=True)
+    (work / "authorized_keys").write_text((work / "id_rsa.pub").read_text())
+    (work / "results").mkdir()
+    files = [f"{work}/hosts:/etc/hosts", f"{key}:/root/.ssh/id_rsa",
+             f"{work}/authorized_keys:/root/.ssh/authorized_keys",
+             f"{src}/build/fabricscope:/usr/local/bin/fabricscope"]
+    base_env = {"PATH": IMAGE_PATH, "HOME": "/root"}
+    up = netns("up", str(workers + 1), MPI_PREFIX)
+    if up.returncode != 0:
+        return [f"netns.sh up: {up.stderr}"], None, ""
+    procs = []
+    try:
+        for i in range(workers):
+            env = {**base_env, **{e["name"]: str(e["value"]) for e in worker_c.get("env") or []},
+                   "K_MPI_JOB_ROLE": "worker"}
+            argv = worker_c["command"] + (worker_c.get("args") or [])
+            hostdir = work / f"w{i}"
+            hostdir.mkdir()
+            procs.append(run_host(i + 1, state, src, hostdir, argv, env, "/", [], None, files,
+                                  MPI_PREFIX, f"{name}-worker-{i}"))
+        time.sleep(1)  # launcherCreationPolicy: WaitForWorkersReady
+        env = {**base_env, **{e["name"]: str(e["value"]) for e in launcher_c.get("env") or []},
+               "K_MPI_JOB_ROLE": "launcher",
+               "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
+               "OMPI_MCA_orte_default_hostfile": "/etc/mpi/hostfile",
+               "OMPI_MCA_plm_rsh_args": "-o ConnectionAttempts=10",
+               "OMPI_MCA_orte_set_default_slots": str(slots),
+               "NVIDIA_VISIBLE_DEVICES": "", "NVIDIA_DRIVER_CAPABILITIES": "",
+               # the test's one change to the manifest: Gloo for the GPUs, a small sweep
+               "FABRICSCOPE_BACKEND": "gloo", "FABRICSCOPE_SWEEP": "-b 1K -e 16K -f 4 -w 1 -n 2"}
+        argv = launcher_c["command"] + launcher_c["args"]
+        hostdir = work / "launcher"
+        hostdir.mkdir()
+        launcher = run_host(0, state, src, hostdir, argv, env, "/", [], None,
+                            files + [f"{work}/hostfile:/etc/mpi/hostfile",
+                                     f"{work}/results:/results"],
+                            MPI_PREFIX, f"{name}-launcher")
+        try:
+            out, _ = launcher.communicate(timeout=240)
+        except subprocess.TimeoutExpired:
+            launcher.kill()
+            out, _ = launcher.communicate()
+            out += "\n(timed out after 240 s)"
+        rc = launcher.returncode
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        netns("down", MPI_PREFIX)
+    problems = []
+    results = work / "launcher/up/results"
+    try:
+        verdict = json.loads((results / "check.json").read_text())["verdict"]
+        if rc != (1 if verdict == "CRITICAL" else 0):
+            problems.append(f"the launcher exited {rc}, its verdict is {verdict}")
+    except (OSError, ValueError, KeyError) as e:
+        verdict = None
+        problems.append(f"no verdict in the launcher's /results/check.json: {e}")
+    log = (results / "run.log").read_text() if (results / "run.log").exists() else ""
+    ranks = sorted(set(re.findall(r"^#\s+Rank\s+(\d+) .* on\s+(\S+)", log, re.M)))
+    on = {h for _, h in ranks}
+    if len(ranks) != workers * slots or not all(f"{name}-worker-{i}" in on for i in range(workers)):
+        problems.append(f"run.log: {len(ranks)} ranks on {sorted(on)}, not {workers * slots} on "
+                        "the workers")
+    if not (results / "report.html").is_file():
+        problems.append("no report.html in the launcher's /results")
+    return problems, (rc, verdict), out + log[-2000:]
+
+
 # The negative test: the findings of issue 38, put back, must fail when run as the engine runs
 # them: (recipe, text, replacement).
 MUTATIONS = [
@@ -379,7 +486,7 @@ def main():
         return 1
     deploy = src / "deploy"
     mutations = sys.argv[3:] == ["--mutations"]
-    names = [] if mutations else sys.argv[3:] or [str(p.relative_to(deploy)) for p in
+    names = [] if mutations or sys.argv[3:] == ["--mpijob"] else sys.argv[3:] or [str(p.relative_to(deploy)) for p in
                              sorted(deploy.glob("dstack/*.dstack.yml")) +
                              sorted(deploy.glob("skypilot/*.yaml"))]
     up = netns("up", "2", PREFIX)
@@ -388,6 +495,17 @@ def main():
         return 1
     failures = 0
     try:
+        if sys.argv[3:] == ["--mpijob"]:
+            with tempfile.TemporaryDirectory(prefix="engine-", dir=state) as tmp:
+                problems, result, out = run_mpijob(src, state, pathlib.Path(tmp))
+            if problems:
+                print("FAIL kubernetes/mpijob.yaml:\n  " + "\n  ".join(problems))
+                print("  --- the launcher, last lines:\n    " +
+                      "\n    ".join(out.strip().splitlines()[-30:]))
+                return 1
+            print(f"ok   kubernetes/mpijob.yaml: ran once, {result[1]}, the launcher's exit "
+                  f"status {result[0]} kept")
+            return 0
         if mutations:
             failures = run_mutations(src, state)
             print(f"{len(MUTATIONS)} mutations, {failures} not caught")
