@@ -92,19 +92,47 @@ podman build --network host --build-arg BASE="$base" --build-arg FABRICSCOPE_BIN
   exit 1
 }
 
+failures=0
+# .containerignore on a context shaped as a clone: the history and the build trees stay out,
+# the binary and the plugin Containerfile copies from build/ come in (checked by a RUN step,
+# so no extra container run).
+ctx=$tmp/clone
+mkdir -p "$ctx/.git/objects" "$ctx/build/CMakeFiles" "$ctx/build-asan" "$ctx/src" "$ctx/.ci"
+echo x >"$ctx/.git/objects/pack"
+echo x >"$ctx/build/CMakeCache.txt"
+echo x >"$ctx/build/CMakeFiles/a.o"
+echo x >"$ctx/build-asan/fabricscope"
+echo x >"$ctx/build/fabricscope"
+echo x >"$ctx/build/libnccl-profiler-fabricscope.so"
+echo x >"$ctx/src/main.cc"
+cp "$root/.containerignore" "$ctx/"
+printf 'FROM %s\nCOPY . /ctx\nRUN %s\n' "$base" \
+  'test ! -e /ctx/.git && test ! -e /ctx/.ci && test ! -e /ctx/build/CMakeCache.txt && test ! -e /ctx/build/CMakeFiles && test ! -e /ctx/build-asan/fabricscope && test -f /ctx/build/fabricscope && test -f /ctx/build/libnccl-profiler-fabricscope.so && test -f /ctx/src/main.cc && echo containerignore-ok' \
+  >"$tmp/Containerfile.ignore"
+ignore_rc=0
+podman build --network host -t "$image-ignore" -f "$tmp/Containerfile.ignore" "$ctx" \
+  >"$tmp/ignore.log" 2>&1 || ignore_rc=$?
+podman rmi -f "$image-ignore" >/dev/null 2>&1 || true
+
 rc=0
 podman run --rm --entrypoint sh "$image" -c '
   echo "== plugin" && ldd /usr/local/lib/libnccl-profiler-fabricscope.so &&
   fabricscope run -t 2 -b 1K -e 64K -f 4 && echo "== mpirun" &&
   mpirun --allow-run-as-root --oversubscribe -np 2 \
     fabricscope run --backend mpi -b 1K -e 64K -f 4' >"$tmp/run.out" 2>&1 || rc=$?
-failures=0
 check() {
   if grep -qE -- "$2" "$tmp/run.out"; then echo "$label: ok   $1"; else
     echo "$label: FAIL $1"
     failures=$((failures + 1))
   fi
 }
+if [ "$ignore_rc" -eq 0 ] && grep -q containerignore-ok "$tmp/ignore.log"; then
+  echo "$label: ok   .containerignore keeps .git and the build trees out, build/fabricscope in"
+else
+  echo "$label: FAIL .containerignore on a clone-shaped context (podman build exit $ignore_rc):"
+  tail -n 15 "$tmp/ignore.log"
+  failures=$((failures + 1))
+fi
 [ "$rc" -eq 0 ] && echo "$label: ok   the container exits 0" || {
   echo "$label: FAIL the container exits $rc"
   failures=$((failures + 1))

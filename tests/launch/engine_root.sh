@@ -41,6 +41,7 @@ state_of() {
 in_root() {
   local state=$1 src=$2
   shift 2
+  # shellcheck disable=SC2016  # the inner shell expands them
   unshare --mount --propagation private -- bash -c '
     set -e
     state=$1 src=$2

@@ -4,6 +4,8 @@ fresh Debian root of tests/launch/engine_root.sh, with Gloo standing in for the 
 
   engine_run_test.py SOURCE_DIR BUILD_DIR [RECIPE...]     (default: every dstack and SkyPilot task)
   engine_run_test.py SOURCE_DIR BUILD_DIR --mutations     the old findings put back must fail
+  engine_run_test.py SOURCE_DIR BUILD_DIR --mpijob        deploy/kubernetes/mpijob.yaml once
+                                                          (run_mpijob says how)
 
 For each recipe, on each of two hosts (network namespaces fs-e1 and fs-e2 on one bridge,
 scripts/testbed/netns.sh, 10.77.0.1-2, removed at the end), in the root seen through an
@@ -73,7 +75,8 @@ m=$dir/mnt
 mkdir -p "$m" "$dir/up" "$dir/wk" "$dir/sup" "$dir/swk"
 mount -t overlay overlay -o "lowerdir=$state/root,upperdir=$dir/up,workdir=$dir/wk" "$m"
 mkdir -p "$m$src"
-mount -t overlay overlay -o "lowerdir=$state/src-up:$src,upperdir=$dir/sup,workdir=$dir/swk" "$m$src"
+mount -t overlay overlay \
+  -o "lowerdir=$state/src-up:$src,upperdir=$dir/sup,workdir=$dir/swk" "$m$src"
 mount -t proc proc "$m/proc"
 mount -t sysfs sysfs "$m/sys"
 mount -t tmpfs -o mode=755 tmpfs "$m/dev"
@@ -477,6 +480,17 @@ def main():
     if os.geteuid() != 0:
         print("SKIP: needs root (network namespaces, mounts, chroot)")
         return 77
+    deploy = src / "deploy"
+    mutations = sys.argv[3:] == ["--mutations"]
+    tasks = sorted(deploy.glob("dstack/*.dstack.yml")) + sorted(deploy.glob("skypilot/*.yaml"))
+    names = [] if mutations or sys.argv[3:] == ["--mpijob"] else (
+        sys.argv[3:] or [str(p.relative_to(deploy)) for p in tasks])
+    unknown = [n for n in names if not (deploy / n).is_file()
+               or not n.startswith(("dstack/", "skypilot/")) or "/fleets/" in n]
+    if unknown:
+        print(f"engine_run_test: not a dstack or SkyPilot task under {deploy}: "
+              f"{', '.join(unknown)}", file=sys.stderr)
+        return 2
     state = pathlib.Path(subprocess.run(
         ["bash", str(HERE / "engine_root.sh"), "state", str(build)],
         capture_output=True, text=True, check=True).stdout.strip())
@@ -484,11 +498,6 @@ def main():
         print(f"FAIL: no prepared root in {state}: run `engine_root.sh setup` first (ctest "
               "fixture engine_root_setup)")
         return 1
-    deploy = src / "deploy"
-    mutations = sys.argv[3:] == ["--mutations"]
-    names = [] if mutations or sys.argv[3:] == ["--mpijob"] else sys.argv[3:] or [str(p.relative_to(deploy)) for p in
-                             sorted(deploy.glob("dstack/*.dstack.yml")) +
-                             sorted(deploy.glob("skypilot/*.yaml"))]
     up = netns("up", "2", PREFIX)
     if up.returncode != 0:
         print(f"FAIL: netns.sh up: {up.stderr}")

@@ -23,7 +23,8 @@ import yaml
 
 DSTACK_COMMIT = "511c318c8a7672fb2a925041bfc2d7301a26272e"
 MPI_COMMIT = "caa3c47fc42eb762635f78045ec0fcd1a89eb038"
-JOBSET_COMMIT = "08dfbdfd682714a9ab929633eca8dc95315187e7"  # the newest stored snapshot of kubernetes-sigs/jobset
+# The newest stored snapshot of kubernetes-sigs/jobset.
+JOBSET_COMMIT = "08dfbdfd682714a9ab929633eca8dc95315187e7"
 MODELS = "src/dstack/_internal/core/models/"
 
 
