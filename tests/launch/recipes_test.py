@@ -69,6 +69,10 @@ def schema_for(name, doc):
         return "skypilot-task.json"
     if name.startswith("dstack/") and doc.get("type") == "task":
         return "dstack-task.json"
+    if name.startswith("dstack/") and doc.get("type") == "fleet":
+        return "dstack-fleet.json"
+    if name.startswith("dstack/") and name.endswith(".server.yml"):
+        return "dstack-server.json"
     if doc.get("kind") == "MPIJob":
         return "mpijob-v2beta1.json"
     if doc.get("kind") == "JobSet":
@@ -482,6 +486,10 @@ MUTATIONS = [
     ("kubernetes/mpijob.yaml", "    cleanPodPolicy: Running", "    cleanupPolicy: Running",
      "schema mpijob-v2beta1.json"),
     ("kubernetes/jobset.yaml", "replicatedJobs:", "replicatedJob:", "schema jobset-v1alpha2.json"),
+    ("dstack/fleets/a3-megagpu-8g.fleet.dstack.yml", "placement: cluster", "placements: cluster",
+     "schema dstack-fleet.json"),
+    ("dstack/fleets/gcp-a4.server.yml", "roce_vpcs: [dstack-mrdma]", "rdma_vpcs: [dstack-mrdma]",
+     "schema dstack-server.json"),
     ("kubernetes/gke-gib.yaml", "nvidia.com/gpu: 8",
      "nvidia.com/gpu: 8\n              rdma/rdma_shared_device_a: 1", "rdma_shared_device_a"),
     ("slurm/fabricscope.sbatch", "#SBATCH --gpus-per-node=8\n", "", "--gpus-per-node"),

@@ -85,6 +85,48 @@ def dstack_task(git_dir):
     }
 
 
+def dstack_fleet(git_dir):
+    fleets = classes(show(git_dir, DSTACK_COMMIT, MODELS + "fleets.py"))
+    resources = classes(show(git_dir, DSTACK_COMMIT, MODELS + "resources.py"))
+    closed = {"type": "object", "additionalProperties": False}
+    return {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "$comment": f"dstack@{DSTACK_COMMIT[:7]} {MODELS}fleets.py FleetConfiguration "
+                    "(SSHFleetConfigurationProps, BackendFleetConfiguraionProps, "
+                    "CommonFleetConfigurationProps); resources.py ResourcesSpec",
+        **closed, "required": ["type"],
+        "properties": {**{f: {} for f in fields_of("FleetConfiguration", fleets)},
+                       "type": {"const": "fleet"},
+                       "resources": {**closed, "properties": {
+                           f: {} for f in fields_of("ResourcesSpec", resources)}}},
+    }
+
+
+def dstack_server(git_dir):
+    """~/.dstack/server/config.yml with gcp backends only (the recipes' one backend)."""
+    server = classes(show(git_dir, DSTACK_COMMIT, "src/dstack/_internal/server/services/config.py"))
+    gcp = classes(show(git_dir, DSTACK_COMMIT, "src/dstack/_internal/core/backends/gcp/models.py"))
+    closed = {"type": "object", "additionalProperties": False}
+    creds = {"anyOf": [{**closed, "properties": {f: {} for f in fields_of(c, gcp)}}
+                       for c in ("GCPDefaultCreds", "GCPServiceAccountFileCreds")]}
+    backend = {**closed, "required": ["type", "project_id", "creds"], "properties": {
+        **{f: {} for f in fields_of("GCPBackendFileConfigWithCreds", gcp)},
+        "type": {"const": "gcp"}, "creds": creds}}
+    project = {**closed, "required": ["name"], "properties": {
+        **{f: {} for f in fields_of("ProjectConfig", server)},
+        "backends": {"type": "array", "items": backend}}}
+    return {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "$comment": f"dstack@{DSTACK_COMMIT[:7]} src/dstack/_internal/server/services/config.py "
+                    "ServerConfig, ProjectConfig; core/backends/gcp/models.py "
+                    "GCPBackendFileConfigWithCreds, GCPDefaultCreds, GCPServiceAccountFileCreds "
+                    "(only the gcp backend is modelled)",
+        **closed, "required": ["projects"],
+        "properties": {**{f: {} for f in fields_of("ServerConfig", server)},
+                       "projects": {"type": "array", "items": project}},
+    }
+
+
 def crd_schema(text, version):
     for doc in yaml.safe_load_all(text):
         if doc and doc.get("kind") == "CustomResourceDefinition":
@@ -101,6 +143,8 @@ def main():
     dstack, mpi, jobset, out = sys.argv[1:]
     out = pathlib.Path(out)
     (out / "dstack-task.json").write_text(json.dumps(dstack_task(dstack), indent=1) + "\n")
+    (out / "dstack-fleet.json").write_text(json.dumps(dstack_fleet(dstack), indent=1) + "\n")
+    (out / "dstack-server.json").write_text(json.dumps(dstack_server(dstack), indent=1) + "\n")
     mpijob = crd_schema(show(mpi, MPI_COMMIT, "manifests/base/kubeflow.org_mpijobs.yaml"),
                         "v2beta1")
     (out / "mpijob-v2beta1.json").write_text(json.dumps(mpijob, separators=(",", ":")) + "\n")
