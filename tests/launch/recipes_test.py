@@ -477,6 +477,8 @@ MUTATIONS = [
     ("skypilot/a4-highgpu-8g.yaml", "num_nodes: 2", "nodes: 2", "schema skypilot-task.json"),
     ("skypilot/a4-highgpu-8g.yaml", "  network_tier: best", "  network: best",
      "schema skypilot-task.json"),
+    ("skypilot/a3-megagpu-8g.yaml", "  network_tier: best", "  network_tier: high",
+     "schema skypilot-task.json"),
     ("dstack/a3-highgpu-8g.dstack.yml", "spot_policy: auto", "spot: auto",
      "schema dstack-task.json"),
     ("dstack/a4-highgpu-8g.dstack.yml", "  - local_path: ../..", "  - localpath: ../..",
