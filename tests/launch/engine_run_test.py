@@ -19,12 +19,15 @@ overlay of its own (so each host has its own files, as each node has):
     DSTACK_GPUS_PER_NODE, DSTACK_GPUS_NUM, DSTACK_MPI_HOSTFILE, DSTACK_REPO_DIR,
     DSTACK_WORKING_DIR... (runner/internal/runner/executor/executor.go `execJob` 472-517);
     the source at `repos[0].path` (repo.go 53);
-  SkyPilot (skypilot-org/skypilot, sky/skylet/log_lib.py `make_task_bash_script` and
-    `run_bash_command_with_log`): `/bin/bash -i SCRIPT`, SCRIPT = "source ~/.bashrc", conda's
-    profile, `cd ~/sky_workdir`, `export NAME=<shlex-quoted value>` for the task's envs and
-    SKYPILOT_NODE_RANK, SKYPILOT_NODE_IPS, SKYPILOT_NUM_NODES, SKYPILOT_NUM_GPUS_PER_NODE,
+  SkyPilot (skypilot-org/skypilot sky/skylet/log_lib.py `make_task_bash_script` and
+    `run_bash_command_with_log`, the version the index stores, commit 5e6c56a there):
+    `/bin/bash -i SCRIPT`, SCRIPT = "source ~/.bashrc", conda's profile, `cd ~/sky_workdir`,
+    `export NAME=<shlex-quoted value>` for the task's envs and SKYPILOT_NODE_RANK,
+    SKYPILOT_NODE_IPS (one address a line), SKYPILOT_NUM_NODES, SKYPILOT_NUM_GPUS_PER_NODE,
     then the task's setup (on every node), then its run (on every node); the workdir synced
-    to ~/sky_workdir;
+    to ~/sky_workdir. Not read from SkyPilot's code (its tree, 539 MB, could not be fetched):
+    where its backend fills those variables (their names and meaning are its documented ones)
+    and how setup's differ from run's;
 - the source is where the engine puts it (/fabricscope, ~/sky_workdir): a symlink there to
   the source seen at its own path in the root, so the build (`cmake -S . -B build`) finds the
   tree that engine_root.sh built once (engine_root.sh explains the overlay);
