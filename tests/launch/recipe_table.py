@@ -29,7 +29,10 @@ MPI_TYPES = "mpi-operator@caa3c47 pkg/apis/kubeflow/v2beta1/types.go"
 DSTACK_JOBS = "dstack@511c318 src/dstack/_internal/server/services/jobs/configurators/base.py"
 DSTACK_CLI_RUN = "dstack@511c318 src/dstack/_internal/cli/services/configurators/run.py"
 DSTACK_RUNNER = "dstack@511c318 runner/internal/runner/executor"
-SKY_K8S_UTILS = "skypilot@6daea0f sky/provision/kubernetes/utils.py"
+# Read through the code index, which stores several versions of this file without naming the
+# newest one's commit (0048bbf and 6daea0f among them); get_gke_accelerator_name maps
+# H100-MEGA-80GB in each version seen.
+SKY_K8S_UTILS = "skypilot (code index, newest stored) sky/provision/kubernetes/utils.py"
 
 BUILD_ALONE = ("has", "scripts/install-deps.sh build",
                "issue 25 item 3: the binary alone, install-deps.sh's build set")
