@@ -109,6 +109,7 @@ image: deps-image configure-run
 	rm -rf $(BUILD)/image && mkdir -p $(BUILD)/image
 	cp Containerfile $(BUILD)/fabricscope $(BUILD)/libnccl-profiler-fabricscope.so $(BUILD)/image/
 	podman build --network host --build-arg BASE=$(BASE) --build-arg FABRICSCOPE_BIN=fabricscope \
+	  --build-arg FABRICSCOPE_PLUGIN=libnccl-profiler-fabricscope.so \
 	  -t $(IMAGE) -f $(BUILD)/image/Containerfile $(BUILD)/image
 
 push: image
