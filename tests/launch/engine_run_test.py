@@ -340,7 +340,7 @@ def run_recipe(path, name, state, src, work):
 MPI_PREFIX = "fs-m"
 
 
-def run_mpijob(src, state, work):
+def run_mpijob(src, state, work, manifest=None):
     """The MPIJob once: its workers' sshd and its launcher's command as kubeflow/mpi-operator@
     caa3c47 builds them (pkg/controller/mpi_job_controller.go: the hostfile of newConfigMap,
     1334-1378, "NAME.JOB.NAMESPACE.svc slots=N"; the launcher's environment, ompiEnvVars
@@ -348,8 +348,8 @@ def run_mpijob(src, state, work):
     SSHAuthMountPath's default, v2beta1/default.go 65-66), on three namespace hosts (the
     launcher pod and two worker pods), in the fresh root with the image's additions
     (Containerfile: ssh, fabricscope in /usr/local/bin). Returns (problems, exit code)."""
-    docs = [d for d in yaml.safe_load_all((src / "deploy/kubernetes/mpijob.yaml").read_text())
-            if d]
+    manifest = manifest or src / "deploy/kubernetes/mpijob.yaml"
+    docs = [d for d in yaml.safe_load_all(manifest.read_text()) if d]
     job = docs[0]
     name, namespace = job["metadata"]["name"], "default"
     spec = job["spec"]
@@ -448,8 +448,30 @@ MUTATIONS = [
 ]
 
 
+# The MPIJob's: mpirun's ssh without the workers' port reaches no sshd (after the operator's
+# ten connection attempts), so no verdict is written.
+MPIJOB_MUTATIONS = [("kubernetes/mpijob.yaml", '"-p 2222 -o ConnectionAttempts=10',
+                     '"-o ConnectionAttempts=10')]
+
+
 def run_mutations(src, state):
     failures = 0
+    for name, old, new in MPIJOB_MUTATIONS:
+        text = (src / "deploy" / name).read_text()
+        if old not in text:
+            print(f"FAIL {name}: the mutation's text {old!r} is not in the recipe")
+            failures += 1
+            continue
+        with tempfile.TemporaryDirectory(prefix="engine-", dir=state) as tmp:
+            work = pathlib.Path(tmp)
+            copy = work / "mpijob.yaml"
+            copy.write_text(text.replace(old, new, 1))
+            problems, _, _ = run_mpijob(src, state, work, copy)
+        if problems:
+            print(f"ok   {name} with {old!r} -> {new!r} fails: {problems[0]}")
+        else:
+            print(f"FAIL {name} with {old!r} -> {new!r}: ran as if nothing changed")
+            failures += 1
     for name, old, new in MUTATIONS:
         text = (src / "deploy" / name).read_text()
         if old not in text:
@@ -520,7 +542,7 @@ def main():
             return 0
         if mutations:
             failures = run_mutations(src, state)
-            print(f"{len(MUTATIONS)} mutations, {failures} not caught")
+            print(f"{len(MUTATIONS) + len(MPIJOB_MUTATIONS)} mutations, {failures} not caught")
             return 1 if failures else 0
         for name in names:
             t0 = time.monotonic()
