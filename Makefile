@@ -7,7 +7,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps deps-build configure configure-run build build-run run test bench sanitize \
+.PHONY: all deps deps-build deps-image configure configure-run build build-run run test bench sanitize \
   format format-check clean image push tidy tsan
 
 # What CI builds: the tests and benchmarks, warnings as errors.
@@ -99,10 +99,17 @@ BASE ?= docker.io/library/debian:bookworm-slim
 REGISTRY ?= localhost
 TAG ?= latest
 IMAGE ?= $(REGISTRY)/fabricscope:$(TAG)
-image: build-run
+# The binary and the NCCL profiler plugin (prometheus-cpp from install-deps.sh's image set), in a
+# context of their own: nothing of the clone (.git, build trees) reaches the image.
+deps-image:
+	bash scripts/install-deps.sh image
+
+image: deps-image configure-run
+	cmake --build $(BUILD) -j $(JOBS) --target fabricscope nccl_profiler_fabricscope
 	rm -rf $(BUILD)/image && mkdir -p $(BUILD)/image
-	cp Containerfile $(BUILD)/fabricscope $(BUILD)/image/
+	cp Containerfile $(BUILD)/fabricscope $(BUILD)/libnccl-profiler-fabricscope.so $(BUILD)/image/
 	podman build --network host --build-arg BASE=$(BASE) --build-arg FABRICSCOPE_BIN=fabricscope \
+	  --build-arg FABRICSCOPE_PLUGIN=libnccl-profiler-fabricscope.so \
 	  -t $(IMAGE) -f $(BUILD)/image/Containerfile $(BUILD)/image
 
 push: image

@@ -3,6 +3,8 @@
 #
 #   install-deps.sh build   what `make run` needs: compiler, CMake, Ninja and the libraries the
 #                           binary links (a GPU node's image needs no more)
+#   install-deps.sh image   the build set and prometheus-cpp, which the NCCL profiler plugin links:
+#                           what `make image` needs to put the plugin into the image
 #   install-deps.sh test    the build set and what `make test` needs: GoogleTest, clang-format,
 #                           clang-tidy, and the test beds (Slurm, Prometheus, podman, ibsim...)
 #   install-deps.sh list build|test   print the package names for this distribution, install nothing
@@ -14,7 +16,7 @@
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 build|test | $0 list build|test" >&2
+  echo "usage: $0 build|image|test | $0 list build|image|test" >&2
   exit 2
 }
 
@@ -25,7 +27,7 @@ if [ "${1:-}" = list ]; then
 fi
 set_name=${1:-test}
 case "$set_name" in
-  build | test) ;;
+  build | image | test) ;;
   *) usage ;;
 esac
 
@@ -84,6 +86,8 @@ test_packages=(
   # launch's tests: a real Slurm (slurmctld, slurmd, munge; pmix comes with the plugins),
   # the deploy/ recipes' YAML, and the container image (podman on a debootstrap'ed base).
   slurm-wlm munge python3 python3-yaml podman buildah debootstrap runc
+  # the recipes checked against their engines' own schemas (tests/launch/schemas/)
+  python3-jsonschema
   # the NCCL profiler plugin's Prometheus endpoint (prometheus-cpp pull; the tests load the
   # plugin), and watch's tests: Prometheus scraping it, curl fetching /metrics.
   prometheus-cpp-dev prometheus curl
@@ -97,7 +101,13 @@ test_packages=(
   clang-tidy
 )
 
+# The image set: the plugin's library too (`make image` builds and ships the plugin).
+image_packages=(prometheus-cpp-dev)
+
 packages=("${build_packages[@]}")
+if [ "$set_name" = image ]; then
+  packages+=("${image_packages[@]}")
+fi
 if [ "$set_name" = test ]; then
   packages+=("${test_packages[@]}")
 fi

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The shipped Containerfile, built with podman on a Debian 12 base made by debootstrap from
 # the Debian mirror apt uses; inside the image: `fabricscope run -t 2` and a 2-process
-# mpirun with the mpi backend.
+# mpirun with the mpi backend; the NCCL profiler plugin is in the image with every library it
+# links (ldd finds them all).
 #
-#   container_test.sh FABRICSCOPE CACHE_DIR
+#   container_test.sh FABRICSCOPE CACHE_DIR PLUGIN
 #
 # CACHE_DIR (the build directory) keeps the base's tarball and podman's storage between runs:
 # debootstrap takes ~30 s once. Root only; exits 77 (ctest's skip) with the reason when
@@ -16,7 +17,8 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 bin=${1:?usage: $0 FABRICSCOPE CACHE_DIR}
-cache=${2:?usage: $0 FABRICSCOPE CACHE_DIR}
+cache=${2:?usage: $0 FABRICSCOPE CACHE_DIR PLUGIN}
+plugin=${3:?usage: $0 FABRICSCOPE CACHE_DIR PLUGIN}
 label=container_image
 skip() {
   echo "$label: SKIP: $*"
@@ -81,25 +83,56 @@ fi
 mkdir -p "$tmp/context"
 cp "$root/Containerfile" "$tmp/context/"
 cp "$(realpath "$bin")" "$tmp/context/fabricscope"
+cp "$(realpath "$plugin")" "$tmp/context/libnccl-profiler-fabricscope.so"
 podman build --network host --build-arg BASE="$base" --build-arg FABRICSCOPE_BIN=fabricscope \
+  --build-arg FABRICSCOPE_PLUGIN=libnccl-profiler-fabricscope.so \
   -t "$image" -f "$tmp/context/Containerfile" "$tmp/context" >"$tmp/build.log" 2>&1 || {
   tail -n 30 "$tmp/build.log"
   echo "$label: FAIL: podman build"
   exit 1
 }
 
+failures=0
+# .containerignore on a context shaped as a clone: the history and the build trees stay out,
+# the binary and the plugin Containerfile copies from build/ come in (checked by a RUN step,
+# so no extra container run).
+ctx=$tmp/clone
+mkdir -p "$ctx/.git/objects" "$ctx/build/CMakeFiles" "$ctx/build-asan" "$ctx/src" "$ctx/.ci"
+echo x >"$ctx/.git/objects/pack"
+echo x >"$ctx/build/CMakeCache.txt"
+echo x >"$ctx/build/CMakeFiles/a.o"
+echo x >"$ctx/build-asan/fabricscope"
+echo x >"$ctx/build/fabricscope"
+echo x >"$ctx/build/libnccl-profiler-fabricscope.so"
+echo x >"$ctx/src/main.cc"
+cp "$root/.containerignore" "$ctx/"
+printf 'FROM %s\nCOPY . /ctx\nRUN %s\n' "$base" \
+  'test ! -e /ctx/.git && test ! -e /ctx/.ci && test ! -e /ctx/build/CMakeCache.txt && test ! -e /ctx/build/CMakeFiles && test ! -e /ctx/build-asan/fabricscope && test -f /ctx/build/fabricscope && test -f /ctx/build/libnccl-profiler-fabricscope.so && test -f /ctx/src/main.cc && echo containerignore-ok' \
+  >"$tmp/Containerfile.ignore"
+ignore_rc=0
+podman build --network host -t "$image-ignore" -f "$tmp/Containerfile.ignore" "$ctx" \
+  >"$tmp/ignore.log" 2>&1 || ignore_rc=$?
+podman rmi -f "$image-ignore" >/dev/null 2>&1 || true
+
 rc=0
 podman run --rm --entrypoint sh "$image" -c '
+  echo "== plugin" && ldd /usr/local/lib/libnccl-profiler-fabricscope.so &&
   fabricscope run -t 2 -b 1K -e 64K -f 4 && echo "== mpirun" &&
   mpirun --allow-run-as-root --oversubscribe -np 2 \
     fabricscope run --backend mpi -b 1K -e 64K -f 4' >"$tmp/run.out" 2>&1 || rc=$?
-failures=0
 check() {
   if grep -qE -- "$2" "$tmp/run.out"; then echo "$label: ok   $1"; else
     echo "$label: FAIL $1"
     failures=$((failures + 1))
   fi
 }
+if [ "$ignore_rc" -eq 0 ] && grep -q containerignore-ok "$tmp/ignore.log"; then
+  echo "$label: ok   .containerignore keeps .git and the build trees out, build/fabricscope in"
+else
+  echo "$label: FAIL .containerignore on a clone-shaped context (podman build exit $ignore_rc):"
+  tail -n 15 "$tmp/ignore.log"
+  failures=$((failures + 1))
+fi
 [ "$rc" -eq 0 ] && echo "$label: ok   the container exits 0" || {
   echo "$label: FAIL the container exits $rc"
   failures=$((failures + 1))
@@ -108,6 +141,13 @@ check "fabricscope run -t 2 ran 2 thread ranks" "nThread 2 nGpus 1"
 check "the gloo run validated" "^# Out of bounds values : 0 OK"
 check "mpirun ran the mpi backend" "backend=mpi"
 check "2 MPI processes" "^#  Rank  1 Group  0 Pid"
+check "the profiler plugin links prometheus-cpp's pull library" "libprometheus-cpp-pull.so.1.0 => /"
+if grep -q "not found" "$tmp/run.out"; then
+  echo "$label: FAIL the profiler plugin's libraries: $(grep 'not found' "$tmp/run.out" | head -3)"
+  failures=$((failures + 1))
+else
+  echo "$label: ok   every library the plugin links is in the image"
+fi
 [ "$(grep -c '^# Out of bounds values : 0 OK' "$tmp/run.out")" -eq 2 ] &&
   echo "$label: ok   both runs validated" || {
   echo "$label: FAIL both runs validated"

@@ -30,6 +30,9 @@ for distro in debian-12 ubuntu-22.04 ubuntu-24.04; do
   check "$distro: build set is part of the test set" \
     bash -c "[ -z \"\$(comm -23 <(sort '$work/$distro.build') <(sort '$work/$distro.test'))\" ]"
   check "$distro: test set has the test tools" grep -qx slurm-wlm "$work/$distro.test"
+  bash "$script" list image >"$work/$distro.image"
+  check "$distro: image set is the build set and prometheus-cpp-dev (the plugin's library)" \
+    bash -c "[ \"\$(sort '$work/$distro.image')\" = \"\$( (cat '$work/$distro.build'; echo prometheus-cpp-dev) | sort)\" ]"
 done
 check "debian-12: compiler-rt is libclang-rt-14-dev" grep -qx libclang-rt-14-dev "$work/debian-12.test"
 check "ubuntu-22.04: compiler-rt is in libclang-common-14-dev" \

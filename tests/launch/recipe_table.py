@@ -24,9 +24,28 @@ DSTACK = "dstack@511c318 mkdocs/docs/examples/clusters/gcp.md"
 DSTACK_A4 = "dstack@5b28643 examples/clusters/a4/README.md"
 DSTACK_NCCL = "dstack@5b28643 examples/clusters/nccl-tests/.dstack.yml"
 MPI_OPERATOR = "mpi-operator@651ee67 build/base/Dockerfile"
+MPI_CONTROLLER = "mpi-operator@caa3c47 pkg/controller/mpi_job_controller.go"
+MPI_TYPES = "mpi-operator@caa3c47 pkg/apis/kubeflow/v2beta1/types.go"
+DSTACK_JOBS = "dstack@511c318 src/dstack/_internal/server/services/jobs/configurators/base.py"
+DSTACK_CLI_RUN = "dstack@511c318 src/dstack/_internal/cli/services/configurators/run.py"
+DSTACK_RUNNER = "dstack@511c318 runner/internal/runner/executor"
+# Read through the code index, which stores several versions of this file without naming the
+# newest one's commit (0048bbf and 6daea0f among them); get_gke_accelerator_name maps
+# H100-MEGA-80GB in each version seen.
+SKY_K8S_UTILS = "skypilot (code index, newest stored) sky/provision/kubernetes/utils.py"
 
 BUILD_ALONE = ("has", "scripts/install-deps.sh build",
                "issue 25 item 3: the binary alone, install-deps.sh's build set")
+
+# How dstack runs a task's commands and where its source comes from (issue 38).
+DSTACK_AS_RUN = [
+    ("yaml", "shell", "bash", f"{DSTACK_JOBS}:247-256 (_shell), 263-266 (_commands)"),
+    ("lacks", "entrypoint:", f"{DSTACK_JOBS}:259-262: an entrypoint gets the commands as its "
+     "arguments, so `bash -c CMD1 CMD2` runs CMD1 alone"),
+    ("yaml", "repos.0.local_path", "../..", f"{DSTACK_CLI_RUN}:491-498 (relative to the file)"),
+    ("yaml", "repos.0.path", "/fabricscope", f"{DSTACK_RUNNER}/repo.go:53"),
+    ("yaml", "working_dir", "/fabricscope", f"{DSTACK_RUNNER}/executor.go:517"),
+]
 
 # GPUDirect-TCPX on the VM: the upstream SkyPilot file's variables, line by line.
 TCPX_SKYPILOT = [
@@ -97,7 +116,7 @@ TCPX_DSTACK = [
     ("var", "NCCL_GPUDIRECTTCPX_FORCE_ACK", "0", f"{DSTACK}:473"),
     ("lacks", "sudo", "issue 25: dstack's default image has no sudo"),
     BUILD_ALONE,
-]
+] + DSTACK_AS_RUN
 TCPX_DSTACK_INTERFACES = (["eth0", "eth1", "eth2", "eth3", "eth4"], f"{DSTACK}:473,553,561,562")
 
 GIB_SKYPILOT = [
@@ -146,7 +165,10 @@ TABLE = {
             ("yaml", "resources.network_tier", "best", f"{SEED_SKY}:26"),
             ("yaml", "resources.image_id",
              "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15",
-             f"{GCP_TCPXO}:108; {GCP_TCPXO_README}:60"),
+             f"{GCP_TCPXO}:108; {GCP_TCPXO_README}:56-64 (paired with tcpgpudmarxd-dev:v1.0.21)"),
+            ("yaml", "resources.accelerators", "H100-MEGA-80GB:8",
+             f"{SKY_K8S_UTILS} GKELabelFormatter.get_accelerator_from_label_value, "
+             "get_gke_accelerator_name"),
             ("var", "NCCL_LIB_DIR", "/usr/local/nvidia/lib64", f"{GCP_TCPXO_README}:30"),
             ("has", "source ${NCCL_LIB_DIR}/nccl-env-profile.sh", f"{GCP_TCPXO_README}:34"),
             ("has", 'export LD_LIBRARY_PATH="$NCCL_LIB_DIR"', f"{GCP_TCPXO}:130-131"),
@@ -187,7 +209,6 @@ TABLE = {
                         "enp135s0", "enp141s0", "enp142s0"], f"{DSTACK}:368-370"),
         "settings": [
             ("yaml", "image", "nvcr.io/nvidia/pytorch:24.04-py3", f"{DSTACK}:361"),
-            ("yaml", "entrypoint", "bash -c", f"{DSTACK}:362"),
             ("yaml", "spot_policy", "auto", f"{DSTACK}:405"),
             ("yaml", "resources.shm_size", "16GB", f"{DSTACK}:407"),
             ("has", 'NCCL_LIB_DIR="/var/lib/tcpxo/lib64"', f"{DSTACK}:366"),
@@ -200,7 +221,7 @@ TABLE = {
             ("has", 'export LD_LIBRARY_PATH="${NCCL_LIB_DIR}:${LD_LIBRARY_PATH}"', f"{DSTACK}:372"),
             ("lacks", "sudo", "issue 25: dstack's default image has no sudo"),
             BUILD_ALONE,
-        ],
+        ] + DSTACK_AS_RUN,
     },
     "dstack/a4-highgpu-8g.dstack.yml": {
         "runs": True, "interfaces": (["eth0", "eth1"], f"{DSTACK_A4}:79-81 (main and extra VPC)"),
@@ -213,7 +234,7 @@ TABLE = {
             ("var", "NCCL_DEBUG", "INFO", f"{DSTACK_NCCL}:9"),
             ("lacks", "sudo", "issue 25: dstack's default image has no sudo"),
             BUILD_ALONE,
-        ],
+        ] + DSTACK_AS_RUN,
     },
     "dstack/fleets/a4-highgpu-8g.fleet.dstack.yml": {
         "runs": False,
@@ -314,6 +335,14 @@ TABLE = {
         "settings": [
             ("has", '"/usr/sbin/sshd", "-De", "-p", "2222"', f"{MPI_OPERATOR}:3,25"),
             ("has", 'plm_rsh_args "-p 2222', f"{MPI_OPERATOR}:3,23"),
+            ("yaml", "spec.mpiReplicaSpecs.Launcher.restartPolicy", "Never",
+             f"{MPI_CONTROLLER}:1640-1645,1722-1728 (the replica spec's, default OnFailure)"),
+            ("yaml", "spec.runPolicy.backoffLimit", 0,
+             f"{MPI_CONTROLLER}:1569 (the launcher Job's backoffLimit; unset: Kubernetes' 6)"),
+            ("has", "-o ConnectionAttempts=10",
+             f"{MPI_CONTROLLER}:192-193 (OMPI_MCA_plm_rsh_args, which --mca replaces)"),
+            ("yaml", "spec.launcherCreationPolicy", "WaitForWorkersReady",
+             f"{MPI_TYPES}:162-165,194-195"),
             ("var", "NCCL_NET", "IB", f"{SEED_K8S}:94-95"),
             ("var", "NCCL_IB_HCA", "=mlx5_0,mlx5_1,mlx5_2,mlx5_3", f"{SEED_K8S}:98-99"),
             ("var", "NCCL_IB_GID_INDEX", "3", f"{SEED_K8S}:100-101"),

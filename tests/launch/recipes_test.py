@@ -35,10 +35,67 @@ import subprocess
 import sys
 import tempfile
 
+import jsonschema
 import yaml
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from recipe_table import TABLE  # noqa: E402
+
+SCHEMAS = pathlib.Path(__file__).resolve().parent / "schemas"  # with their sources: SOURCES.md
+
+
+def closed(schema):
+    """A CRD's structural schema with every object closed to unknown fields, as kubectl apply's
+    default strict field validation refuses them (a structural schema alone prunes them)."""
+    if isinstance(schema, dict):
+        out = {k: closed(v) for k, v in schema.items()}
+        if ("properties" in schema and "additionalProperties" not in schema
+                and not schema.get("x-kubernetes-preserve-unknown-fields")):
+            out["additionalProperties"] = False
+        return out
+    if isinstance(schema, list):
+        return [closed(v) for v in schema]
+    return schema
+
+
+def load_schema(name):
+    schema = json.loads((SCHEMAS / name).read_text())
+    return closed(schema) if name.startswith(("mpijob", "jobset")) else schema
+
+
+# The engine's schema for a recipe's YAML document: (schema file, what selects it).
+def schema_for(name, doc):
+    if name.startswith("skypilot/"):
+        return "skypilot-task.json"
+    if name.startswith("dstack/") and doc.get("type") == "task":
+        return "dstack-task.json"
+    if name.startswith("dstack/") and doc.get("type") == "fleet":
+        return "dstack-fleet.json"
+    if name.startswith("dstack/") and name.endswith(".server.yml"):
+        return "dstack-server.json"
+    if doc.get("kind") == "MPIJob":
+        return "mpijob-v2beta1.json"
+    if doc.get("kind") == "JobSet":
+        return "jobset-v1alpha2.json"
+    return None
+
+
+def schema_problems(path, name):
+    """Each YAML document validated against its engine's own schema (schemas/SOURCES.md)."""
+    if path.suffix == ".sbatch":
+        return []
+    problems = []
+    for doc in (d for d in yaml.safe_load_all(path.read_text()) if d):
+        schema_name = schema_for(name, doc)
+        if schema_name is None:
+            continue
+        validator = jsonschema.Draft7Validator(load_schema(schema_name))
+        for error in sorted(validator.iter_errors(doc), key=lambda e: list(e.path)):
+            where = ".".join(str(p) for p in error.path) or "(top)"
+            problems.append(f"schema {schema_name} (schemas/SOURCES.md): {where}: "
+                            f"{error.message[:300]}")
+    return problems
+
 
 # NAME=value, NAME="value" or NAME='value', in a script or a dstack env item.
 ASSIGNMENT = re.compile(r"""\b([A-Z][A-Z0-9_]*)=(?:"([^"]*)"|'([^']*)'|([^\s"'\\;]+))""")
@@ -341,7 +398,7 @@ def check_recipe(binary, deploy, path):
         return [f"no row in tests/launch/recipe_table.py for {name}: write its seed's settings "
                 "there"], "", ""
     try:
-        problems = table_problems(path, name, row)
+        problems = table_problems(path, name, row) + schema_problems(path, name)
     except (yaml.YAMLError, ValueError, KeyError) as e:
         return [f"does not parse: {e}"], "", ""
     if not row.get("runs"):
@@ -409,6 +466,32 @@ MUTATIONS = [
      "roce_vpcs"),
     ("skypilot/a4-highgpu-8g.yaml", "  NCCL_NET: gIB", "  NCCL_NET: Socket", "NCCL_NET=gIB"),
     ("kubernetes/mpijob.yaml", '"-p", "2222"', '"-p", "22"', "2222"),
+    # Issue 38: how the engines run them.
+    ("dstack/a3-megagpu-8g.dstack.yml", "shell: bash\n", 'entrypoint: "bash -c"\n', "entrypoint:"),
+    ("dstack/a4-highgpu-8g.dstack.yml", "    path: /fabricscope\n", "", "repos.0.path"),
+    ("kubernetes/mpijob.yaml", "    backoffLimit: 0\n", "", "spec.runPolicy.backoffLimit"),
+    ("kubernetes/mpijob.yaml", "      restartPolicy: Never\n", "",
+     "spec.mpiReplicaSpecs.Launcher.restartPolicy"),
+    ("skypilot/a3-megagpu-8g.yaml", "H100-MEGA-80GB:8", "H100-MEGA:8", "H100-MEGA-80GB"),
+    # A renamed key, refused by the engine's own schema (schemas/SOURCES.md).
+    ("skypilot/a4-highgpu-8g.yaml", "num_nodes: 2", "nodes: 2", "schema skypilot-task.json"),
+    ("skypilot/a4-highgpu-8g.yaml", "  network_tier: best", "  network: best",
+     "schema skypilot-task.json"),
+    ("skypilot/a3-megagpu-8g.yaml", "  network_tier: best", "  network_tier: high",
+     "schema skypilot-task.json"),
+    ("dstack/a3-highgpu-8g.dstack.yml", "spot_policy: auto", "spot: auto",
+     "schema dstack-task.json"),
+    ("dstack/a4-highgpu-8g.dstack.yml", "  - local_path: ../..", "  - localpath: ../..",
+     "schema dstack-task.json"),
+    ("kubernetes/mpijob.yaml", "slotsPerWorker: 8", "slotsPerNode: 8",
+     "schema mpijob-v2beta1.json"),
+    ("kubernetes/mpijob.yaml", "    cleanPodPolicy: Running", "    cleanupPolicy: Running",
+     "schema mpijob-v2beta1.json"),
+    ("kubernetes/jobset.yaml", "replicatedJobs:", "replicatedJob:", "schema jobset-v1alpha2.json"),
+    ("dstack/fleets/a3-megagpu-8g.fleet.dstack.yml", "placement: cluster", "placements: cluster",
+     "schema dstack-fleet.json"),
+    ("dstack/fleets/gcp-a4.server.yml", "roce_vpcs: [dstack-mrdma]", "rdma_vpcs: [dstack-mrdma]",
+     "schema dstack-server.json"),
     ("kubernetes/gke-gib.yaml", "nvidia.com/gpu: 8",
      "nvidia.com/gpu: 8\n              rdma/rdma_shared_device_a: 1", "rdma_shared_device_a"),
     ("slurm/fabricscope.sbatch", "#SBATCH --gpus-per-node=8\n", "", "--gpus-per-node"),
