@@ -278,13 +278,11 @@ void PathShapes(const ShapeContext& c, bool failed,
     add("error-trace", paste.error_trace_line,
         fmt::format("NCCL's error trace: {}", fmt::join(paste.error_trace, ", ")));
   }
+  // A platform whose network is known (given, or named by the log's NCCL lines) is judged by
+  // the platform's own rules: a 40 Gb/s fabric's few GB/s are its figures, not a fallback.
   const bool guessed = !c.platform.platform || c.platform.network_guessed;
-  const std::string transport = guessed ? "" : c.platform.platform->transport;
-  if (c.facts.nodes < 2 || paste.nics_used > 0 || NamesFastNetwork(c.runs) || transport == "TCP") {
-    return;
-  }
-  const bool latency_counts = transport != "TCPX" && transport != "TCPXO";
-  std::string figures = TcpClassFigures(c.runs, latency_counts);
+  if (!guessed || c.facts.nodes < 2 || paste.nics_used > 0 || NamesFastNetwork(c.runs)) return;
+  std::string figures = TcpClassFigures(c.runs, true);
   if (figures.empty()) return;
   std::set<std::string> hosts = DeviceHosts(c.runs);
   hosts.insert(paste.nccl_hosts.begin(), paste.nccl_hosts.end());

@@ -19,10 +19,12 @@ TEST(CatalogTest, ShipsEveryPlatformTheIssueNames) {
         // Issue 14: NVL72 racks, HGX on RoCE, AMD with RCCL, more clouds.
         "GB200 NVL72", "GB300 NVL72", "ND GB200 v6", "p6e-gb200.36xlarge", "BM.GPU.GB200.4",
         "HGX H100 RoCE", "HGX H200 RoCE", "HGX B200 RoCE", "p5e", "coreweave-h100", "ND MI300X v5",
-        "MI355X", "MI325X", "BM.GPU.H100.8"}) {
+        "MI355X", "MI325X", "BM.GPU.H100.8",
+        // Issue 36: the platform of users' pastes.
+        "DGX A100"}) {
     EXPECT_NE(catalog.Find(name), nullptr) << name;
   }
-  EXPECT_EQ(catalog.platforms().size(), 37u);
+  EXPECT_EQ(catalog.platforms().size(), 38u);
 }
 
 // Every platform, the NVL72 trays included, has a figure for one node on its own GPU fabric
