@@ -128,6 +128,9 @@ struct HostNaming {
 };
 HostNaming HostNamingOf(const std::set<std::string>& hosts);
 
+// The hosts of the runs' device lines ("#  Rank 0 ... on HOST device 0 ...").
+std::set<std::string> RunHosts(const std::vector<RunResult>& runs);
+
 // The runs all_reduce_bench's figures stand for, one row each (all_reduce, float, sum), so that
 // check judges them as it judges nccl-tests rows; each run's source is "file:line".
 std::vector<RunResult> RunsFromFigures(const PasteEvidence& paste);

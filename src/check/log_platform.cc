@@ -425,12 +425,7 @@ std::vector<const Platform*> DropContradicted(const std::vector<const Platform*>
 std::vector<const Platform*> KeepHostsCloud(const std::vector<const Platform*>& fits,
                                             const std::vector<RunResult>& runs,
                                             PlatformChoice& choice) {
-  std::set<std::string> hosts;
-  for (const RunResult& run : runs) {
-    for (const RankInfo& r : run.ranks) {
-      if (!r.hostname.empty()) hosts.insert(r.hostname);
-    }
-  }
+  const std::set<std::string> hosts = RunHosts(runs);
   const HostNaming naming = HostNamingOf(hosts);
   if (naming.platform_prefix.empty()) return fits;
   std::vector<const Platform*> kept;

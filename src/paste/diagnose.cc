@@ -155,17 +155,6 @@ bool HeaderWithoutRows(const PasteEvidence& paste, const std::vector<RunResult>&
   return cut || started || (paste.header_line > 0 && paste.lines_after_header == 0);
 }
 
-// The hosts of the runs' device lines ("#  Rank 0 ... on HOST device 0 ...").
-std::set<std::string> DeviceHosts(const std::vector<RunResult>& runs) {
-  std::set<std::string> hosts;
-  for (const RunResult& run : runs) {
-    for (const RankInfo& r : run.ranks) {
-      if (!r.hostname.empty()) hosts.insert(r.hostname);
-    }
-  }
-  return hosts;
-}
-
 // Whether the runs' NCCL lines name a network other than TCP sockets ("NET/IB : Using",
 // TCPX's, TCPXO's, EFA's provider): slow figures on it are not a fallback to sockets.
 bool NamesFastNetwork(const std::vector<RunResult>& runs) {
@@ -185,7 +174,7 @@ bool NamesFastNetwork(const std::vector<RunResult>& runs) {
 // taking 80 us or more (InfiniBand, RoCE and EFA take under 40 on so few; TCPXO about 85 on
 // 16; shared/reference/platforms.md), busbw topping at 8 GB/s or less from 32 MB up (one
 // 100 Gb/s NIC's RDMA gives 10-12). "" when the figures are not TCP-class.
-std::string TcpClassFigures(const std::vector<RunResult>& runs, bool latency_counts) {
+std::string TcpClassFigures(const std::vector<RunResult>& runs) {
   double floor_us = 0;
   int floor_ranks = 0;
   double large_busbw = -1;
@@ -205,7 +194,7 @@ std::string TcpClassFigures(const std::vector<RunResult>& runs, bool latency_cou
       }
     }
   }
-  const bool slow_latency = latency_counts && floor_us >= 80;
+  const bool slow_latency = floor_us >= 80;
   if (large_busbw >= 0) {
     if (large_busbw > 8) return {};
     return fmt::format("busbw tops at {:.1f} GB/s from 32 MB up{}", large_busbw,
@@ -231,7 +220,7 @@ struct ShapeContext {
 // The launcher command's NCCL variables that never reached the ranks on other hosts, with
 // what NCCL's own lines show of it (lines from fewer hosts than the job has).
 std::string UnforwardedEnv(const ShapeContext& c, const PasteEvidence::LaunchEnv& launch) {
-  const std::set<std::string> devices = DeviceHosts(c.runs);
+  const std::set<std::string> devices = RunHosts(c.runs);
   const std::vector<std::string>& nccl = c.facts.paste.nccl_hosts;
   if (!launch.multi_host && devices.size() < 2 && nccl.size() < 2) return {};
   std::string text = fmt::format(
@@ -282,9 +271,9 @@ void PathShapes(const ShapeContext& c, bool failed,
   // the platform's own rules: a 40 Gb/s fabric's few GB/s are its figures, not a fallback.
   const bool guessed = !c.platform.platform || c.platform.network_guessed;
   if (!guessed || c.facts.nodes < 2 || paste.nics_used > 0 || NamesFastNetwork(c.runs)) return;
-  std::string figures = TcpClassFigures(c.runs, true);
+  std::string figures = TcpClassFigures(c.runs);
   if (figures.empty()) return;
-  std::set<std::string> hosts = DeviceHosts(c.runs);
+  std::set<std::string> hosts = RunHosts(c.runs);
   hosts.insert(paste.nccl_hosts.begin(), paste.nccl_hosts.end());
   if (const std::string hint = HostNamingOf(hosts).names; !hint.empty()) {
     figures += fmt::format("; the host names ({}) are {}", *hosts.begin(), hint);

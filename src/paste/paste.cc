@@ -337,6 +337,16 @@ size_t ApplyNcclRanks(std::vector<RunResult>& runs, const std::vector<PasteEvide
   return changed;
 }
 
+std::set<std::string> RunHosts(const std::vector<RunResult>& runs) {
+  std::set<std::string> hosts;
+  for (const RunResult& run : runs) {
+    for (const RankInfo& r : run.ranks) {
+      if (!r.hostname.empty()) hosts.insert(r.hostname);
+    }
+  }
+  return hosts;
+}
+
 HostNaming HostNamingOf(const std::set<std::string>& hosts) {
   const auto digits = [](std::string_view s) {
     return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return IsDigit(c); });

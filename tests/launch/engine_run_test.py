@@ -454,40 +454,33 @@ MPIJOB_MUTATIONS = [("kubernetes/mpijob.yaml", '"-p 2222 -o ConnectionAttempts=1
                      '"-o ConnectionAttempts=10')]
 
 
+def mutate(src, name, old, new, copy_name, state, run):
+    """Runs recipe `name` with `old` replaced by `new`; returns 1 when that still passes."""
+    text = (src / "deploy" / name).read_text()
+    if old not in text:
+        print(f"FAIL {name}: the mutation's text {old!r} is not in the recipe")
+        return 1
+    with tempfile.TemporaryDirectory(prefix="engine-", dir=state) as tmp:
+        work = pathlib.Path(tmp)
+        copy = work / copy_name
+        copy.write_text(text.replace(old, new, 1))
+        problems = run(copy, work)
+    if problems:
+        print(f"ok   {name} with {old.strip()!r} -> {new.strip()!r} fails: {problems[0]}")
+        return 0
+    print(f"FAIL {name} with {old.strip()!r} -> {new.strip()!r}: ran as if nothing changed")
+    return 1
+
+
 def run_mutations(src, state):
     failures = 0
     for name, old, new in MPIJOB_MUTATIONS:
-        text = (src / "deploy" / name).read_text()
-        if old not in text:
-            print(f"FAIL {name}: the mutation's text {old!r} is not in the recipe")
-            failures += 1
-            continue
-        with tempfile.TemporaryDirectory(prefix="engine-", dir=state) as tmp:
-            work = pathlib.Path(tmp)
-            copy = work / "mpijob.yaml"
-            copy.write_text(text.replace(old, new, 1))
-            problems, _, _ = run_mpijob(src, state, work, copy)
-        if problems:
-            print(f"ok   {name} with {old!r} -> {new!r} fails: {problems[0]}")
-        else:
-            print(f"FAIL {name} with {old!r} -> {new!r}: ran as if nothing changed")
-            failures += 1
+        failures += mutate(src, name, old, new, "mpijob.yaml", state,
+                           lambda copy, work: run_mpijob(src, state, work, copy)[0])
     for name, old, new in MUTATIONS:
-        text = (src / "deploy" / name).read_text()
-        if old not in text:
-            print(f"FAIL {name}: the mutation's text {old!r} is not in the recipe")
-            failures += 1
-            continue
-        with tempfile.TemporaryDirectory(prefix="engine-", dir=state) as tmp:
-            work = pathlib.Path(tmp)
-            copy = work / "recipe.yml"
-            copy.write_text(text.replace(old, new, 1))
-            problems, _, _ = run_recipe(copy, name, state, src, work)
-        if problems:
-            print(f"ok   {name} with {old.strip()!r} -> {new.strip()!r} fails: {problems[0]}")
-        else:
-            print(f"FAIL {name} with {old.strip()!r} -> {new.strip()!r}: ran as if nothing changed")
-            failures += 1
+        failures += mutate(src, name, old, new, "recipe.yml", state,
+                           lambda copy, work, name=name: run_recipe(copy, name, state, src,
+                                                                    work)[0])
     return failures
 
 
