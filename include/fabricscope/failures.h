@@ -56,26 +56,32 @@ struct CauseLink {
   int weight = 0;
 };
 
-// Which of a fixed set of texts a line holds, in one pass over the line: a bitmap of the
-// texts' first two bytes rules out almost every position, and only a position whose pair
-// begins some text is compared (the set is small, a line is short, most lines hold none).
+// Which of a fixed set of texts a line holds, in one pass over the line. Every text is at
+// least `stride_ + 1` bytes long, so each occurrence covers a byte pair that starts at a
+// multiple of the stride within any window of stride_ of its positions: only those are probed
+// (the scan of Wu and Manber's multi-pattern search, with no shift table), a bitmap of the
+// pairs that begin a text at one of those offsets rules out almost all of them, and only a
+// pair some text holds there is compared. (The set is small, a line is short, most lines hold
+// none.)
 class TextSet {
  public:
   TextSet() = default;
   explicit TextSet(std::vector<std::string> texts);
   // Calls found(i) for each place a text i occurs in `line` (a text that occurs twice is
-  // found twice), in the order of the places.
+  // found twice), in the order of the positions probed (not always of the places).
   template <typename F>
   void Find(std::string_view line, F found) const {
-    if (line.size() < 2 || texts_.empty()) return;
-    for (size_t at = 0; at + 1 < line.size(); ++at) {
+    if (line.size() < 2 || by_pair_.empty()) return;
+    for (size_t at = 0; at + 1 < line.size(); at += stride_) {
       const unsigned pair = Pair(line[at], line[at + 1]);
       if ((pairs_[pair >> 6] >> (pair & 63) & 1) == 0) continue;
       const auto [first, last] =
-          std::equal_range(by_pair_.begin(), by_pair_.end(), std::pair<unsigned, size_t>{pair, 0},
-                           [](const auto& a, const auto& b) { return a.first < b.first; });
+          std::equal_range(by_pair_.begin(), by_pair_.end(), Entry{pair, 0, 0},
+                           [](const Entry& a, const Entry& b) { return a.pair < b.pair; });
       for (auto it = first; it != last; ++it) {
-        if (line.substr(at, texts_[it->second].size()) == texts_[it->second]) found(it->second);
+        if (it->offset > at) continue;
+        const std::string& text = texts_[it->text];
+        if (line.substr(at - it->offset, text.size()) == text) found(it->text);
       }
     }
   }
@@ -87,7 +93,13 @@ class TextSet {
   }
   std::vector<std::string> texts_;
   std::vector<uint64_t> pairs_ = std::vector<uint64_t>(1024, 0);  // 65536 bits
-  std::vector<std::pair<unsigned, size_t>> by_pair_;              // sorted by pair
+  struct Entry {
+    unsigned pair;  // two bytes of a text
+    size_t text;    // its index
+    size_t offset;  // where in the text they are (a window of stride_ offsets a text)
+  };
+  std::vector<Entry> by_pair_;  // sorted by pair
+  size_t stride_ = 1;
 };
 
 // One failure signature: the text a program prints, matched by the literal fragments of its

@@ -41,7 +41,10 @@ class LineObserver {
   virtual ~LineObserver() = default;
   // A text input starts: every Line until the next Begin is of `source`.
   virtual void Begin(const std::string& source) = 0;
-  virtual void Line(std::string_view line, size_t line_no) = 0;
+  // `info_at`: where in `line` the reader found NCCL's "NCCL INFO" mark, which it looks for on
+  // every line anyway (npos: not found, or not looked for), so that an observer need not search
+  // the line for it again.
+  virtual void Line(std::string_view line, size_t line_no, size_t info_at) = 0;
 };
 
 struct ParseOptions {

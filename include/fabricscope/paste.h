@@ -148,7 +148,8 @@ class PasteReader : public LineObserver {
   PasteReader(const PasteReader&) = delete;
   PasteReader& operator=(const PasteReader&) = delete;
   void Begin(const std::string& source) override;
-  void Line(std::string_view line, size_t line_no) override;
+  void Line(std::string_view line, size_t line_no,
+            size_t info_at = std::string_view::npos) override;
   // One record per text input read, in order.
   std::vector<PasteEvidence> Take();
 

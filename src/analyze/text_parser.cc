@@ -125,8 +125,15 @@ class TextParser {
     // Other log lines can start with a digit (an IP, a host "10-0-0-1"): they are read as
     // everything else is when they are not rows.
     if (IsDigit(body[0]) && !hashed && Row(line, body, line_no)) return;
-    if (options_.observer != nullptr) options_.observer->Line(line, line_no);
-    Keyword(line, TrimRight(body), hashed, line_no);
+    // NCCL's INFO mark, looked for once for the observer and the reader.
+    const size_t info = hashed ? std::string_view::npos : FindAnchored(body, "NCCL INFO", 7);
+    if (options_.observer != nullptr) {
+      options_.observer->Line(line, line_no,
+                              info == std::string_view::npos
+                                  ? info
+                                  : static_cast<size_t>(body.data() - line.data()) + info);
+    }
+    Keyword(line, TrimRight(body), hashed, line_no, info);
   }
 
   // Lines longer than the reader keeps (a binary file, a log without line breaks).
@@ -609,7 +616,8 @@ class TextParser {
     return false;
   }
 
-  void Keyword(std::string_view line, std::string_view body, bool hashed, size_t line_no) {
+  void Keyword(std::string_view line, std::string_view body, bool hashed, size_t line_no,
+               size_t info_at) {
     if (TableKeyword(line, body, hashed, line_no)) return;
     if (IsVersionLine(body)) return VersionLine(body, line_no);
     if (hashed) return;
@@ -631,9 +639,7 @@ class TextParser {
       return;
     }
     // Lines of other programs interleaved with the table: NCCL's and nccl-tests' own.
-    if (const size_t at = FindAnchored(body, "NCCL INFO", 7); at != std::string_view::npos) {
-      return NcclInfo(body, at, line_no);
-    }
+    if (info_at != std::string_view::npos) return NcclInfo(body, info_at, line_no);
     if (Contains(body, "NCCL WARN")) return NcclWarn(body, line_no);
     if (const size_t mark = FailureMark(body); mark != std::string_view::npos) {
       Failure(body, body.substr(mark), line_no);

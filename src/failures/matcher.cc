@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <tuple>
 
 #include "fabricscope/failures.h"
 
@@ -90,13 +91,43 @@ bool MatchesFragments(std::string_view line, const std::vector<std::string>& fra
 }
 
 TextSet::TextSet(std::vector<std::string> texts) : texts_(std::move(texts)) {
-  for (size_t i = 0; i < texts_.size(); ++i) {
-    if (texts_[i].size() < 2) continue;  // (the loader's fragments hold a word)
-    const unsigned pair = Pair(texts_[i][0], texts_[i][1]);
-    pairs_[pair >> 6] |= uint64_t{1} << (pair & 63);
-    by_pair_.emplace_back(pair, i);
+  // (the loader's fragments hold a word: a text of one byte is never looked for)
+  size_t shortest = 0;
+  for (const std::string& text : texts_) {
+    if (text.size() >= 2 && (shortest == 0 || text.size() < shortest)) shortest = text.size();
   }
-  std::sort(by_pair_.begin(), by_pair_.end());
+  if (shortest == 0) return;
+  stride_ = shortest - 1;
+  // Any stride_ consecutive pairs of a text serve; those a text shares with the lines every big
+  // log is made of (NCCL's INFO mark, its variables' prefix) would stop the scan on every NCCL
+  // line, so each text is indexed by the window of its pairs fewest of those hold.
+  constexpr std::string_view kCommon = " NCCL INFO NCCL_ Channel 00/0 : 0[0] -> via ";
+  auto common = [&](std::string_view window) {
+    size_t n = 0;
+    for (size_t at = 0; at + 1 < window.size(); ++at) {
+      n += kCommon.find(window.substr(at, 2)) != std::string_view::npos ? 1 : 0;
+    }
+    return n;
+  };
+  for (size_t i = 0; i < texts_.size(); ++i) {
+    const std::string& text = texts_[i];
+    if (text.size() < 2) continue;
+    size_t best = 0;
+    for (size_t start = 1; start + stride_ < text.size(); ++start) {
+      if (common(std::string_view(text).substr(start, stride_ + 1)) <
+          common(std::string_view(text).substr(best, stride_ + 1))) {
+        best = start;
+      }
+    }
+    for (size_t offset = best; offset < best + stride_; ++offset) {
+      const unsigned pair = Pair(text[offset], text[offset + 1]);
+      pairs_[pair >> 6] |= uint64_t{1} << (pair & 63);
+      by_pair_.push_back({pair, i, offset});
+    }
+  }
+  std::sort(by_pair_.begin(), by_pair_.end(), [](const Entry& a, const Entry& b) {
+    return std::tie(a.pair, a.text, a.offset) < std::tie(b.pair, b.text, b.offset);
+  });
 }
 
 void FailureBase::Index() {

@@ -568,14 +568,17 @@ void PasteReader::Begin(const std::string& source) {
   state_->unseen = state_->watched.size();
 }
 
-void PasteReader::Line(std::string_view line, size_t line_no) {
+void PasteReader::Line(std::string_view line, size_t line_no, size_t info_at) {
   State& s = *state_;
   if (!s.current) Begin("<input>");
   PasteEvidence& p = *s.current;
   ++p.lines;
   p.last_line.assign(line.substr(0, 512));
   p.last_line_no = line_no;
-  const NcclMark mark = FindNcclMark(line);
+  // The reader's INFO mark is NCCL's when a space follows it, as FindNcclMark asks.
+  const bool given =
+      info_at != std::string_view::npos && line.size() >= info_at + 10 && line[info_at + 9] == ' ';
+  const NcclMark mark = given ? NcclMark{info_at, info_at + 10, true} : FindNcclMark(line);
   const bool info = mark.found() && mark.info;
   const std::string_view message = mark.found() ? line.substr(mark.message) : line;
   // Most of a big log is one line per channel connection and per collective call: the text

@@ -47,6 +47,39 @@ TEST(FormatFragments, MatchInOrderOnly) {
   EXPECT_FALSE(MatchesFragments("", f));
 }
 
+// The strided scan finds every occurrence a plain search finds, at every alignment, with texts
+// of several lengths sharing pairs, overlapping and at the line's ends.
+TEST(TextSet, FindsWhatASearchFindsAtEveryOffset) {
+  const std::vector<std::string> texts = {"shm", "NCCL WARN", "]ib", "abab", "bab", "xyzzy"};
+  const TextSet set(texts);
+  const std::string alphabet = "abshmNCL WRN]ixyz";
+  uint32_t seed = 12345;
+  auto next = [&seed] {
+    seed = seed * 1103515245u + 12345u;
+    return seed >> 16;
+  };
+  for (int round = 0; round < 4000; ++round) {
+    std::string line;
+    const size_t length = next() % 40;
+    for (size_t i = 0; i < length; ++i) line += alphabet[next() % alphabet.size()];
+    if (round % 3 == 0) line.insert(next() % (line.size() + 1), texts[next() % texts.size()]);
+    std::multiset<size_t> expected;
+    for (size_t t = 0; t < texts.size(); ++t) {
+      for (size_t at = line.find(texts[t]); at != std::string::npos;
+           at = line.find(texts[t], at + 1)) {
+        expected.insert(t);
+      }
+    }
+    std::multiset<size_t> found;
+    set.Find(line, [&](size_t t) { found.insert(t); });
+    ASSERT_EQ(found, expected) << "'" << line << "'";
+  }
+  size_t none = 0;
+  TextSet().Find("anything", [&](size_t) { ++none; });
+  TextSet({"x"}).Find("xxx", [&](size_t) { ++none; });
+  EXPECT_EQ(none, 0u);
+}
+
 TEST(FailureBase, BuiltinLoadsWithEveryCauseDefinedAndUsed) {
   const FailureBase& base = FailureBase::Builtin();
   EXPECT_GE(base.signatures().size(), 60u);
