@@ -46,6 +46,9 @@ struct InspectorRecord {
   std::string datatype;             // only in fabricscope's records ("ncclFloat32")
   std::optional<int64_t> start_us;  // event_trace_ts.coll_start_ts (verbose Inspector, ours)
   std::optional<int64_t> stop_us;
+  // metadata.dump_timestamp_us: when the writer wrote the record, on every record of
+  // Inspector's default (non-verbose) output; watch's time when there is no event trace.
+  std::optional<int64_t> dump_us;
   std::string job;  // only in fabricscope's records
 };
 

@@ -60,6 +60,11 @@ void FillContext(InspectorRecord* r, const Json& header, const Json& metadata) {
   r->nnodes = Field(header, "nnodes", 0);
   r->hostname = Field(metadata, "hostname", std::string());
   r->pid = Field(metadata, "pid", 0);
+  // inspectorCommInfoMetaHeader (inspector_json.cc:64 at NVIDIA/nccl v2.30.7-1): the time of
+  // the dump, on every record, verbose or not.
+  if (const auto it = metadata.find("dump_timestamp_us"); it != metadata.end() && !it->is_null()) {
+    r->dump_us = Get<int64_t>(*it);
+  }
 }
 
 // coll_perf or p2p_perf (inspector_json.cc, inspectorCompletedColl/P2p at NVIDIA/nccl

@@ -84,7 +84,10 @@ ncclResult_t InitCommon(void** context, int* mask, CommInfo info, ncclDebugLogge
   Process& p = TheProcess();
   const std::lock_guard lock(p.mutex);
   // NCCL's mask is one int of the process that every communicator's init writes and every
-  // enqueue reads (ncclProfilerEventMask, read with relaxed atomic loads): written once, here,
+  // enqueue reads (ncclProfilerEventMask, NVIDIA/nccl v2.30.7-1 src/plugin/profiler.cc:219,
+  // its address passed to init at :250, read with COMPILER_ATOMIC_LOAD(...,
+  // std::memory_order_relaxed) at src/plugin/profiler.cc:280 and :656 and src/enqueue.cc:2795
+  // and :2950; so stored here with a relaxed atomic store to match): written once, here,
   // under the lock, with its final value; never 0 on the way (issue 24).
   if (!p.recorder) {
     Settings s = ReadSettings(Env::Process());

@@ -6,8 +6,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
+#include <optional>
+#include <string>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "fabricscope/collective_math.h"
 #include "fabricscope/statistics.h"
@@ -18,7 +23,49 @@
 namespace fabricscope {
 namespace {
 
-int64_t TimeOf(const InspectorRecord& r) { return r.start_us.value_or(r.stop_us.value_or(0)); }
+// A record's own time: its event trace (verbose Inspector, the profiler's records).
+std::optional<int64_t> TracedTime(const InspectorRecord& r) {
+  if (r.start_us) return r.start_us;
+  return r.stop_us;
+}
+
+using TimedRecord = std::pair<int64_t, const InspectorRecord*>;
+
+// Every record with its time. Inspector's default output has no event trace, only the time
+// each record was dumped (metadata.dump_timestamp_us, inspector_json.cc:64 at NVIDIA/nccl
+// v2.30.7-1), stamped as the dump thread drains a communicator's ring of completed
+// collectives (inspectorCommInfoDumpColl, inspector_json.cc:290-325): a record completed no
+// later than its dump and no later than the dump of any record after it in that rank's
+// sequence (coll_sn, p2p_sn within a communicator). So a record without a trace takes the
+// earliest dump time of itself and its successors: times that follow coll_sn order.
+std::vector<TimedRecord> Timed(const std::vector<InspectorRecord>& records) {
+  std::vector<TimedRecord> out;
+  out.reserve(records.size());
+  using Stream = std::tuple<std::string, std::string, int, int, bool>;
+  std::map<Stream, std::vector<size_t>> streams;  // untraced records of one rank's sequence
+  for (const InspectorRecord& r : records) {
+    const auto traced = TracedTime(r);
+    out.emplace_back(traced.value_or(r.dump_us.value_or(0)), &r);
+    if (!traced && r.dump_us) {
+      streams[{r.hostname, r.comm, r.pid, r.rank, r.p2p}].push_back(out.size() - 1);
+    }
+  }
+  for (auto& [stream, indexes] : streams) {
+    std::stable_sort(indexes.begin(), indexes.end(), [&out](size_t a, size_t b) {
+      return out[a].second->seq < out[b].second->seq;
+    });
+    int64_t earliest = std::numeric_limits<int64_t>::max();
+    for (auto it = indexes.rbegin(); it != indexes.rend(); ++it) {
+      earliest = std::min(earliest, out[*it].first);
+      out[*it].first = earliest;
+    }
+  }
+  // In time, and records of one time (one dump) in their sequence.
+  std::stable_sort(out.begin(), out.end(), [](const TimedRecord& a, const TimedRecord& b) {
+    return std::tie(a.first, a.second->seq) < std::tie(b.first, b.second->seq);
+  });
+  return out;
+}
 
 int NodesOf(const std::vector<const InspectorRecord*>& records, const WatchOptions& options) {
   if (options.nodes) return *options.nodes;
@@ -173,22 +220,17 @@ void JudgeBucket(WatchBucket* b, int nodes, const WatchOptions& options, WatchBa
 
 std::vector<WatchWindow> JudgeWindows(const std::vector<InspectorRecord>& records,
                                       const WatchOptions& options, WatchBaseline* baseline) {
-  std::vector<const InspectorRecord*> sorted;
-  sorted.reserve(records.size());
-  for (const InspectorRecord& r : records) sorted.push_back(&r);
-  std::stable_sort(
-      sorted.begin(), sorted.end(),
-      [](const InspectorRecord* a, const InspectorRecord* b) { return TimeOf(*a) < TimeOf(*b); });
+  const std::vector<TimedRecord> sorted = Timed(records);
   std::vector<WatchWindow> windows;
   if (sorted.empty()) return windows;
   const auto width = static_cast<int64_t>(options.window_s * 1e6);
-  const int64_t t0 = TimeOf(*sorted.front());
+  const int64_t t0 = sorted.front().first;
   size_t i = 0;
   while (i < sorted.size()) {
-    const int64_t start = width > 0 ? t0 + (TimeOf(*sorted[i]) - t0) / width * width : t0;
-    const int64_t end = width > 0 ? start + width : TimeOf(*sorted.back()) + 1;
+    const int64_t start = width > 0 ? t0 + (sorted[i].first - t0) / width * width : t0;
+    const int64_t end = width > 0 ? start + width : sorted.back().first + 1;
     std::vector<const InspectorRecord*> in;
-    while (i < sorted.size() && TimeOf(*sorted[i]) < end) in.push_back(sorted[i++]);
+    while (i < sorted.size() && sorted[i].first < end) in.push_back(sorted[i++].second);
     windows.push_back(JudgeWindow(start, end, in, options, baseline));
   }
   return windows;

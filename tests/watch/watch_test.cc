@@ -116,6 +116,121 @@ TEST(InspectorReader, ReadsSelfContainedRecordsAndV43Markers) {
   EXPECT_EQ(own.records[0].start_us, 1000);
 }
 
+// Records of exactly the form NCCL Inspector's README documents at NVIDIA/nccl v2.30.7-1
+// (plugins/profiler/inspector/README.md:190-213 "Output Example", :227-275 "Output Example
+// Verbose"): the keys and their nesting as there, our values. Default: no event trace, the
+// time only in metadata.dump_timestamp_us.
+nlohmann::json DocumentedRecord(int rank, uint64_t sn, int64_t dump_us, int64_t exec_us,
+                                double busbw, bool verbose = false, int nranks = 4,
+                                const std::string& id = "0x7f8c496ae9f661") {
+  nlohmann::json j;
+  j["header"] = {{"id", id}, {"rank", rank}, {"n_ranks", nranks}, {"nnodes", 1}};
+  j["metadata"] = {{"inspector_output_format_version", "v4.0"},
+                   {"git_rev", ""},
+                   {"rec_mechanism", "profiler_plugin"},
+                   {"dump_timestamp_us", dump_us},
+                   {"hostname", "example-hostname"},
+                   {"pid", 1639453 + rank}};
+  j["coll_perf"] = {{"coll", "AllReduce"},
+                    {"coll_sn", sn},
+                    {"coll_msg_size_bytes", 17179869184ULL},
+                    {"coll_exec_time_us", exec_us},
+                    {"coll_algobw_gbs", busbw / 1.75},
+                    {"coll_busbw_gbs", busbw}};
+  if (verbose) {
+    const int64_t start = dump_us - exec_us - 100;
+    j["coll_perf"]["coll_timing_source"] = "kernel_gpu";
+    j["coll_perf"]["event_trace_sn"] = {{"coll_start_sn", 1},
+                                        {"coll_stop_sn", 2},
+                                        {"kernel_events",
+                                         {{{"channel_id", 0},
+                                           {"kernel_start_sn", 3},
+                                           {"kernel_stop_sn", 48},
+                                           {"kernel_record_sn", 47}}}}};
+    j["coll_perf"]["event_trace_ts"] = {{"coll_start_ts", start},
+                                        {"coll_stop_ts", start + 5},
+                                        {"kernel_events",
+                                         {{{"channel_id", 0},
+                                           {"kernel_start_ts", start + 120},
+                                           {"kernel_stop_ts", start + exec_us},
+                                           {"kernel_record_ts", start + exec_us}}}}};
+  }
+  return j;
+}
+
+// 120 s of 4 ranks, an all-reduce every 100 ms per rank, Inspector dumping every 500 ms (the
+// README's example runs set the interval); from 60 s on each takes 1.7x as long, and its
+// busbw, which Inspector derives from the time, is 1/1.7.
+std::string DocumentedSlowedJob(bool verbose) {
+  std::string text;
+  for (uint64_t sn = 0; sn < 1200; ++sn) {
+    const bool slow = sn >= 600;
+    const int64_t done_us = 1'748'030'000'000'000 + static_cast<int64_t>(sn) * 100'000 + 60'000;
+    const int64_t dump_us = (done_us / 500'000 + 1) * 500'000;
+    for (int r = 0; r < 4; ++r) {
+      text += DocumentedRecord(r, sn + 1, verbose ? done_us + 50 : dump_us + r,
+                               slow ? 61974 * 17 / 10 : 61974, slow ? 485.1 / 1.7 : 485.1, verbose)
+                  .dump() +
+              "\n";
+    }
+  }
+  return text;
+}
+
+TEST(InspectorReader, ReadsTheDocumentedDefaultAndVerboseRecords) {
+  const std::string text =
+      DocumentedRecord(2, 1407, 1748030377748202, 61974, 485.119099).dump() + "\n" +
+      DocumentedRecord(4, 1231, 1752867229276385, 41057, 366.1, true).dump() + "\n";
+  ASSERT_TRUE(LooksLikeInspectorJsonl(text));
+  const InspectorRead read = ReadInspectorJsonl(text, "f.jsonl");
+  EXPECT_TRUE(read.diagnostics.empty()) << read.diagnostics[0].ToString();
+  ASSERT_EQ(read.records.size(), 2u);
+  EXPECT_EQ(read.records[0].dump_us, 1748030377748202);
+  EXPECT_FALSE(read.records[0].start_us.has_value());
+  EXPECT_EQ(read.records[0].seq, 1407u);
+  EXPECT_EQ(read.records[0].hostname, "example-hostname");
+  EXPECT_DOUBLE_EQ(read.records[0].exec_us, 61974);
+  EXPECT_EQ(read.records[1].dump_us, 1752867229276385);
+  EXPECT_EQ(read.records[1].start_us, 1752867229276385 - 41057 - 100);
+  EXPECT_EQ(read.records[1].timing_source, "kernel_gpu");
+}
+
+// Default records take their dump's time; within one rank's communicator a record is no later
+// than any after it in coll_sn, whatever the file's order.
+TEST(WatchJudge, DefaultRecordsAreTimedByTheirDumpInCollSnOrder) {
+  std::string text;
+  text += DocumentedRecord(0, 3, 30'000'000, 10, 40).dump() + "\n";
+  text += DocumentedRecord(0, 1, 30'000'000, 10, 40).dump() + "\n";  // drained late
+  text += DocumentedRecord(0, 2, 12'000'000, 10, 40).dump() + "\n";
+  text += DocumentedRecord(1, 1, 31'000'000, 10, 40).dump() + "\n";  // another rank's own
+  const InspectorRead read = ReadInspectorJsonl(text, "f.jsonl");
+  ASSERT_EQ(read.records.size(), 4u);
+  WatchOptions options;
+  options.window_s = 10;
+  WatchBaseline baseline;
+  const auto windows = JudgeWindows(read.records, options, &baseline);
+  ASSERT_EQ(windows.size(), 2u);
+  EXPECT_EQ(windows[0].start_us, 12'000'000);
+  EXPECT_EQ(windows[0].records, 2u);  // sn 1 and 2, at 12 s
+  EXPECT_EQ(windows[1].start_us, 22'000'000);
+  EXPECT_EQ(windows[1].records, 2u);  // rank 0's sn 3 at 30 s, rank 1's sn 1 at 31 s
+}
+
+TEST(WatchJudge, ADropHalfWayThroughInspectorsDefaultOutputIsAnAlert) {
+  for (const bool verbose : {false, true}) {
+    const InspectorRead read = ReadInspectorJsonl(DocumentedSlowedJob(verbose), "job");
+    ASSERT_EQ(read.records.size(), 4800u);
+    WatchOptions options;
+    WatchBaseline baseline;
+    const auto windows = JudgeWindows(read.records, options, &baseline);
+    ASSERT_EQ(windows.size(), 12u) << verbose;  // 10 s windows over 120 s, not one at t=0
+    EXPECT_TRUE(windows[5].findings.empty()) << FindingsText(windows[5].findings);
+    ASSERT_FALSE(windows[6].findings.empty()) << verbose;
+    EXPECT_EQ(windows[6].findings[0].source, "drop");
+    EXPECT_NEAR(windows[6].findings[0].figures.at("drop_percent"), (1 - 1 / 1.7) * 100, 1e-6);
+  }
+}
+
 TEST(InspectorReader, EachBadLineIsNamedAndTheRestIsRead) {
   const std::string text =
       Line(0, 1, 10, 5, 1) + "{not json\n" +
@@ -412,6 +527,15 @@ TEST_F(WatchCli, AnInconclusiveJudgementExitsFour) {
       std::string::npos)
       << o.out;
   EXPECT_NE(o.out.find("; 4 an INCONCLUSIVE finding"), std::string::npos) << o.out;
+}
+
+// The issue's case: NCCL Inspector's default output of a 120 s job of 4 ranks, all_reduce
+// 1.7x slower half-way, exits 1 with the drop, as the plugin's own output does.
+TEST_F(WatchCli, InspectorsDefaultOutputWithADropHalfWayExitsOne) {
+  const Outcome o = Run(Write("inspector.jsonl", DocumentedSlowedJob(false)));
+  EXPECT_EQ(o.exit_code, 1) << o.err << o.out;
+  EXPECT_TRUE(std::regex_search(o.out, std::regex("\nCRITICAL +drop +all_reduce "))) << o.out;
+  EXPECT_NE(o.out.find("41% below this job's baseline"), std::string::npos) << o.out;
 }
 
 TEST_F(WatchCli, ReadsADirectoryAndExitsOneOnAnAlert) {
