@@ -1120,6 +1120,9 @@ def combine(paths):
         r["line"] = prim["line"]
         if "plugin" in prim:
             r["plugin"] = prim["plugin"]
+        accesses = sorted({x["access"] for x in recs if "access" in x})
+        if accesses:   # gen-plugin-env.py's tables: read, set, exported by a script
+            r["access"] = accesses
         others = ["%s:%d" % (x["file"], x["line"]) for x in recs if x is not prim]
         if others:
             r["sites"] = others
