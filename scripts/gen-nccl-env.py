@@ -116,8 +116,26 @@ PARAM_HEADER_RE = re.compile(r"^src/include/param(?:\.h|/[^/]+\.h)$")
 READERS = ("getenv", "secure_getenv", "ncclGetEnv", "ncclEnvPluginGetEnv")
 INT_PARSERS = ("strtol", "strtoll", "strtoul", "strtoull", "atoi", "atol", "atoll",
                "stoi", "stol", "stoll", "stoul", "stoull")
-NAME_PREFIX = "NCCL_"
+NAME_PREFIX = ("NCCL_",)        # the names kept; --profile sets them
 NAME_RE = re.compile(r"^NCCL_[A-Z0-9_]+$")
+
+# --profile: the repository a tree is of, the name prefixes kept, and where per-tag tables
+# go by default. ROCm/rccl is NCCL's fork: the same macros, and its own RCCL_PARAM (prefix
+# "RCCL_"); its reads of the ROCm runtime's HSA_* variables are kept too.
+PROFILES = {
+    "nccl": {"repository": "NVIDIA/nccl", "prefixes": ("NCCL_",), "dir": "env"},
+    "rccl": {"repository": "ROCm/rccl", "prefixes": ("NCCL_", "RCCL_", "HSA_"),
+             "dir": "rccl"},
+}
+
+
+def use_profile(name):
+    global REPOSITORY, NAME_PREFIX, NAME_RE
+    prof = PROFILES[name]
+    REPOSITORY = prof["repository"]
+    NAME_PREFIX = prof["prefixes"]
+    NAME_RE = re.compile(r"^(?:%s)[A-Z0-9_]+$" % "|".join(NAME_PREFIX))
+    return prof
 KEYWORDS = {"if", "for", "while", "switch", "catch", "return", "sizeof", "defined",
             "alignof", "decltype", "static_assert", "__attribute__", "do", "else"}
 
@@ -517,7 +535,7 @@ def eval_default(arg, consts):
 # ---------------------------------------------------------------- the tree
 
 def version_key(tag):
-    m = re.match(r"^v?(\d+)\.(\d+)\.(\d+)(?:-(\d+))?", tag)
+    m = re.match(r"^(?:v|rocm-)?(\d+)\.(\d+)(?:\.(\d+))?(?:-(\d+))?", tag)
     if m:
         return (0, tuple(int(x or 0) for x in m.groups()), tag)
     return (1, (), tag)
@@ -610,9 +628,16 @@ def find_param_macros(file_toks):
                             body[1].kind == "ident":
                         ctype = body[0].text
                     name_idx = 0 if params[0] == "name" else None
+                    # the accessor the macro defines: ncclParam##name (rcclParam in RCCL)
+                    accessor = "ncclParam"
+                    for q in range(len(body) - 2):
+                        if body[q].kind == "ident" and body[q + 1].text == "##" and \
+                                name_idx is not None and body[q + 2].text == params[0]:
+                            accessor = body[q].text
+                            break
                     info = {"style": "suffix", "prefix": a.value,
                             "env": params.index(b.text), "default": dflt,
-                            "type": ctype, "name": name_idx}
+                            "type": ctype, "name": name_idx, "accessor": accessor}
                     break
                 if a.kind == "punct" and a.text == "#" and b.kind == "ident" and \
                         b.text in params and "type" in params and \
@@ -922,7 +947,7 @@ def scan_tree(tree):
                         rec["default_source"] = src
                     rec["via"] = t.text
                     if m["name"] is not None:
-                        rec["param"] = "ncclParam" + source_text(args[m["name"]])
+                        rec["param"] = m["accessor"] + source_text(args[m["name"]])
                 else:
                     key = args[m["env"]]
                     if len(key) != 1 or key[0].kind != "ident":
@@ -1095,6 +1120,9 @@ def combine(paths):
         r["line"] = prim["line"]
         if "plugin" in prim:
             r["plugin"] = prim["plugin"]
+        accesses = sorted({x["access"] for x in recs if "access" in x})
+        if accesses:   # gen-plugin-env.py's tables: read, set, exported by a script
+            r["access"] = accesses
         others = ["%s:%d" % (x["file"], x["line"]) for x in recs if x is not prim]
         if others:
             r["sites"] = others
@@ -1107,7 +1135,11 @@ def combine(paths):
             if len(changes) > 1:
                 r[label] = changes
         out.append(r)
-    return {"generated_by": GENERATED_BY, "repository": REPOSITORY,
+    repositories = sorted({d["repository"] for d in docs})
+    if len(repositories) != 1:
+        raise SystemExit("gen-nccl-env: --combine takes tables of one repository, not %s" %
+                         ", ".join(repositories))
+    return {"generated_by": docs[0]["generated_by"], "repository": repositories[0],
             "tags": [{"tag": d["tag"], "commit": d["commit"]} for d in docs],
             "variables": out}
 
@@ -1120,7 +1152,10 @@ def main():
     ap.add_argument("--combine", nargs="+", metavar="JSON",
                     help="per-tag files to merge into one table")
     ap.add_argument("--out", help="output file")
+    ap.add_argument("--profile", choices=sorted(PROFILES), default="nccl",
+                    help="what the tree is: NVIDIA/nccl (default) or ROCm/rccl")
     a = ap.parse_args()
+    prof = use_profile(a.profile)
     if a.combine:
         if a.tree or not a.out:
             ap.error("--combine takes per-tag files and --out")
@@ -1135,7 +1170,7 @@ def main():
     for n in notes:
         print("gen-nccl-env: %s: %s" % (a.tag, n), file=sys.stderr)
     out = a.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
-                                "data", "nccl", "env", a.tag + ".json")
+                                "data", "nccl", prof["dir"], a.tag + ".json")
     write_json(out, {"generated_by": GENERATED_BY, "repository": REPOSITORY,
                      "tag": a.tag, "commit": commit, "macros": macros,
                      "variables": records})

@@ -41,9 +41,13 @@ struct DoctorFlags {
   DrainFlags drain;
 };
 
+// The variables doctor lints: NCCL's, and those of RCCL, the network plugins and ROCm.
 std::map<std::string, std::string> NcclEnvironment(const Env& env) {
-  const auto family = env.Family("NCCL_*");
-  return {family.begin(), family.end()};
+  std::map<std::string, std::string> out;
+  for (const char* family : {"NCCL_*", "RCCL_*", "HSA_*", "OFI_NCCL_*", "FI_*"}) {
+    for (auto& [name, value] : env.Family(family)) out.emplace(std::move(name), std::move(value));
+  }
+  return out;
 }
 
 int ListChecks(std::ostream& out) {

@@ -34,7 +34,8 @@ class NcclEnvCheck : public Check {
   }
 
   void Run(const NodeContext& node, CheckOutput& out) const override {
-    const LintContext context{node.env, node.ib, node.root.List("/sys/class/net"), node.root};
+    const LintContext context{node.env, node.ib, node.root.List("/sys/class/net"), node.root,
+                              node.platform ? &*node.platform : nullptr};
     std::vector<std::string> settings;
     for (const auto& [name, setting] : node.env) {
       out.Fact("env." + name, setting.value);

@@ -373,25 +373,6 @@ void Renamed(const std::string& name, const EnvSetting& s, const LintContext&,
   }
 }
 
-// Edit distance, for suggesting the variable a typo meant.
-size_t Distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
-// The edits a typo makes (a letter dropped, doubled, swapped or wrong).
-constexpr size_t kTypoEdits = 2;
-
 // A name NCCL's source reads (or read): nothing to say when the newest release reads it; the
 // release range when it no longer does.
 bool SourceKnows(const std::string& name, const EnvSetting& setting, std::vector<Finding>& out) {
@@ -411,6 +392,22 @@ bool SourceKnows(const std::string& name, const EnvSetting& setting, std::vector
 }
 
 }  // namespace
+
+// Edit distance, for suggesting the variable a typo meant.
+size_t Distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
 
 const std::vector<NcclVariable>& NcclVariables() {
   // From NCCL's environment-variable documentation (docs.nvidia.com/deeplearning/nccl,
@@ -569,13 +566,18 @@ const std::vector<NcclVariable>& NcclVariables() {
 const std::vector<std::pair<std::string_view, std::string_view>>& NcclVariablePrefixes() {
   static const std::vector<std::pair<std::string_view, std::string_view>> kPrefixes = {
       {"NCCL_TESTS_", "nccl-tests"},
-      {"NCCL_GPUDIRECTTCPX_", "the GPUDirect-TCPX network plugin (GCP a3-high)"},
-      {"NCCL_FASTRAK_", "the FasTrak / GPUDirect-TCPXO network plugin (GCP a3-mega)"},
       {"NCCL_UCX_", "the UCX network plugin"},
       {"NCCL_SHARP_", "the SHARP CollNet plugin"},
   };
   return kPrefixes;
 }
+
+namespace {
+bool Linted(std::string_view key) {
+  return std::any_of(LintedPrefixes().begin(), LintedPrefixes().end(),
+                     [&](std::string_view p) { return key.starts_with(p); });
+}
+}  // namespace
 
 EnvSettings CollectNcclSettings(const Root& root,
                                 const std::map<std::string, std::string>& environment) {
@@ -592,12 +594,12 @@ EnvSettings CollectNcclSettings(const Root& root,
       const size_t eq = line.find('=');
       if (eq == std::string::npos) continue;
       const std::string key(Trim(line.substr(0, eq)));
-      if (!key.starts_with("NCCL_")) continue;
+      if (!Linted(key)) continue;
       out[key] = {std::string(Trim(line.substr(eq + 1))), conf + ":" + std::to_string(number)};
     }
   }
   for (const auto& [key, value] : environment) {
-    if (key.starts_with("NCCL_")) out[key] = {value, "environment"};
+    if (Linted(key)) out[key] = {value, "environment"};
   }
   return out;
 }
@@ -625,6 +627,8 @@ std::vector<Finding> LintNcclSettings(const LintContext& context) {
   std::vector<Finding> out;
   const auto& known = NcclVariables();
   for (const auto& [name, setting] : context.env) {
+    if (LintFamilyVariable(name, setting, context, out)) continue;
+    if (RcclDrops(name, setting, context, out)) continue;
     const auto it =
         std::lower_bound(known.begin(), known.end(), name,
                          [](const NcclVariable& v, const std::string& n) { return v.name < n; });
@@ -638,6 +642,7 @@ std::vector<Finding> LintNcclSettings(const LintContext& context) {
                      [&name = name](const auto& p) { return name.starts_with(p.first); });
     if (prefix != NcclVariablePrefixes().end()) continue;
     if (SourceKnows(name, setting, out)) continue;
+    if (ReadByOthers(name, setting, context, out)) continue;
     const std::string suggestion = ClosestVariable(name);
     out.push_back(MakeFinding(Severity::kWarn,
                               name + " is not a variable NCCL reads" +

@@ -9,6 +9,7 @@
 
 #include "doctor/node_probes.h"
 #include "fabricscope/doctor.h"
+#include "fabricscope/platform.h"
 
 namespace fabricscope::doctor {
 
@@ -25,6 +26,7 @@ struct LintContext {
   const IbScan& ib;
   std::vector<std::string> interfaces;  // /sys/class/net
   const Root& root;
+  const Platform* platform;  // --platform or detected; nullptr: unknown
 };
 
 // Appends findings about one variable's value.
@@ -54,15 +56,27 @@ struct GeneratedVariable {
   std::string file;
   int line = 0;
   std::string plugin;  // the bundled plugin that reads it; "" for NCCL itself
+  // gen-plugin-env.py's tables: "reads", "sets" (for libfabric or NCCL), "exported" (by a
+  // profile script the repository ships); a parameter the source marks "deprecated" or
+  // "removed", with its message.
+  std::vector<std::string> access;
+  std::string status;
+  std::string message;
+  bool Reads() const;
 };
 
-// The generated table and the newest release it was generated from.
+// The generated table of one source and the newest tag it was generated from.
 struct GeneratedVariables {
+  std::string source;      // "nccl", "rccl", "tcpx", "tcpxo", "aws-ofi-nccl", "rocr"
+  std::string repository;  // "NVIDIA/nccl"
   std::vector<GeneratedVariable> variables;  // sorted by name
   std::string newest;                        // "v2.30.7-1"
+  std::string oldest;                        // "v2.18.6-1"
   const GeneratedVariable* Find(std::string_view name) const;
 };
 const GeneratedVariables& NcclSourceVariables();
+// The table of `source` (data/nccl/<source>-variables.json); throws for an unknown source.
+const GeneratedVariables& SourceVariables(std::string_view source);
 
 // Prefixes of variables read by network plugins and tools rather than NCCL itself.
 const std::vector<std::pair<std::string_view, std::string_view>>& NcclVariablePrefixes();
@@ -77,5 +91,26 @@ std::vector<Finding> LintNcclSettings(const LintContext& context);
 
 // The known name closest to `name` (a likely typo), or empty.
 std::string ClosestVariable(std::string_view name);
+
+// Edit distance, for suggesting the variable a typo meant; a typo is at most kTypoEdits edits
+// (a letter dropped, doubled, swapped or wrong).
+size_t Distance(std::string_view a, std::string_view b);
+inline constexpr size_t kTypoEdits = 2;
+
+// The prefixes of the names collected and linted: NCCL_, and the families of NCCL's
+// neighbours (RCCL_, HSA_, OFI_NCCL_, FI_) (src/doctor/plugin_env.cc).
+const std::vector<std::string_view>& LintedPrefixes();
+
+// Findings for a name of a neighbour's family (NCCL_GPUDIRECTTCPX_*, NCCL_FASTRAK_*,
+// OFI_NCCL_*, FI_*, RCCL_*, HSA_*) against its generated tables; false for other names.
+bool LintFamilyVariable(const std::string& name, const EnvSetting& setting,
+                        const LintContext& context, std::vector<Finding>& out);
+// On an AMD platform: an NCCL_* name NCCL reads that RCCL does not (a finding); false
+// otherwise.
+bool RcclDrops(const std::string& name, const EnvSetting& setting, const LintContext& context,
+               std::vector<Finding>& out);
+// An NCCL_* name NCCL does not read but RCCL or a network plugin does; false when none does.
+bool ReadByOthers(const std::string& name, const EnvSetting& setting, const LintContext& context,
+                  std::vector<Finding>& out);
 
 }  // namespace fabricscope::doctor
