@@ -11,7 +11,8 @@ namespace {
 class NcclEnvTest : public ::testing::Test {
  protected:
   // The nccl_env findings of the healthy InfiniBand node (or RoCE) with `env` set.
-  CheckResult Lint(const std::map<std::string, std::string>& env, bool roce = false) {
+  CheckResult Lint(const std::map<std::string, std::string>& env, bool roce = false,
+                   const std::string& platform = "") {
     if (!tree_ || roce != roce_) {
       NodeSpec spec;
       spec.roce = roce;
@@ -23,6 +24,7 @@ class NcclEnvTest : public ::testing::Test {
     options.root = tree_->root().string();
     options.env = env;
     options.checks = {"nccl_env"};
+    options.platform = platform;
     report_ = RunDoctor(options);
     return Find(report_, "nccl_env");
   }
@@ -191,6 +193,85 @@ TEST_F(NcclEnvTest, GidIndexMinusOneIsNcclsOwnChoice) {
   const CheckResult c = Lint({{"NCCL_IB_GID_INDEX", "-1"}}, true);
   EXPECT_EQ(c.severity(), Severity::kOk) << Dump(report_);
   EXPECT_TRUE(Has(c, Severity::kOk, "NCCL selects the GID itself"));
+}
+
+// The Kubernetes recipe this project started from (shared/reference/seeds) on an AMD node:
+// RCCL's own variables and the ROCm runtime's are known from their sources, not "unknown".
+TEST_F(NcclEnvTest, RcclAndRocmVariablesAreLintedOnAmd) {
+  const std::string amd = "amd-mi325x";
+  EXPECT_EQ(Lint({{"RCCL_MSCCL_ENABLE", "1"},
+                  {"HSA_FORCE_FINE_GRAIN_PCIE", "1"},
+                  {"HSA_ENABLE_SDMA", "0"},
+                  {"NCCL_MIN_NCHANNELS", "32"}},
+                 false, amd)
+                .severity(),
+            Severity::kOk)
+      << Dump(report_);
+  // RCCL rocm-6.0.2 .. rocm-6.2.2 reads no RCCL_KERNEL_DEBUG.
+  EXPECT_TRUE(Has(Lint({{"RCCL_KERNEL_DEBUG", "0"}}, false, amd), Severity::kWarn,
+                  "RCCL_KERNEL_DEBUG is not a variable RCCL reads (ROCm/rccl rocm-6.0.2 .. "
+                  "rocm-6.2.2)"));
+  EXPECT_TRUE(Has(Lint({{"RCCL_MSCCL_ENABEL", "1"}}, false, amd), Severity::kWarn,
+                  "did you mean RCCL_MSCCL_ENABLE?"));
+  // A name RCCL drops: NCCL reads it, RCCL does not.
+  EXPECT_TRUE(Has(Lint({{"NCCL_GIN_ENABLE", "1"}}, false, amd), Severity::kWarn,
+                  "NCCL_GIN_ENABLE is read by NCCL"));
+  // HSA_* outside ROCR-Runtime's table (the thunk reads some): not checked, not unknown.
+  const CheckResult thunk = Lint({{"HSA_OVERRIDE_GFX_VERSION", "9.4.2"}}, false, amd);
+  EXPECT_LT(thunk.severity(), Severity::kWarn) << Dump(report_);
+  EXPECT_TRUE(Has(thunk, Severity::kInfo, "HSA_OVERRIDE_GFX_VERSION: not checked"));
+  // RCCL's variables on an NVIDIA platform do nothing.
+  EXPECT_TRUE(Has(Lint({{"RCCL_MSCCL_ENABLE", "1"}}, false, "dgx-h100"), Severity::kWarn,
+                  "which dgx-h100 does not use"));
+}
+
+// GCP's plugins: every variable the TCPX plugin reads is fine on a TCPX platform (and where
+// the platform is unknown); TCPXO's on a TCPX node is named as having no effect.
+TEST_F(NcclEnvTest, TcpxAndTcpxoVariablesFollowThePlatform) {
+  std::map<std::string, std::string> env;
+  for (const GeneratedVariable& v : SourceVariables("tcpx").variables) env[v.name] = "1";
+  ASSERT_GE(env.size(), 50u);
+  for (const std::string& platform : {std::string("gcp-a3-highgpu-8g"), std::string()}) {
+    Lint(env, false, platform);
+    for (const Finding& f : Find(report_, "nccl_env").findings) {
+      EXPECT_EQ(f.what.find("is not a variable"), std::string::npos) << platform << f.what;
+      EXPECT_EQ(f.what.find("did you mean"), std::string::npos) << platform << f.what;
+      EXPECT_EQ(f.what.find("does not use"), std::string::npos) << platform << f.what;
+    }
+  }
+  EXPECT_EQ(Lint({{"NCCL_FASTRAK_NUM_FLOWS", "2"}}, false, "gcp-a3-megagpu-8g").severity(),
+            Severity::kOk);
+  EXPECT_TRUE(Has(Lint({{"NCCL_FASTRAK_NUM_FLOWS", "2"}}, false, "gcp-a3-highgpu-8g"),
+                  Severity::kWarn, "which gcp-a3-highgpu-8g does not use"));
+  EXPECT_TRUE(Has(Lint({{"NCCL_FASTRAK_NUM_FLOW", "2"}}), Severity::kWarn,
+                  "did you mean NCCL_FASTRAK_NUM_FLOWS?"));
+  // GCP's own profile exports it; the plugin's source never reads it.
+  EXPECT_TRUE(Has(Lint({{"NCCL_FASTRAK_USE_SNAP", "1"}}, false, "gcp-a3-megagpu-8g"),
+                  Severity::kInfo, "own profile script"));
+}
+
+// aws-ofi-nccl: its parameters, the ones it removed, the FI_* it sets for libfabric.
+TEST_F(NcclEnvTest, AwsOfiNcclVariablesAreLintedOnEfa) {
+  const std::string efa = "aws-p5";
+  EXPECT_EQ(Lint({{"OFI_NCCL_PROTOCOL", "RDMA"}, {"FI_EFA_FORK_SAFE", "1"}, {"FI_PROVIDER", "efa"}},
+                 false, efa)
+                .severity(),
+            Severity::kOk)
+      << Dump(report_);
+  EXPECT_TRUE(Has(Lint({{"OFI_NCCL_RDMA_MIN_POSTED_BOUNCE_BUFFERS", "64"}}, false, efa),
+                  Severity::kWarn, "is removed in the aws-ofi-nccl network plugin"));
+  // libfabric's own variables: not checked.
+  EXPECT_TRUE(Has(Lint({{"FI_EFA_USE_DEVICE_RDMA", "1"}}, false, efa), Severity::kInfo,
+                  "FI_EFA_USE_DEVICE_RDMA: not checked"));
+  // OFI_NCCL_CM_SIZE is one letter from OFI_NCCL_CQ_SIZE, but CM is a word of the plugin's
+  // (OFI_NCCL_CM_NUM_RX_BUFFERS): another setting, not a typo, so no suggestion.
+  const CheckResult cm = Lint({{"OFI_NCCL_CM_SIZE", "1"}}, false, efa);
+  EXPECT_TRUE(Has(cm, Severity::kWarn, "OFI_NCCL_CM_SIZE is not a variable the aws-ofi-nccl"));
+  for (const Finding& f : Find(report_, "nccl_env").findings) {
+    EXPECT_EQ(f.what.find("did you mean"), std::string::npos) << f.what;
+  }
+  EXPECT_TRUE(Has(Lint({{"OFI_NCCL_CQ_SIZ", "1"}}, false, efa), Severity::kWarn,
+                  "did you mean OFI_NCCL_CQ_SIZE?"));
 }
 
 TEST_F(NcclEnvTest, VariableTableIsSortedAndUnique) {

@@ -8,8 +8,10 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "doctor/nccl_env.h"
+#include "fabricscope/error.h"
 
 namespace fabricscope::doctor {
 namespace {
@@ -50,6 +52,92 @@ TEST(NcclVariablesTable, CombinedTableIsThePerTagTablesCombined) {
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
   EXPECT_EQ(Slurp(out), Slurp(kSource / "data/nccl/env-variables.json"));
   fs::remove(out);
+}
+
+std::string PluginGenerator() {
+  return "python3 " + (kSource / "scripts/gen-plugin-env.py").string();
+}
+
+// Runs `command` (the generator on a fixture tree, writing `out`) and compares with `expected`.
+void ExpectReproduces(const std::string& command, const fs::path& out, const fs::path& expected) {
+  ASSERT_EQ(std::system((command + " --out " + out.string() + " > /dev/null 2>&1").c_str()), 0)
+      << command;
+  EXPECT_EQ(Slurp(out), Slurp(expected)) << command;
+  fs::remove(out);
+}
+
+constexpr const char* kFixtureTag =
+    " --tag fixture --commit 0000000000000000000000000000000000000000";
+
+// ROCm/rccl's tree: RCCL_PARAM (rcclParam##name), its HSA_* read, another family skipped.
+TEST(NcclVariablesTable, RcclProfileReproducesItsFixture) {
+  if (!HavePython()) GTEST_SKIP() << "no python3";
+  ExpectReproduces(Generator() + " --profile rccl --tree " +
+                       (kSource / "tests/doctor/data/rccl-env-fixture").string() + kFixtureTag,
+                   fs::temp_directory_path() / "fabricscope-rccl-env-fixture.json",
+                   kSource / "tests/doctor/data/rccl-env-fixture.expected.json");
+}
+
+// One fixture tree per plugin source: forwarded and pasted prefixes (tcpx), a prefix added at
+// run time with bounds and a vendor profile's exports (tcpxo), deprecated/removed parameters,
+// writes and environment tables (aws-ofi-nccl).
+TEST(NcclVariablesTable, PluginGeneratorReproducesItsFixtures) {
+  if (!HavePython()) GTEST_SKIP() << "no python3";
+  for (const char* source : {"tcpx", "tcpxo", "aws-ofi-nccl"}) {
+    const fs::path dir = kSource / "tests/doctor/data/plugin-env-fixture";
+    ExpectReproduces(PluginGenerator() + " --source " + source + " --tree " +
+                         (dir / source).string() + kFixtureTag,
+                     fs::temp_directory_path() / (std::string("fabricscope-") + source + ".json"),
+                     dir / (std::string(source) + ".expected.json"));
+  }
+}
+
+// A tree that is not the source's (tcpxo's macro absent) is refused, not read as empty.
+TEST(NcclVariablesTable, PluginGeneratorRefusesAnotherSourcesTree) {
+  if (!HavePython()) GTEST_SKIP() << "no python3";
+  const std::string command =
+      PluginGenerator() + " --source tcpxo --tree " +
+      (kSource / "tests/doctor/data/plugin-env-fixture/tcpx").string() + kFixtureTag + " --out " +
+      (fs::temp_directory_path() / "fabricscope-refused.json").string() + " > /dev/null 2>&1";
+  EXPECT_NE(std::system(command.c_str()), 0);
+}
+
+// A hand edit of a neighbour's combined table (or one of its per-tag tables) fails here.
+TEST(NcclVariablesTable, EverySourcesCombinedTableIsItsPerTagTablesCombined) {
+  if (!HavePython()) GTEST_SKIP() << "no python3";
+  for (const char* source : {"rccl", "tcpx", "tcpxo", "aws-ofi-nccl", "rocr"}) {
+    const fs::path out =
+        fs::temp_directory_path() / (std::string("fabricscope-combined-") + source + ".json");
+    const std::string command = Generator() + " --combine " +
+                                (kSource / "data/nccl" / source).string() + "/*.json --out " +
+                                out.string() + " > /dev/null 2>&1";
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+    EXPECT_EQ(Slurp(out), Slurp(kSource / "data/nccl" / (std::string(source) + "-variables.json")))
+        << source;
+    fs::remove(out);
+  }
+}
+
+TEST(NcclVariablesTable, TheNeighboursTablesSayWhereTheyCameFrom) {
+  EXPECT_EQ(SourceVariables("rccl").repository, "ROCm/rccl");
+  EXPECT_EQ(SourceVariables("rccl").newest, "rocm-6.2.2");
+  const GeneratedVariable* msccl = SourceVariables("rccl").Find("RCCL_MSCCL_ENABLE");
+  ASSERT_NE(msccl, nullptr);
+  EXPECT_EQ(msccl->file, "src/misc/msccl/msccl_lifecycle.cc");
+  EXPECT_NE(SourceVariables("rccl").Find("HSA_FORCE_FINE_GRAIN_PCIE"), nullptr);
+  EXPECT_EQ(SourceVariables("tcpx").repository, "google/nccl-plugin-gpudirecttcpx");
+  EXPECT_NE(SourceVariables("tcpx").Find("NCCL_GPUDIRECTTCPX_PORT_MAPPING"), nullptr);
+  EXPECT_EQ(SourceVariables("tcpxo").newest, "v1.0.17");
+  EXPECT_NE(SourceVariables("tcpxo").Find("NCCL_FASTRAK_NUM_FLOWS"), nullptr);
+  const GeneratedVariable* removed =
+      SourceVariables("aws-ofi-nccl").Find("OFI_NCCL_RDMA_MIN_POSTED_BOUNCE_BUFFERS");
+  ASSERT_NE(removed, nullptr);
+  EXPECT_EQ(removed->status, "removed");
+  const GeneratedVariable* fork = SourceVariables("aws-ofi-nccl").Find("FI_EFA_FORK_SAFE");
+  ASSERT_NE(fork, nullptr);
+  EXPECT_EQ(fork->access, std::vector<std::string>{"sets"});
+  EXPECT_NE(SourceVariables("rocr").Find("HSA_ENABLE_SDMA"), nullptr);
+  EXPECT_THROW(SourceVariables("nope"), UsageError);
 }
 
 TEST(NcclVariablesTable, TheDoctorReadsTheGeneratedFacts) {
