@@ -597,65 +597,71 @@ def collect_defines(file_toks, paths=None):
     return defines
 
 
-def find_param_macros(file_toks):
-    """The parameter macros of src/include/param.h and src/include/param/*.h."""
-    macros = {}
+def function_macros(file_toks):
+    """[(name, params, body tokens, file, line)] of every function-like #define, by file."""
+    out = []
     for path in sorted(file_toks):
-        if not PARAM_HEADER_RE.match(path):
-            continue
-        toks = file_toks[path]
         seen = set()
+        toks = file_toks[path]
         for t in toks:
             pp = t.pp
             if pp is None or pp["directive"] != "define" or pp["params"] is None or \
                     id(pp) in seen:
                 continue
             seen.add(id(pp))
-            body = [x for x in toks if x.pp is pp]
-            params = pp["params"]
-            info = None
-            for k in range(len(body) - 1):
-                a, b = body[k], body[k + 1]
-                if a.kind == "str" and b.kind == "ident" and b.text in params and \
-                        a.value.startswith(NAME_PREFIX):
-                    # "NCCL_" env
-                    dflt = None
-                    for p in params:
-                        if re.match(r"(?i)^(deft?|default)", p):
-                            dflt = params.index(p)
-                    ctype = None
-                    if body and body[0].kind == "ident" and len(body) > 1 and \
-                            body[1].kind == "ident":
-                        ctype = body[0].text
-                    name_idx = 0 if params[0] == "name" else None
-                    # the accessor the macro defines: ncclParam##name (rcclParam in RCCL)
-                    accessor = "ncclParam"
-                    for q in range(len(body) - 2):
-                        if body[q].kind == "ident" and body[q + 1].text == "##" and \
-                                name_idx is not None and body[q + 2].text == params[0]:
-                            accessor = body[q].text
-                            break
-                    info = {"style": "suffix", "prefix": a.value,
-                            "env": params.index(b.text), "default": dflt,
-                            "type": ctype, "name": name_idx, "accessor": accessor}
-                    break
-                if a.kind == "punct" and a.text == "#" and b.kind == "ident" and \
-                        b.text in params and "type" in params and \
-                        "default" in params:
-                    info = {"style": "key", "env": params.index(b.text),
-                            "default": params.index("default"),
-                            "type_param": params.index("type"),
-                            "name": params.index("name") if "name" in params else None,
-                            "flags": params.index("flags") if "flags" in params else None,
-                            "parser": params.index("parser") if "parser" in params
-                            else None,
-                            "desc": params.index("desc") if "desc" in params else None}
-                    break
-            if info is not None:
-                info["macro"] = pp["name"]
-                info["file"] = path
-                info["line"] = pp["line"]
-                macros[pp["name"]] = info
+            out.append((pp["name"], pp["params"], [x for x in toks if x.pp is pp], path,
+                        pp["line"]))
+    return out
+
+
+def find_param_macros(file_toks):
+    """The parameter macros of src/include/param.h and src/include/param/*.h."""
+    macros = {}
+    headers = {path: toks for path, toks in file_toks.items() if PARAM_HEADER_RE.match(path)}
+    for macro_name, params, body, path, line in function_macros(headers):
+        info = None
+        for k in range(len(body) - 1):
+            a, b = body[k], body[k + 1]
+            if a.kind == "str" and b.kind == "ident" and b.text in params and \
+                    a.value.startswith(NAME_PREFIX):
+                # "NCCL_" env
+                dflt = None
+                for p in params:
+                    if re.match(r"(?i)^(deft?|default)", p):
+                        dflt = params.index(p)
+                ctype = None
+                if body and body[0].kind == "ident" and len(body) > 1 and \
+                        body[1].kind == "ident":
+                    ctype = body[0].text
+                name_idx = 0 if params[0] == "name" else None
+                # the accessor the macro defines: ncclParam##name (rcclParam in RCCL)
+                accessor = "ncclParam"
+                for q in range(len(body) - 2):
+                    if body[q].kind == "ident" and body[q + 1].text == "##" and \
+                            name_idx is not None and body[q + 2].text == params[0]:
+                        accessor = body[q].text
+                        break
+                info = {"style": "suffix", "prefix": a.value,
+                        "env": params.index(b.text), "default": dflt,
+                        "type": ctype, "name": name_idx, "accessor": accessor}
+                break
+            if a.kind == "punct" and a.text == "#" and b.kind == "ident" and \
+                    b.text in params and "type" in params and \
+                    "default" in params:
+                info = {"style": "key", "env": params.index(b.text),
+                        "default": params.index("default"),
+                        "type_param": params.index("type"),
+                        "name": params.index("name") if "name" in params else None,
+                        "flags": params.index("flags") if "flags" in params else None,
+                        "parser": params.index("parser") if "parser" in params
+                        else None,
+                        "desc": params.index("desc") if "desc" in params else None}
+                break
+        if info is not None:
+            info["macro"] = macro_name
+            info["file"] = path
+            info["line"] = line
+            macros[macro_name] = info
     return macros
 
 

@@ -132,22 +132,10 @@ def string_of(tok, strings, depth=0):
 
 
 def function_macros(file_toks):
-    """[(name, params, body tokens, file, line)] of every function-like #define."""
-    out = []
-    for path in sorted(file_toks):
-        seen = set()
-        toks = file_toks[path]
-        for t in toks:
-            pp = t.pp
-            if pp is None or pp["directive"] != "define" or pp["params"] is None or \
-                    id(pp) in seen:
-                continue
-            seen.add(id(pp))
-            # a parameter list continued over lines keeps its backslashes in the tokenizer
-            params = [p.replace("\\", "").strip() for p in pp["params"]]
-            out.append((pp["name"], params, [x for x in toks if x.pp is pp], path,
-                        pp["line"]))
-    return out
+    """gen-nccl-env's function-like #defines, with a parameter list continued over lines
+    (the tokenizer keeps its backslashes) cleaned."""
+    return [(name, [p.replace("\\", "").strip() for p in params], body, path, line)
+            for name, params, body, path, line in nccl.function_macros(file_toks)]
 
 
 def param_index(params, pattern):
