@@ -47,12 +47,14 @@ struct DocRow {
   int line = 0;
 };
 
-// The rows of docs/env.md's table: "| `NAME` | default | meaning | read by |".
+// The rows of docs/env.md's first table: "| `NAME` | default | meaning | read by |". The
+// page's later sections ("The variables of NCCL's neighbours") hold other tables.
 std::vector<DocRow> DocumentedVariables() {
   std::istringstream in(Slurp(fs::path(FABRICSCOPE_SOURCE_DIR) / "docs" / "env.md"));
   std::vector<DocRow> rows;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
+    if (line.starts_with("## ") && !rows.empty()) break;
     if (!line.starts_with("| `")) continue;
     std::vector<std::string> cells;
     std::string cell;
