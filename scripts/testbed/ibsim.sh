@@ -174,6 +174,20 @@ active_is() { # DIR LID PORT FIELD TEXT: smpquery shows FIELD (e.g. LinkSpeedAct
   tool "$1" smpquery portinfo "$2" "$3" 2>/dev/null | grep -q "^$4:\.*$5\$"
 }
 
+# wait_counter DIR NAME PORT COUNTER VALUE: until perfquery reads VALUE (at most 20 s). The
+# console is a FIFO that ibsim reads when it gets to it: on a loaded machine (a fresh clone's
+# make test, seen once) the fabric was read before the PerformanceSet was applied.
+wait_counter() {
+  local lid
+  lid=$(lid_of "$1" "$2")
+  [ -n "$lid" ] || die "no LID for $2"
+  for _ in $(seq 40); do
+    tool "$1" perfquery "$lid" "$3" 2>/dev/null | grep -q "^$4:\.*$5\$" && return 0
+    sleep 0.5
+  done
+  die "perfquery never read $4=$5 on $2[$3]"
+}
+
 set_link() { # DIR A APORT B BPORT ATTR VALUE: both ends (opensm renegotiates a single end back)
   local dir=$1 la lb before field text
   la=$(lid_of "$dir" "$2"); lb=$(lid_of "$dir" "$4")
@@ -219,8 +233,10 @@ fault() {
       console "$dir" 'Unlink "leaf3"[6]'
       wait_subnet_up "$dir" "$before" || true ;;
     counters) console "$dir" 'PerformanceSet "leaf1"[7] PortCounters.SymbolErrorCounter=1234' \
-      'PerformanceSet "leaf1"[7] PortCounters.LinkErrorRecoveryCounter=7' ;;
-    counters-grow) console "$dir" 'PerformanceSet "leaf1"[7] PortCounters.SymbolErrorCounter=5000' ;;
+      'PerformanceSet "leaf1"[7] PortCounters.LinkErrorRecoveryCounter=7'
+      wait_counter "$dir" leaf1 7 SymbolErrorCounter 1234 ;;
+    counters-grow) console "$dir" 'PerformanceSet "leaf1"[7] PortCounters.SymbolErrorCounter=5000'
+      wait_counter "$dir" leaf1 7 SymbolErrorCounter 5000 ;;
     dead-switch) console "$dir" 'Error "spine2" 100' ;;
     *) die "unknown fault '$2'; faults: $(faults | cut -d' ' -f1 | tr '\n' ' ')" ;;
   esac
