@@ -34,12 +34,22 @@ struct RankTimes {
   std::vector<double> per_rank_us;  // index = rank
 };
 
-// Per-iteration spread of one placement (-I), after dropping -K samples.
+// Per-iteration times of one placement (-I), as nccl-tests 2.19.6 reports them
+// (src/common.cu:862-886, src/util.cu:532-605): each iteration's time per op is the slowest
+// process's; the statistics leave out the first -K of them, the series keeps them all.
 struct IterationStats {
   double min_us = 0;
   double max_us = 0;
   double p99_us = 0;
   double cv_percent = 0;
+  int skipped_iterations = 0;  // -K
+  double avg_us = 0;
+  double p50_us = 0;
+  double p95_us = 0;
+  double stdev_us = 0;             // population standard deviation
+  std::vector<double> times_us{};  // every iteration, skipped ones included
+  // One row per process (when more than one), each the slowest of its ranks per iteration.
+  std::vector<std::vector<double>> per_process_max_times_us{};
 };
 
 // One half of a row: out-of-place or in-place.
@@ -87,6 +97,7 @@ struct RunConfig {
   int parallel_init = 0;
   int unalign = 0;
   int report_timestamps = 0;  // -S: the table header gets a timestamp column
+  int report_cputime = 0;     // -C: the time columns are "cputime", the JSON key "cpu_time"
   double min_bw = 0;          // NCCL_TESTS_MIN_BW: the trailer says OK/FAILED against 0.9 x this
 };
 

@@ -409,12 +409,7 @@ class JsonReader {
       if (problem.empty()) {
         const auto per_iter = result.find(std::string(halves[h]) + "_per_iter");
         if (per_iter != result.end() && per_iter->is_object()) {
-          IterationStats stats;
-          stats.min_us = Number(*per_iter, "min_us").value_or(0);
-          stats.max_us = Number(*per_iter, "max_us").value_or(0);
-          stats.p99_us = Number(*per_iter, "p99_us").value_or(0);
-          stats.cv_percent = Number(*per_iter, "cv_pct").value_or(0);
-          half.iterations = stats;
+          half.iterations = ReadPerIteration(*per_iter);
         }
         (h == 0 ? row.out_of_place : row.in_place) = std::move(half);
       } else {
@@ -427,6 +422,39 @@ class JsonReader {
       return;
     }
     run.rows.push_back(std::move(row));
+  }
+
+  static std::vector<double> Numbers(const Json& json, const char* key) {
+    std::vector<double> values;
+    const auto it = json.find(key);
+    if (it == json.end() || !it->is_array()) return values;
+    for (const Json& value : *it) values.push_back(value.is_number() ? value.get<double>() : 0.0);
+    return values;
+  }
+
+  // nccl-tests' -I object (src/util.cu:571-603 at 2.19.6), which fabricscope writes too.
+  static IterationStats ReadPerIteration(const Json& json) {
+    IterationStats stats;
+    stats.skipped_iterations = Int(json, "skipped_iterations");
+    stats.min_us = Number(json, "min_us").value_or(0);
+    stats.max_us = Number(json, "max_us").value_or(0);
+    stats.avg_us = Number(json, "avg_us").value_or(0);
+    stats.p50_us = Number(json, "p50_us").value_or(0);
+    stats.p95_us = Number(json, "p95_us").value_or(0);
+    stats.p99_us = Number(json, "p99_us").value_or(0);
+    stats.stdev_us = Number(json, "stdev_us").value_or(0);
+    stats.cv_percent = Number(json, "cv_pct").value_or(0);
+    stats.times_us = Numbers(json, "times_us");
+    if (const auto rows = json.find("per_process_max_times_us");
+        rows != json.end() && rows->is_array()) {
+      for (const Json& row : *rows) {
+        if (!row.is_array()) continue;
+        std::vector<double>& times = stats.per_process_max_times_us.emplace_back();
+        for (const Json& value : row)
+          times.push_back(value.is_number() ? value.get<double>() : 0.0);
+      }
+    }
+    return stats;
   }
 
   static std::string ReadHalf(const Json& json, PlacementResult& half) {
@@ -456,6 +484,7 @@ class JsonReader {
           ranks.per_rank_us.push_back(us.is_number() ? us.get<double>() : 0.0);
       }
     }
+    // Files fabricscope wrote before it wrote nccl-tests' "*_per_iter" objects.
     if (const auto it = json.find("iteration_stats"); it != json.end() && it->is_object()) {
       IterationStats stats;
       stats.min_us = Number(*it, "min_us").value_or(0);

@@ -47,6 +47,30 @@ std::vector<ReduceOp> OpsFor(const CollectiveSpec& spec, const RunOptions& optio
   return options.ops;
 }
 
+// nccl-tests' nearest-rank percentile index (src/util.cu:528-530 at 2.19.6).
+size_t PercentileIndex(size_t n, size_t percentile) {
+  return std::min(n - 1, (n * percentile + 99) / 100 - 1);
+}
+
+// nccl-tests' computeIterStats (src/util.cu:532-555): the statistics of `times` after its
+// first `skip`, with the population standard deviation.
+IterationStats NcclTestsIterStats(const std::vector<double>& times, size_t skip) {
+  std::vector<double> sorted(times.begin() + static_cast<std::ptrdiff_t>(skip), times.end());
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = sorted.size();
+  IterationStats stats;
+  stats.skipped_iterations = static_cast<int>(skip);
+  stats.min_us = sorted.front();
+  stats.max_us = sorted.back();
+  stats.p50_us = sorted[n / 2];
+  stats.p95_us = sorted[PercentileIndex(n, 95)];
+  stats.p99_us = sorted[PercentileIndex(n, 99)];
+  stats.avg_us = Mean(sorted);
+  stats.stdev_us = PopulationStdDev(sorted);
+  stats.cv_percent = stats.avg_us > 0 ? 100.0 * stats.stdev_us / stats.avg_us : 0;
+  return stats;
+}
+
 // The buffers of one thread, one of each per device it drives, sized for the largest call
 // of the sweep (plus the -u shift).
 struct Buffers {
@@ -168,7 +192,12 @@ class RankRunner {
     buffers_.send = comm_.Allocate(largest + shift);
     buffers_.recv = comm_.Allocate(largest + shift);
     buffers_.host.resize(largest);
-    const size_t control = std::max<size_t>(64, sizeof(double) * static_cast<size_t>(nranks_));
+    // -I gathers every rank's series of -n times.
+    const size_t series = options_.per_iter_timing || options_.blocking == 3
+                              ? static_cast<size_t>(std::max(1, options_.iters))
+                              : 1;
+    const size_t control =
+        std::max<size_t>(64, sizeof(double) * static_cast<size_t>(nranks_) * series);
     buffers_.control_send = comm_.Allocate(control);
     buffers_.control_recv = comm_.Allocate(control);
   }
@@ -314,7 +343,10 @@ class RankRunner {
     const size_t alg_bytes = t.spec->alg_bytes(counts.param_count, SizeOf(t.type), nranks_);
     placement.algbw = seconds > 0 ? static_cast<double>(alg_bytes) / 1e9 / seconds : 0;
     placement.busbw = placement.algbw * t.spec->bus_factor(nranks_);
-    if (!samples_us.empty()) placement.iterations = IterationSpread(samples_us);
+    // -z 3 times each iteration too, but only -I reports the series (src/common.cu:722).
+    if (options_.per_iter_timing && !samples_us.empty()) {
+      placement.iterations = IterationReport(std::move(samples_us));
+    }
     if (options_.check > 0) {
       phase_ = "size " + size + " " + where + " (validation)";
       placement.wrong = Validate(t, counts, calls);
@@ -337,18 +369,18 @@ class RankRunner {
     if (options_.agg_iters > 1) comm_.GroupEnd();
   }
 
-  // One element of `type` per device in, the whole result of device 0 out: how times and
-  // wrong counts cross the ranks, through the same memory and calls as the benchmark.
+  // `count` elements of `type` per device in, the whole result of device 0 out: how times
+  // and wrong counts cross the ranks, through the same memory and calls as the benchmark.
   void Exchange(Collective collective, DataType type, const std::vector<std::byte>& mine, void* out,
-                size_t out_bytes) {
-    const size_t e = SizeOf(type);
+                size_t out_bytes, size_t count = 1) {
+    const size_t e = SizeOf(type) * count;
     std::vector<CollectiveCall> calls;
     for (int d = 0; d < devices_; ++d) {
       CollectiveCall call;
       call.collective = collective;
       call.send = buffers_.control_send->data(d);
       call.recv = buffers_.control_recv->data(d);
-      call.count = 1;
+      call.count = count;
       call.type = type;
       call.op = ReduceOp::kSum;
       call.device = d;
@@ -396,21 +428,37 @@ class RankRunner {
     return times.avg_us;
   }
 
-  IterationStats IterationSpread(std::vector<double> samples) const {
-    const size_t skip =
-        std::min(samples.size() - 1, static_cast<size_t>(std::max(0, options_.per_iter_skip)));
-    samples.erase(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(skip));
-    // Each sample is one iteration of agg_iters ops: report per op, like the table.
+  // nccl-tests' -I report (src/common.cu:862-886 at 2.19.6): each sample is one iteration of
+  // -m ops, reported per op; every rank's series reaches every rank; a process's row is the
+  // slowest of its ranks (threads and devices), and each iteration's time the slowest row's.
+  IterationStats IterationReport(std::vector<double> samples) {
     const double per = static_cast<double>(std::max(1, options_.agg_iters));
     for (double& s : samples) s /= per;
-    std::sort(samples.begin(), samples.end());
-    IterationStats stats;
-    stats.min_us = samples.front();
-    stats.max_us = samples.back();
-    stats.p99_us = Percentile(samples, 0.99);
-    const double mean = Mean(samples);
-    // The spread of exactly these iterations: the population standard deviation.
-    stats.cv_percent = mean > 0 ? 100.0 * PopulationStdDev(samples) / mean : 0;
+    const size_t n = samples.size();
+    std::vector<std::byte> mine(sizeof(double) * n * static_cast<size_t>(devices_));
+    for (int d = 0; d < devices_; ++d) {
+      std::memcpy(mine.data() + sizeof(double) * n * static_cast<size_t>(d), samples.data(),
+                  sizeof(double) * n);
+    }
+    std::vector<double> all(n * static_cast<size_t>(nranks_));
+    Exchange(Collective::kAllGather, DataType::kDouble, mine, all.data(),
+             sizeof(double) * all.size(), n);
+    const int per_process = std::max(1, options_.nthreads * devices_);
+    const size_t processes = static_cast<size_t>(std::max(1, nranks_ / per_process));
+    std::vector<std::vector<double>> rows(processes, std::vector<double>(n, 0.0));
+    for (size_t r = 0; r < static_cast<size_t>(nranks_); ++r) {
+      std::vector<double>& row =
+          rows[std::min(processes - 1, r / static_cast<size_t>(per_process))];
+      for (size_t i = 0; i < n; ++i) row[i] = std::max(row[i], all[r * n + i]);
+    }
+    std::vector<double> series = rows.front();
+    for (const std::vector<double>& row : rows) {
+      for (size_t i = 0; i < n; ++i) series[i] = std::max(series[i], row[i]);
+    }
+    const size_t skip = std::min(n - 1, static_cast<size_t>(std::max(0, options_.per_iter_skip)));
+    IterationStats stats = NcclTestsIterStats(series, skip);
+    stats.times_us = std::move(series);
+    if (processes > 1) stats.per_process_max_times_us = std::move(rows);
     return stats;
   }
 

@@ -871,6 +871,7 @@ RunResult MakeHeader(const RunOptions& options, const Backend& backend, const En
   c.per_iter_skip = options.per_iter_skip;
   c.event_timing = backend.capabilities().device_memory;
   c.report_timestamps = options.report_timestamps ? 1 : 0;
+  c.report_cputime = options.report_cputime ? 1 : 0;
   c.min_bw = MinimumBandwidth(env);
   return result;
 }

@@ -54,25 +54,61 @@ Json RankTimesJson(const RankTimes& times) {
   return json;
 }
 
-Json PlacementJson(const std::optional<PlacementResult>& half) {
+Json NumberList(const std::vector<double>& values) {
+  Json list = Json::array();
+  for (double value : values) list.push_back(Number(value));
+  return list;
+}
+
+// One placement's "time" (or, with -C, "cpu_time"), bandwidths and wrong count, the keys and
+// order of nccl-tests' writeBenchmarkLineBody (src/util.cu:515-521 at 2.19.6), then
+// fabricscope's per-rank times.
+Json PlacementJson(const std::optional<PlacementResult>& half, bool cputime) {
   if (!half.has_value()) return nullptr;  // nccl-tests' null for a half it did not run
   Json json;
-  json["time"] = Number(half->time_us);
+  json[cputime ? "cpu_time" : "time"] = Number(half->time_us);
   json["alg_bw"] = Number(half->algbw);
   json["bus_bw"] = Number(half->busbw);
   json["nwrong"] = half->wrong.has_value() ? Json(*half->wrong) : Json(nullptr);
   json["rank_times"] = RankTimesJson(half->ranks);
-  if (half->iterations.has_value()) {
-    const IterationStats& stats = *half->iterations;
-    json["iteration_stats"] = {{"min_us", Number(stats.min_us)},
-                               {"max_us", Number(stats.max_us)},
-                               {"p99_us", Number(stats.p99_us)},
-                               {"cv_percent", Number(stats.cv_percent)}};
+  return json;
+}
+
+// The "out_of_place_per_iter"/"in_place_per_iter" object of -I, as nccl-tests'
+// writePerIterReport writes it (src/util.cu:557-605 at 2.19.6): its keys, in its order, the
+// per-process rows only when more than one process ran.
+Json PerIterationJson(const IterationStats& stats) {
+  Json json;
+  json["skipped_iterations"] = stats.skipped_iterations;
+  json["min_us"] = Number(stats.min_us);
+  json["max_us"] = Number(stats.max_us);
+  json["avg_us"] = Number(stats.avg_us);
+  json["p50_us"] = Number(stats.p50_us);
+  json["p95_us"] = Number(stats.p95_us);
+  json["p99_us"] = Number(stats.p99_us);
+  json["stdev_us"] = Number(stats.stdev_us);
+  json["cv_pct"] = Number(stats.cv_percent);
+  json["times_us"] = NumberList(stats.times_us);
+  if (stats.per_process_max_times_us.size() > 1) {
+    Json rows = Json::array();
+    for (const std::vector<double>& row : stats.per_process_max_times_us) {
+      rows.push_back(NumberList(row));
+    }
+    json["per_process_max_times_us"] = std::move(rows);
   }
   return json;
 }
 
-Json RowJson(const ResultRow& row) {
+// A placement and, after it, its -I object, as nccl-tests orders them in a result.
+void AddPlacement(Json& json, const char* key, const std::optional<PlacementResult>& half,
+                  bool cputime) {
+  json[key] = PlacementJson(half, cputime);
+  if (half.has_value() && half->iterations.has_value()) {
+    json[std::string(key) + "_per_iter"] = PerIterationJson(*half->iterations);
+  }
+}
+
+Json RowJson(const ResultRow& row, bool cputime) {
   Json json;
   json["size"] = row.size;
   json["count"] = row.count;
@@ -82,8 +118,8 @@ Json RowJson(const ResultRow& row) {
   char root[32];
   std::snprintf(root, sizeof(root), "%6i", row.root);
   json["root"] = root;
-  json["out_of_place"] = PlacementJson(row.out_of_place);
-  json["in_place"] = PlacementJson(row.in_place);
+  AddPlacement(json, "out_of_place", row.out_of_place, cputime);
+  AddPlacement(json, "in_place", row.in_place, cputime);
   json["actual_iterations"] = row.iterations;
   json["experiment_name"] = "";
   json["collective"] = row.collective;
@@ -252,7 +288,8 @@ std::string ToJson(const RunResult& result) {
   json["config"] = ConfigJson(result);
   json["notes"] = result.notes;
   Json rows = Json::array();
-  for (const ResultRow& row : result.rows) rows.push_back(RowJson(row));
+  const bool cputime = result.config.report_cputime != 0;
+  for (const ResultRow& row : result.rows) rows.push_back(RowJson(row, cputime));
   json["results"] = std::move(rows);
   // Over every row: one nccl-tests binary runs one collective, so its trailer is the whole
   // file's; with several collectives, `tests` carries each one's.

@@ -159,6 +159,8 @@ class TextReporter final : public Reporter {
     const int ts_width = stamps ? 19 : 0;
     const char* ts_label = stamps ? "timestamp" : "";
     const char* ts_units = stamps ? "%Y-%m-%d %H:%M:%S" : "";
+    // -C: nccl-tests heads the time columns "cputime" (src/util.cu:743 at 2.19.6).
+    const char* time = config.report_cputime != 0 ? "cputime" : "time";
     // The title over the two halves; the run of spaces is nccl-tests' own.
     std::string text = "#\n" + Printf("# %10s  %12s  %8s  %6s  %6s", "", "", "", "", "");
     if (config.per_iter_timing) {
@@ -167,8 +169,8 @@ class TextReporter final : public Reporter {
       text += Printf(
           "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  "
           "%6s  %7s  %7s  %7s  %7s %*s\n",
-          "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "i_min",
-          "i_max", "i_p99", "i_cv%", "time", "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99",
+          "size", "count", "type", "redop", "root", time, "algbw", "busbw", "#wrong", "i_min",
+          "i_max", "i_p99", "i_cv%", time, "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99",
           "i_cv%", ts_width, ts_label);
       text += Printf(
           "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  "
@@ -179,8 +181,8 @@ class TextReporter final : public Reporter {
       text += std::string(11, ' ') + "out-of-place" + std::string(23, ' ') + "in-place" +
               std::string(10, ' ') + "\n";
       text += Printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n",
-                     "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong",
-                     "time", "algbw", "busbw", "#wrong", ts_width, ts_label);
+                     "size", "count", "type", "redop", "root", time, "algbw", "busbw", "#wrong",
+                     time, "algbw", "busbw", "#wrong", ts_width, ts_label);
       text += Printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n",
                      "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)",
                      "(GB/s)", "(GB/s)", "", ts_width, ts_units);

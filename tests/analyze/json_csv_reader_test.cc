@@ -36,7 +36,9 @@ const char* kNcclTestsJson = R"({"version":3,"start_time":"2025-01-02 03:04:05",
 {"size":16,"count":4,"type":"float","redop":"sum","root":"    -1",
  "out_of_place":null,
  "in_place":{"time":13.000000,"alg_bw":0.001231,"bus_bw":0.001231,"nwrong":2.000000},
- "in_place_per_iter":{"min_us":12.0,"max_us":15.0,"p99_us":14.5,"cv_pct":3.25},
+ "in_place_per_iter":{"skipped_iterations":1,"min_us":12.0,"max_us":15.0,"avg_us":13.0,
+  "p50_us":12.5,"p95_us":14.5,"p99_us":14.5,"stdev_us":0.42,"cv_pct":3.25,
+  "times_us":[20.0,12.0,12.5,15.0],"per_process_max_times_us":[[20.0,12.0,12.5,15.0],[19.0,11.0,12.0,14.0]]},
  "actual_iterations":20,"experiment_name":""}],
 "out_of_bounds":{"count":1,"okay":"false"},
 "average_bus_bandwidth":{"bandwidth":0.000859,"okay":"unchecked"},
@@ -67,6 +69,11 @@ TEST(JsonReader, NcclTestsJsonAsNcclTestsWritesIt) {
   EXPECT_EQ(*run.rows[1].in_place->wrong, 2);
   ASSERT_TRUE(run.rows[1].in_place->iterations.has_value());
   EXPECT_EQ(run.rows[1].in_place->iterations->cv_percent, 3.25);
+  EXPECT_EQ(run.rows[1].in_place->iterations->skipped_iterations, 1);
+  EXPECT_EQ(run.rows[1].in_place->iterations->p50_us, 12.5);
+  EXPECT_EQ(run.rows[1].in_place->iterations->times_us.size(), 4u);
+  ASSERT_EQ(run.rows[1].in_place->iterations->per_process_max_times_us.size(), 2u);
+  EXPECT_EQ(run.rows[1].in_place->iterations->per_process_max_times_us[1][0], 19.0);
   ASSERT_EQ(run.printed.size(), 1u);
   EXPECT_EQ(run.printed[0].avg_busbw, 0.000859);
   EXPECT_EQ(run.printed[0].out_of_bounds, 1);

@@ -155,9 +155,21 @@ TEST(EngineTest, PerIterationTimingAndTimestamps) {
   for (const ResultRow& row : RunThreads(o, *backend, nullptr).rows) {
     ASSERT_TRUE(row.out_of_place->iterations.has_value());
     const IterationStats& s = *row.out_of_place->iterations;
-    EXPECT_LE(s.min_us, s.p99_us);
+    // nccl-tests' report: every iteration's time, the statistics of those after -K.
+    ASSERT_EQ(s.times_us.size(), 10u);
+    EXPECT_EQ(s.skipped_iterations, 2);
+    EXPECT_LE(s.min_us, s.p50_us);
+    EXPECT_LE(s.p50_us, s.p95_us);
+    EXPECT_LE(s.p95_us, s.p99_us);
     EXPECT_LE(s.p99_us, s.max_us);
+    EXPECT_GE(s.avg_us, s.min_us);
+    EXPECT_LE(s.avg_us, s.max_us);
+    const double kept_min = *std::min_element(s.times_us.begin() + 2, s.times_us.end());
+    EXPECT_EQ(s.min_us, kept_min);
     EXPECT_GE(s.cv_percent, 0);
+    EXPECT_NEAR(s.cv_percent, 100.0 * s.stdev_us / s.avg_us, 1e-9);
+    // One process (two threads): no per-process rows.
+    EXPECT_TRUE(s.per_process_max_times_us.empty());
     EXPECT_EQ(row.timestamp.size(), 19u);  // 2026-11-21 23:12:29
   }
 }

@@ -130,7 +130,8 @@ TEST(JsonReporter, NcclTestsSchema) {
   EXPECT_EQ(rank_times.at("min_rank"), 1);
   EXPECT_EQ(rank_times.at("max_rank"), 0);
   EXPECT_EQ(rank_times.at("per_rank_us"), json::array({29.25, 27.5}));
-  EXPECT_FALSE(first.at("out_of_place").contains("iteration_stats"));
+  EXPECT_FALSE(first.contains("out_of_place_per_iter"));
+  EXPECT_FALSE(first.at("out_of_place").contains("cpu_time"));
   EXPECT_FALSE(first.contains("timestamp"));
 
   const json& bounds = doc.at("out_of_bounds");
@@ -196,7 +197,16 @@ TEST(JsonReporter, OptionalFields) {
   run.config.per_iter_timing = 1;
   run.config.min_bw = 2.0;
   run.rows[0].timestamp = "2025-01-02 03:04:05";
-  run.rows[0].in_place->iterations = IterationStats{1.0, 2.0, 1.9, 5.5};
+  IterationStats stats{1.0, 2.0, 1.9, 5.5};
+  stats.skipped_iterations = 1;
+  stats.avg_us = 1.5;
+  stats.p50_us = 1.4;
+  stats.p95_us = 1.8;
+  stats.stdev_us = 0.25;
+  stats.times_us = {3.0, 1.0, 2.0};
+  stats.per_process_max_times_us = {{3.0, 1.0, 1.5}, {2.5, 0.5, 2.0}};
+  run.rows[0].in_place->iterations = stats;
+  run.config.report_cputime = 1;
   run.start_time.clear();
   const json doc = Parse(ToJson(run));
   EXPECT_EQ(doc.at("config").at("step_bytes"), 1048576);
@@ -213,8 +223,28 @@ TEST(JsonReporter, OptionalFields) {
   EXPECT_EQ(ended.at("average_bus_bandwidth").at("okay"), "true");  // 2.8125 >= 1.8
   const json& row = doc.at("results")[0];
   EXPECT_EQ(row.at("timestamp"), "2025-01-02 03:04:05");
-  const json& stats = row.at("in_place").at("iteration_stats");
-  EXPECT_EQ(stats, json({{"min_us", 1.0}, {"max_us", 2.0}, {"p99_us", 1.9}, {"cv_percent", 5.5}}));
+  // -I's object sits beside its placement, with nccl-tests' keys in its order
+  // (writePerIterReport, src/util.cu:570-601 at 2.19.6); -C names the time "cpu_time".
+  EXPECT_TRUE(row.at("in_place").contains("cpu_time"));
+  EXPECT_FALSE(row.at("in_place").contains("time"));
+  EXPECT_FALSE(row.contains("out_of_place_per_iter"));
+  const json& per_iter = row.at("in_place_per_iter");
+  const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(ToJson(run));
+  const nlohmann::ordered_json& ordered_row = ordered.at("results")[0];
+  EXPECT_EQ(KeysOf(ordered_row.at("in_place_per_iter")),
+            (std::vector<std::string>{"skipped_iterations", "min_us", "max_us", "avg_us", "p50_us",
+                                      "p95_us", "p99_us", "stdev_us", "cv_pct", "times_us",
+                                      "per_process_max_times_us"}));
+  EXPECT_EQ(per_iter.at("skipped_iterations"), 1);
+  EXPECT_EQ(per_iter.at("p95_us"), 1.8);
+  EXPECT_EQ(per_iter.at("cv_pct"), 5.5);
+  EXPECT_EQ(per_iter.at("times_us"), json::array({3.0, 1.0, 2.0}));
+  EXPECT_EQ(per_iter.at("per_process_max_times_us")[1], json::array({2.5, 0.5, 2.0}));
+  const std::vector<std::string> row_keys = KeysOf(ordered_row);
+  const auto in_place = std::find(row_keys.begin(), row_keys.end(), "in_place");
+  ASSERT_NE(in_place, row_keys.end());
+  ASSERT_NE(in_place + 1, row_keys.end());
+  EXPECT_EQ(*(in_place + 1), "in_place_per_iter");
 }
 
 TEST(JsonReporter, SeveralCollectives) {

@@ -173,6 +173,19 @@ TEST(TextReporter, TimestampColumn) {
   EXPECT_EQ(table, expected);
 }
 
+// -C: nccl-tests heads both time columns "cputime" (writeResultHeader, src/util.cu:743 at
+// 2.19.6), in the same 7 characters.
+TEST(TextReporter, CpuTimeHeadsTheTimeColumns) {
+  RunResult run = MakeRun();
+  run.config.report_cputime = 1;
+  const std::vector<std::string> table = TableOf(Lines(Render(run)));
+  ASSERT_GE(table.size(), 3u);
+  EXPECT_EQ(
+      table[2],
+      "#       size         count      type   redop    root  cputime   algbw   busbw  #wrong  "
+      "cputime   algbw   busbw  #wrong ");
+}
+
 TEST(TextReporter, PerIterationWithTimestamps) {
   RunResult run = MakeRun();
   run.config.per_iter_timing = 1;
