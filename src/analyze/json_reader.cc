@@ -424,12 +424,17 @@ class JsonReader {
     run.rows.push_back(std::move(row));
   }
 
-  static std::vector<double> Numbers(const Json& json, const char* key) {
+  // The numbers of an array, 0 where an element is not one; empty for a non-array.
+  static std::vector<double> Numbers(const Json& array) {
     std::vector<double> values;
-    const auto it = json.find(key);
-    if (it == json.end() || !it->is_array()) return values;
-    for (const Json& value : *it) values.push_back(value.is_number() ? value.get<double>() : 0.0);
+    if (!array.is_array()) return values;
+    for (const Json& value : array) values.push_back(value.is_number() ? value.get<double>() : 0.0);
     return values;
+  }
+
+  static std::vector<double> Numbers(const Json& json, const char* key) {
+    const auto it = json.find(key);
+    return it == json.end() ? std::vector<double>{} : Numbers(*it);
   }
 
   // nccl-tests' -I object (src/util.cu:571-603 at 2.19.6), which fabricscope writes too.
@@ -448,10 +453,7 @@ class JsonReader {
     if (const auto rows = json.find("per_process_max_times_us");
         rows != json.end() && rows->is_array()) {
       for (const Json& row : *rows) {
-        if (!row.is_array()) continue;
-        std::vector<double>& times = stats.per_process_max_times_us.emplace_back();
-        for (const Json& value : row)
-          times.push_back(value.is_number() ? value.get<double>() : 0.0);
+        if (row.is_array()) stats.per_process_max_times_us.push_back(Numbers(row));
       }
     }
     return stats;
@@ -479,10 +481,7 @@ class JsonReader {
       ranks.max_us = Number(*it, "max_us").value_or(0);
       ranks.min_rank = Int(*it, "min_rank");
       ranks.max_rank = Int(*it, "max_rank");
-      if (const auto per = it->find("per_rank_us"); per != it->end() && per->is_array()) {
-        for (const Json& us : *per)
-          ranks.per_rank_us.push_back(us.is_number() ? us.get<double>() : 0.0);
-      }
+      ranks.per_rank_us = Numbers(*it, "per_rank_us");
     }
     // Files fabricscope wrote before it wrote nccl-tests' "*_per_iter" objects.
     if (const auto it = json.find("iteration_stats"); it != json.end() && it->is_object()) {

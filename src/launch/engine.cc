@@ -193,9 +193,8 @@ class RankRunner {
     buffers_.recv = comm_.Allocate(largest + shift);
     buffers_.host.resize(largest);
     // -I gathers every rank's series of -n times.
-    const size_t series = options_.per_iter_timing || options_.blocking == 3
-                              ? static_cast<size_t>(std::max(1, options_.iters))
-                              : 1;
+    const size_t series =
+        options_.per_iter_timing ? static_cast<size_t>(std::max(1, options_.iters)) : 1;
     const size_t control =
         std::max<size_t>(64, sizeof(double) * static_cast<size_t>(nranks_) * series);
     buffers_.control_send = comm_.Allocate(control);
@@ -446,14 +445,14 @@ class RankRunner {
     const int per_process = std::max(1, options_.nthreads * devices_);
     const size_t processes = static_cast<size_t>(std::max(1, nranks_ / per_process));
     std::vector<std::vector<double>> rows(processes, std::vector<double>(n, 0.0));
+    std::vector<double> series(n, 0.0);  // the max over the rows is the max over the ranks
     for (size_t r = 0; r < static_cast<size_t>(nranks_); ++r) {
       std::vector<double>& row =
           rows[std::min(processes - 1, r / static_cast<size_t>(per_process))];
-      for (size_t i = 0; i < n; ++i) row[i] = std::max(row[i], all[r * n + i]);
-    }
-    std::vector<double> series = rows.front();
-    for (const std::vector<double>& row : rows) {
-      for (size_t i = 0; i < n; ++i) series[i] = std::max(series[i], row[i]);
+      for (size_t i = 0; i < n; ++i) {
+        row[i] = std::max(row[i], all[r * n + i]);
+        series[i] = std::max(series[i], all[r * n + i]);
+      }
     }
     const size_t skip = std::min(n - 1, static_cast<size_t>(std::max(0, options_.per_iter_skip)));
     IterationStats stats = NcclTestsIterStats(series, skip);
