@@ -89,11 +89,13 @@ void AddRunFlags(CLI::App& app, RunFlags& f, bool fixed_collective) {
   app.add_option("-u,--unalign", f.unalign, "shift every buffer by N elements (GPU backends)")
       ->check(InRange(0, 1 << 20, "give 0 or a number of elements"))
       ->capture_default_str();
-  app.add_option("-I,--per_iter_timing", f.per_iter_timing,
-                 "1 = add i_min i_max i_p99 i_cv% columns per half")
+  app.add_option(
+         "-I,--per_iter_timing", f.per_iter_timing,
+         "1 = add i_min i_max i_p99 i_cv% columns per half and, with -J, nccl-tests' *_per_iter "
+         "objects (every iteration's time, per process)")
       ->capture_default_str();
   app.add_option("-K,--per_iter_skip", f.per_iter_skip,
-                 "drop the first N per-iteration samples from those columns")
+                 "drop the first N per-iteration samples from those statistics")
       ->capture_default_str();
   app.add_option("-x,--cta_policy", f.cta_policy,
                  "NCCL's CTA policy (ncclConfig_t.CTAPolicy, NCCL 2.27+); -1 = NCCL's default; "
