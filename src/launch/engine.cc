@@ -232,10 +232,9 @@ class RankRunner {
   }
 
   void RunTest(const TestCase& t) {
-    // Warm-up at the largest and the smallest size, as nccl-tests does.
     phase_ = "(warm-up)";
     if (!plan_.sizes.empty()) {
-      for (size_t bytes : {plan_.sizes.back(), plan_.sizes.front()}) {
+      for (size_t bytes : WarmUpSizes(options_.min_bytes, plan_.max_bytes)) {
         const CollectiveCounts counts = CountsAt(*t.spec, bytes, t.type);
         const auto calls = MakeCalls(t, counts, false);
         for (int i = 0; i < options_.warmup_iters; ++i) Enqueue(calls);
@@ -243,6 +242,18 @@ class RankRunner {
       comm_.Sync();
     }
     for (size_t bytes : plan_.sizes) RunSize(t, bytes);
+  }
+
+  // nccl-tests v2.19.6 warms up at every size from -b to -e by doubling, whatever -f or -i
+  // say (TimeTest, src/common.cu:924-931). From -b 0 it would double 0 for ever; here the
+  // doubling goes on from 1 byte.
+  static std::vector<size_t> WarmUpSizes(size_t min_bytes, size_t max_bytes) {
+    std::vector<size_t> sizes;
+    for (size_t size = min_bytes; size <= max_bytes; size = size == 0 ? 1 : size * 2) {
+      sizes.push_back(size);
+      if (size > max_bytes / 2 && size != 0) break;  // the next doubling would overflow or pass -e
+    }
+    return sizes;
   }
 
   void RunSize(const TestCase& t, size_t bytes) {

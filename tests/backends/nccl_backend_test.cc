@@ -734,11 +734,11 @@ TEST_F(FakeBinaryTest, WithoutBackendNcclIsPickedWhereADeviceIsPresentAndSaysSo)
 }
 
 TEST_F(FakeBinaryTest, AHungCollectiveIsAbortedAndReportedWithRankAndPhase) {
-  // The fifth operation never finishes: after two warm-up calls, the untimed call and the
-  // barrier, that is the first timed iteration. (-T leaves room for a loaded machine: a
+  // The sixth operation never finishes: after three warm-up calls (1K, 2K, 4K), the untimed call
+  // and the barrier, that is the first timed iteration. (-T leaves room for a loaded machine: a
   // peer that is merely slow for longer would time out too, in another phase.)
   Outcome o = Run("--backend nccl -t 1 -b 1K -e 4K -f 4 -n 3 -T 2 -J " + (dir_ / "r.json").string(),
-                  "FAKE_NCCL_HANG=0:5");
+                  "FAKE_NCCL_HANG=0:6");
   EXPECT_EQ(o.exit_code, 3) << o.err;
   auto lines = Lines(o.err);
   ASSERT_EQ(lines.size(), 1u) << o.err;
@@ -763,7 +763,7 @@ TEST_F(FakeBinaryTest, AHungCollectiveIsAbortedAndReportedWithRankAndPhase) {
   // stay accepted here; tests/launch/fake_job_test.cc pins which rank and which error the
   // job reports when the order is known.
   fs::remove(dir_ / "trace");
-  o = Run("--backend nccl -t 2 -b 1K -e 4K -f 4 -n 3 -T 3", "FAKE_NCCL_HANG=1:5");
+  o = Run("--backend nccl -t 2 -b 1K -e 4K -f 4 -n 3 -T 3", "FAKE_NCCL_HANG=1:6");
   EXPECT_EQ(o.exit_code, 3) << o.err;
   lines = Lines(o.err);
   ASSERT_EQ(lines.size(), 1u) << o.err;
@@ -775,7 +775,7 @@ TEST_F(FakeBinaryTest, AHungCollectiveIsAbortedAndReportedWithRankAndPhase) {
                  R"(\(device 0\).*aborted the communicator \(ncclCommAbort\)$)")))
       << lines[0];
   const std::string trace = Slurp(dir_ / "trace");
-  EXPECT_NE(trace.find("stuck rank=1 op=5 ncclAllReduce"), std::string::npos) << trace;
+  EXPECT_NE(trace.find("stuck rank=1 op=6 ncclAllReduce"), std::string::npos) << trace;
   EXPECT_NE(trace.find("ncclCommAbort rank=1"), std::string::npos) << trace;
   EXPECT_NE(trace.find("ncclCommAbort rank=0"), std::string::npos) << trace;
 }
@@ -802,7 +802,7 @@ TEST_F(FakeBinaryTest, AnInitThatNeverCompletesEndsTheJobWithinTheTimeout) {
 }
 
 TEST_F(FakeBinaryTest, AnAsynchronousErrorAbortsAndNamesRankAndCall) {
-  const Outcome o = Run("--backend nccl -t 2 -b 1K -e 1K -n 3", "FAKE_NCCL_ASYNC_ERROR=0:3");
+  const Outcome o = Run("--backend nccl -t 2 -b 1K -e 1K -n 3", "FAKE_NCCL_ASYNC_ERROR=0:2");
   EXPECT_EQ(o.exit_code, 3) << o.err;
   EXPECT_NE(o.err.find("during all_reduce float sum size 1024 out-of-place (timing)"),
             std::string::npos)

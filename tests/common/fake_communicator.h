@@ -311,9 +311,10 @@ class FakeBackend final : public Backend {
 
 // One size of `collective`, 1024 bytes, on `ranks` thread ranks: three timed iterations
 // after one warm-up, validated once. Each rank's calls on a FakeCommunicator are then, by
-// step: 0-1 warm-up (largest and smallest size), then out-of-place: 2 untimed, 3 barrier,
-// 4-6 the three timed iterations, 7 all_gather of the times, 8 validation, 9 all_reduce of
-// the wrong counts; then in-place: 10 untimed, 11 barrier, 12-14 timed, 15, 16, 17.
+// step: 0 warm-up (the one size from -b to -e by doubling), then out-of-place: 1 untimed,
+// 2 barrier, 3-5 the three timed iterations, 6 all_gather of the times, 7 validation,
+// 8 all_reduce of the wrong counts; then in-place: 9 untimed, 10 barrier, 11-13 timed, 14,
+// 15, 16.
 inline RunOptions OneSize(Collective collective = Collective::kAllReduce, int ranks = 1) {
   RunOptions o;
   o.collectives = {collective};
@@ -325,9 +326,11 @@ inline RunOptions OneSize(Collective collective = Collective::kAllReduce, int ra
   o.memory_limit_bytes = size_t{1} << 30;
   return o;
 }
-constexpr int64_t kThirdTimedIteration = 6;
-constexpr int64_t kOutOfPlaceValidation = 8;
-constexpr int64_t kInPlaceValidation = 16;
-constexpr int64_t kStepsPerSize = 18;
+constexpr int64_t kOutOfPlaceBarrier = 2;
+constexpr int64_t kThirdTimedIteration = 5;
+constexpr int64_t kOutOfPlaceValidation = 7;
+constexpr int64_t kInPlaceBarrier = 10;
+constexpr int64_t kInPlaceValidation = 15;
+constexpr int64_t kStepsPerSize = 17;
 
 }  // namespace fabricscope::test

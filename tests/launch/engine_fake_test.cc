@@ -20,7 +20,9 @@ using test::FakeFault;
 using test::FakeFaultKind;
 using test::FakeWorld;
 
+using test::kInPlaceBarrier;
 using test::kInPlaceValidation;
+using test::kOutOfPlaceBarrier;
 using test::kOutOfPlaceValidation;
 using test::kStepsPerSize;
 using test::kThirdTimedIteration;
@@ -92,14 +94,38 @@ TEST(EngineFakeTest, TheStepsOfOneSizeAreTheOnesTheScriptsName) {
   RunRanks(world, OneSize(), result);
   const std::vector<std::string> trace = world.Trace(1);
   ASSERT_EQ(trace.size(), static_cast<size_t>(kStepsPerSize));
-  EXPECT_EQ(trace[3], "barrier");
+  EXPECT_EQ(trace[0], "all_reduce 256 float");  // the one warm-up call
+  EXPECT_EQ(trace[kOutOfPlaceBarrier], "barrier");
   EXPECT_EQ(trace[kThirdTimedIteration], "all_reduce 256 float");
-  EXPECT_EQ(trace[7], "all_gather 1 double");
+  EXPECT_EQ(trace[kThirdTimedIteration + 1], "all_gather 1 double");
   EXPECT_EQ(trace[kOutOfPlaceValidation], "all_reduce 256 float");
-  EXPECT_EQ(trace[9], "all_reduce 1 int64");
-  EXPECT_EQ(trace[11], "barrier");
+  EXPECT_EQ(trace[kOutOfPlaceValidation + 1], "all_reduce 1 int64");
+  EXPECT_EQ(trace[kInPlaceBarrier], "barrier");
   EXPECT_EQ(trace[kInPlaceValidation], "all_reduce 256 float");
   EXPECT_EQ(world.Trace(0), trace);
+}
+
+// The warm-up is nccl-tests v2.19.6's (TimeTest, src/common.cu:924-931): every size from -b
+// by doubling up to -e, whatever -f says, -w calls each, smallest first.
+TEST(EngineFakeTest, TheWarmUpDoublesFromTheSmallestSizeUpToTheLargest) {
+  RunOptions o = OneSize();
+  o.min_bytes = 1024;
+  o.max_bytes = 5000;  // the sweep: 1024 and 4096; the warm-up: 1024, 2048 and 4096
+  o.step_factor = 4;
+  o.warmup_iters = 2;
+  FakeWorld world(2);
+  RunResult result;
+  RunRanks(world, o, result);
+  const std::vector<std::string> trace = world.Trace(0);
+  ASSERT_GT(trace.size(), 7u);
+  EXPECT_EQ(std::vector<std::string>(trace.begin(), trace.begin() + 7),
+            (std::vector<std::string>{
+                "all_reduce 256 float", "all_reduce 256 float", "all_reduce 512 float",
+                "all_reduce 512 float", "all_reduce 1024 float", "all_reduce 1024 float",
+                "all_reduce 256 float"}));  // then the first size's untimed call
+  EXPECT_EQ(trace[7], "barrier");
+  ASSERT_EQ(result.rows.size(), 2u);
+  EXPECT_EQ(result.rows[1].size, 4096u);
 }
 
 // A rank failing at the third timed iteration: that rank ends with its own error, typed, and
@@ -127,7 +153,8 @@ TEST(EngineFakeTest, ARankFailingAtTheThirdIterationEndsEveryRankNamingIt) {
 
 TEST(EngineFakeTest, EachErrorCodeKeepsItsCodeThroughTheEngine) {
   for (ErrorCode code : {ErrorCode::kSystem, ErrorCode::kBackend, ErrorCode::kTimeout}) {
-    FakeWorld world(2, {FakeFault{.rank = 0, .step = 11, .code = code, .message = "x"}});
+    FakeWorld world(2,
+                    {FakeFault{.rank = 0, .step = kInPlaceBarrier, .code = code, .message = "x"}});
     RunResult result;
     const auto outcomes = RunRanks(world, OneSize(), result);
     EXPECT_EQ(outcomes[0].code, code);

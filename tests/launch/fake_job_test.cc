@@ -28,6 +28,7 @@ using test::FakeFault;
 using test::FakeFaultKind;
 using test::FakeWorld;
 
+using test::kOutOfPlaceBarrier;
 using test::kOutOfPlaceValidation;
 using test::kThirdTimedIteration;
 
@@ -226,7 +227,10 @@ TEST_F(FakeWatchdogTest, ASlowCallWithinTheLimitIsNotAnExpiry) {
 
 // A call that takes the limit is caught while it is still in flight, with the same record.
 TEST_F(FakeWatchdogTest, ASlowCallOverTheLimitIsTheWatchdogsRecord) {
-  Start(2, {FakeFault{.rank = 1, .step = 3, .kind = FakeFaultKind::kDelay, .duration = kLimit}});
+  Start(2, {FakeFault{.rank = 1,
+                      .step = kOutOfPlaceBarrier,
+                      .kind = FakeFaultKind::kDelay,
+                      .duration = kLimit}});
   std::optional<bool> scanned;
   world_->OnDelay([&] { scanned = watchdog_->Scan(); });
   Run();
