@@ -131,7 +131,8 @@ class RankRunner {
         sink_(sink),
         rank_(comm.rank()),
         nranks_(comm.size()),
-        devices_(comm.devices()) {}
+        devices_(comm.devices()),
+        warm_up_sizes_(WarmUpSizes(options.min_bytes, plan.max_bytes)) {}
 
   void Run() {
     CheckRoot();
@@ -180,9 +181,13 @@ class RankRunner {
     for (Collective id : options_.collectives) {
       const CollectiveSpec& spec = SpecOf(id);
       for (DataType type : options_.types) {
-        for (size_t bytes : plan_.sizes) {
-          const CollectiveCounts c = CountsAt(spec, bytes, type);
-          largest = std::max({largest, c.send_count * SizeOf(type), c.recv_count * SizeOf(type)});
+        // The warm-up's sizes too: with -i they can pass the sweep's largest (-b 1K -e 2K
+        // sweeps 1K and warms 1K and 2K), as nccl-tests' buffers of -e bytes allow.
+        for (const auto* sizes : {&plan_.sizes, &warm_up_sizes_}) {
+          for (size_t bytes : *sizes) {
+            const CollectiveCounts c = CountsAt(spec, bytes, type);
+            largest = std::max({largest, c.send_count * SizeOf(type), c.recv_count * SizeOf(type)});
+          }
         }
       }
     }
@@ -234,7 +239,7 @@ class RankRunner {
   void RunTest(const TestCase& t) {
     phase_ = "(warm-up)";
     if (!plan_.sizes.empty()) {
-      for (size_t bytes : WarmUpSizes(options_.min_bytes, plan_.max_bytes)) {
+      for (size_t bytes : warm_up_sizes_) {
         const CollectiveCounts counts = CountsAt(*t.spec, bytes, t.type);
         const auto calls = MakeCalls(t, counts, false);
         for (int i = 0; i < options_.warmup_iters; ++i) Enqueue(calls);
@@ -522,6 +527,7 @@ class RankRunner {
   const int rank_;    // of this thread's first device
   const int nranks_;  // in the whole communicator
   const int devices_;
+  const std::vector<size_t> warm_up_sizes_;
   Buffers buffers_;
   std::string phase_;  // where the sweep is, for error messages
 };

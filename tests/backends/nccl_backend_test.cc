@@ -423,6 +423,26 @@ TEST_F(FakeGpuTest, DevicesFollowTheLocalRankAndAreDescribed) {
   }
 }
 
+// The warm-up doubles from -b up to -e whatever the step (nccl-tests' TimeTest,
+// src/common.cu:924-931), so its sizes can pass the sweep's: -b 1K -e 2K with the default
+// step of 1 MiB sweeps 1K only and warms 1K and 2K. The buffers hold the warm-up's largest
+// call, which the fake checks against its device allocations.
+TEST_F(FakeGpuTest, TheWarmUpsLargestSizeFitsTheBuffersWhenTheSweepStopsShortOfIt) {
+  RunOptions o = SmallSweep({Collective::kAllReduce, Collective::kAllGather}, 2, 1);
+  o.min_bytes = 1024;
+  o.max_bytes = 2048;
+  o.step_factor = 1;
+  o.step_bytes = size_t{1} << 20;
+  const RunResult result = Run(o);
+  ExpectAllValid(result);
+  ASSERT_EQ(result.rows.size(), 2u);  // one size, two collectives
+  EXPECT_EQ(result.rows[0].size, 1024u);
+  const std::string trace = Trace();
+  EXPECT_NE(trace.find("ncclAllReduce rank=0 count=512 "), std::string::npos) << trace;
+  EXPECT_NE(trace.find("ncclAllGather rank=0 count=256 "), std::string::npos) << trace;
+  EXPECT_EQ(trace.find("is not device memory"), std::string::npos) << trace;
+}
+
 TEST_F(FakeGpuTest, GraphsAreCapturedOnEveryDeviceAndReplayed) {
   RunOptions o = SmallSweep({Collective::kAllReduce, Collective::kAlltoAll}, 1, 2);
   o.max_bytes = 64;  // 8, 64
