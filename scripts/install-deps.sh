@@ -99,6 +99,8 @@ test_packages=(
   postgresql sqlite3
   # make tidy: clang-tidy and its run-clang-tidy (ThreadSanitizer's runtime comes with GCC).
   clang-tidy
+  # helgrind on the NCCL profiler plugin (tests/profiler/helgrind_test.sh)
+  valgrind
 )
 
 # The image set: the plugin's library too (`make image` builds and ships the plugin).

@@ -79,6 +79,13 @@ std::vector<std::unique_ptr<Sink>> MakeSinks(const Settings& s, ncclDebugLogger_
 constexpr int kMask =
     ncclProfileColl | ncclProfileP2p | ncclProfileKernelCh | ncclProfileProxyOp | ncclProfileCeColl;
 
+// The one store of NCCL's activation mask: none when it already holds `value`.
+void StoreMask(int* mask, int value) {
+  if (__atomic_load_n(mask, __ATOMIC_RELAXED) != value) {
+    __atomic_store_n(mask, value, __ATOMIC_RELAXED);
+  }
+}
+
 ncclResult_t InitCommon(void** context, int* mask, CommInfo info, ncclDebugLogger_t logfn) {
   *context = nullptr;
   Process& p = TheProcess();
@@ -87,20 +94,25 @@ ncclResult_t InitCommon(void** context, int* mask, CommInfo info, ncclDebugLogge
   // enqueue reads (ncclProfilerEventMask, NVIDIA/nccl v2.30.7-1 src/plugin/profiler.cc:219,
   // its address passed to init at :250, read with COMPILER_ATOMIC_LOAD(...,
   // std::memory_order_relaxed) at src/plugin/profiler.cc:280 and :656 and src/enqueue.cc:2795
-  // and :2950; so stored here with a relaxed atomic store to match): written once, here,
-  // under the lock, with its final value; never 0 on the way (issue 24).
+  // and :2950, and plainly by printProfilerEventMask right after init at :250-258; so stored
+  // here with a relaxed atomic store to match): written with its final value, never 0 on the
+  // way (issue 24), and only when it differs, under the lock. NCCL calls init without a lock
+  // of its own, from every thread that creates a communicator, and reads the mask from those
+  // threads afterwards and from the proxy thread it starts after init (src/init.cc:1520,
+  // :1529); each reader has taken this lock in its own init after the one write, so no read
+  // can meet a store, which helgrind sees too (tests/profiler/helgrind_test.sh).
   if (!p.recorder) {
     Settings s = ReadSettings(Env::Process());
     if (!s.errors.empty()) Log(logfn, NCCL_LOG_WARN, "fabricscope profiler: " + s.errors);
     if (!s.enabled) {  // nothing at all: no event, file, thread or port
-      __atomic_store_n(mask, 0, __ATOMIC_RELAXED);
+      StoreMask(mask, 0);
       return ncclSuccess;
     }
     auto sinks = MakeSinks(s, logfn);
     p.recorder = std::make_unique<Recorder>(std::move(s), std::move(sinks));
   }
   *context = p.recorder->Add(std::move(info));
-  __atomic_store_n(mask, kMask, __ATOMIC_RELAXED);
+  StoreMask(mask, kMask);
   ++p.comms;
   return ncclSuccess;
 }
