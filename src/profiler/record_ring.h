@@ -22,6 +22,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "profiler/helgrind_annotations.h"
+
 namespace fabricscope::profiler {
 
 // Test hook: called between a producer's claim and its publication (nullptr in production;
@@ -39,7 +41,11 @@ class RecordRing {
     while (n < capacity) n <<= 1;
     mask_ = n - 1;
     slots_ = std::make_unique<Slot[]>(n);
-    for (size_t i = 0; i < n; ++i) slots_[i].sequence.store(i, std::memory_order_relaxed);
+    for (size_t i = 0; i < n; ++i) {
+      MarkAtomics(slots_[i].sequence);
+      slots_[i].sequence.store(i, std::memory_order_relaxed);
+    }
+    MarkAtomics(head_, dropped_);
   }
 
   size_t capacity() const { return mask_ + 1; }
@@ -50,11 +56,13 @@ class RecordRing {
     for (;;) {
       Slot& s = slots_[pos & mask_];
       const uint64_t seq = s.sequence.load(std::memory_order_acquire);
+      FABRICSCOPE_HAPPENS_AFTER(&s.sequence);
       const auto diff = static_cast<int64_t>(seq - pos);
       if (diff == 0) {
         if (head_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
           if (hook_ != nullptr) hook_();
           s.record = record;
+          FABRICSCOPE_HAPPENS_BEFORE(&s.sequence);
           s.sequence.store(pos + 1, std::memory_order_release);
           return true;
         }
@@ -73,7 +81,9 @@ class RecordRing {
     for (;;) {
       Slot& s = slots_[tail_ & mask_];
       if (s.sequence.load(std::memory_order_acquire) != tail_ + 1) break;  // none, or unfinished
+      FABRICSCOPE_HAPPENS_AFTER(&s.sequence);
       out->push_back(s.record);
+      FABRICSCOPE_HAPPENS_BEFORE(&s.sequence);
       s.sequence.store(tail_ + mask_ + 1, std::memory_order_release);
       ++tail_;
     }

@@ -56,8 +56,16 @@ CommRecorder::CommRecorder(CommInfo info, const Settings& settings)
       proxy_pool_(std::make_unique<ProxyOpEvent[]>(settings.active_events * 4)),
       proxy_pool_size_(settings.active_events * 4),
       links_(settings.ring_entries * 4) {
-  for (size_t i = 0; i < pool_size_; ++i) pool_[i].owner = this;
-  for (size_t i = 0; i < proxy_pool_size_; ++i) proxy_pool_[i].owner = this;
+  for (size_t i = 0; i < pool_size_; ++i) {
+    ActiveEvent& e = pool_[i];
+    e.owner = this;
+    MarkAtomics(e.busy, e.pending, e.started_channels, e.max_gpu_ns, e.max_cpu_ns);
+  }
+  for (size_t i = 0; i < proxy_pool_size_; ++i) {
+    proxy_pool_[i].owner = this;
+    MarkAtomics(proxy_pool_[i].busy);
+  }
+  MarkAtomics(next_slot_, pool_full_, p2p_seq_, next_proxy_);
 }
 
 ActiveEvent* CommRecorder::Start(const CollectiveStart& start) {
@@ -74,6 +82,7 @@ ActiveEvent* CommRecorder::Start(const CollectiveStart& start) {
     ActiveEvent& e = pool_[(first + k) % pool_size_];
     bool expected = false;
     if (!e.busy.compare_exchange_strong(expected, true, std::memory_order_acquire)) continue;
+    FABRICSCOPE_HAPPENS_AFTER(&e.busy);
     CollectiveRecord& r = e.record;
     r.seq = start.seq;
     r.count = start.count;
@@ -138,7 +147,9 @@ void CommRecorder::KernelStop(KernelChEvent* k) {
 }
 
 void CommRecorder::Release(ActiveEvent* e) {
+  FABRICSCOPE_HAPPENS_BEFORE(&e->pending);
   if (e->pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  FABRICSCOPE_HAPPENS_AFTER(&e->pending);
   CollectiveRecord& r = e->record;
   const int64_t gpu = e->max_gpu_ns.load(std::memory_order_relaxed);
   const int64_t cpu = e->max_cpu_ns.load(std::memory_order_relaxed);
@@ -154,6 +165,7 @@ void CommRecorder::Release(ActiveEvent* e) {
   }
   r.stop_ns = WallClockNs();  // the last reference: the last KernelCh stop, or the Coll's
   e->owner->ring_.Push(r);    // a full ring drops it and counts it
+  FABRICSCOPE_HAPPENS_BEFORE(&e->busy);
   e->busy.store(false, std::memory_order_release);
 }
 
@@ -164,6 +176,7 @@ ProxyOpEvent* CommRecorder::ProxyStart(int peer, uint8_t channel, int steps, int
     ProxyOpEvent& op = proxy_pool_[(first + k) % proxy_pool_size_];
     bool expected = false;
     if (!op.busy.compare_exchange_strong(expected, true, std::memory_order_acquire)) continue;
+    FABRICSCOPE_HAPPENS_AFTER(&op.busy);
     op.record.peer = peer;
     op.record.channel = channel;
     op.record.steps = steps;
@@ -180,6 +193,7 @@ ProxyOpEvent* CommRecorder::ProxyStart(int peer, uint8_t channel, int steps, int
 void CommRecorder::ProxyStop(ProxyOpEvent* op) {
   op->record.stop_ns = WallClockNs();
   op->owner->links_.Push(op->record);
+  FABRICSCOPE_HAPPENS_BEFORE(&op->busy);
   op->busy.store(false, std::memory_order_release);
 }
 

@@ -22,7 +22,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 status=0
+# The drain thread every 1 ms, so that it drains while the rank and proxy threads record.
 NCCL_PROFILER_PLUGIN=$plugin FABRICSCOPE_PROFILER_DUMP_DIR=$tmp/dump FAKE_GPU_TRACE=$tmp/trace \
+  FABRICSCOPE_PROFILER_INTERVAL_MS=1 \
   timeout 600 valgrind --tool=helgrind --log-file="$tmp/helgrind" \
   "$binary" run --backend nccl --nccl-lib "$fake_nccl" --gpu-runtime-lib "$fake_cudart" \
   -t 2 -b 1K -e 4K -f 2 -n 3 >"$tmp/out" 2>"$tmp/err" || status=$?
@@ -44,19 +46,38 @@ records=$(cat "$tmp"/dump/*.jsonl | grep -c '"coll"' || true)
   exit 1
 }
 
-# One report per block between helgrind's separator lines.
+# A report's own stacks: the access helgrind reports and the one it conflicts with (or the
+# call of a misuse report). "Thread #N was created" and "Lock at X was first observed" are
+# context (the plugin's drain thread and lock appear there in reports about the doubles).
 python3 - "$tmp/helgrind" "$(basename "$plugin")" <<'PY'
 import re, sys
 log, plugin = sys.argv[1], sys.argv[2]
-text = open(log).read()
-if "ERROR SUMMARY" not in text:
-    sys.exit("helgrind_test: helgrind did not finish:\n" + text[-4000:])
-blocks = re.split(r"^==\d+== -{20,}$", text, flags=re.M)
-reports = [b for b in blocks if re.search(r"Possible data race|dubious|lock order|Thread #\d+: ", b)]
-mine = [b for b in reports if plugin in b]
-print(f"helgrind: {len(reports)} reports, {len(mine)} with a frame in {plugin}; "
-      f"the other {len(reports) - len(mine)} are in the test doubles (not judged)")
-for b in mine:
-    print(re.sub(r"^==\d+== ?", "", b, flags=re.M))
+lines = [re.sub(r"^==\d+== ?", "", l) for l in open(log).read().splitlines()]
+if not any("ERROR SUMMARY" in l for l in lines):
+    sys.exit("helgrind_test: helgrind did not finish:\n" + "\n".join(lines[-60:]))
+starts = ("Possible data race", "This conflicts with", "Thread #")
+reports, gaps, stack, title, mine = 0, 0, None, "", []
+for line in lines + [""]:
+    if stack is not None and re.match(r"\s+(at|by) 0x", line):
+        stack.append(line.strip())
+        continue
+    if stack is not None and not line.startswith("Locks held"):
+        # valgrind 3.19 does not intercept glibc 2.34's pthread_cond_clockwait, which
+        # std::condition_variable::wait_for calls: the condvar's own inner signal then reads
+        # as one without its lock. A gap of the tool, counted apart.
+        if any("pthread_cond_clockwait" in f for f in stack):
+            gaps += 1
+        elif any(plugin in f for f in stack):
+            mine.append(title + "\n  " + "\n  ".join(stack))
+        stack = None
+    if line.startswith(starts) and "was created" not in line:
+        if not line.startswith("This conflicts"):
+            reports += 1
+        title, stack = line, []
+print(f"helgrind: {reports} reports, {len(mine)} stacks of them in {plugin}, {gaps} from "
+      f"pthread_cond_clockwait (not intercepted by valgrind); the others are in the test "
+      f"doubles (not judged)")
+for m in mine:
+    print(m)
 sys.exit(1 if mine else 0)
 PY
