@@ -8,8 +8,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "fabricscope/parse.h"
@@ -73,7 +75,25 @@ struct InspectorRead {
   std::vector<InspectorLink> links;
   std::vector<Diagnostic> diagnostics;
   uint64_t dropped = 0;  // records the writer reported lost (dump_stats)
+  // Keys of the records that are neither read nor named as ignored (InspectorKeys()), as
+  // paths ("coll_perf.coll_new_field"), each with the "file:line" where it was first met:
+  // what a newer writer added, which the judgement goes on without.
+  std::vector<std::pair<std::string, std::string>> unknown_keys;
 };
+
+// Every key of NCCL Inspector's format v4.0 (NVIDIA/nccl v2.30.7-1
+// plugins/profiler/inspector/inspector_json.cc) and of the profiler's records, as a path
+// ("coll_perf.event_trace_ts.kernel_events[].kernel_start_ts"), with what the reader does
+// with it: "read: ..." or "ignored: why".
+struct InspectorKey {
+  std::string_view path;
+  std::string_view use;
+};
+std::span<const InspectorKey> InspectorKeys();
+
+// The warning for keys no reader knows, naming each and where it was first met.
+Diagnostic UnknownKeysDiagnostic(const std::vector<std::pair<std::string, std::string>>& keys,
+                                 const std::string& source);
 
 // Whether `text` starts like Inspector JSONL (its first object has coll_perf, p2p_perf,
 // dump_stats, or the profiler's fabricscope_link).

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -124,6 +125,7 @@ class WatchSource {
   void Discover();
   std::vector<std::string> paths_;
   std::vector<File> files_;
+  std::set<std::string> reported_keys_;  // unknown keys already warned about
 };
 
 }  // namespace fabricscope

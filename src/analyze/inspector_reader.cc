@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -24,6 +25,172 @@ std::string_view NextLine(std::string_view text, size_t* pos) {
   *pos = end + 1;
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   return line;
+}
+
+// Every key the readers meet, as a path, with its use. NVIDIA/nccl v2.30.7-1
+// plugins/profiler/inspector/inspector_json.cc: inspectorCommInfoHeader (:29-35),
+// inspectorCommInfoMetaHeader (:61-68), inspectorCompletedCollVerbose (:96-129),
+// inspectorCompletedP2pVerbose (:141-174), inspectorCompletedColl (:208-220),
+// inspectorCompletedP2p; the record objects at :310-316 and :355-361. The rest are the
+// profiler's (src/profiler/jsonl_sink.cc) and the v4.3 dump_stats marker's.
+constexpr InspectorKey kKeys[] = {
+    {"header", "read: the communicator and rank of the record"},
+    {"header.id", "read: the communicator (its hash)"},
+    {"header.comm_name", "read: the communicator's name"},
+    {"header.rank", "read"},
+    {"header.n_ranks", "read: the communicator's size (AllGather and ReduceScatter sizes)"},
+    {"header.nnodes", "read"},
+    {"metadata", "read: where and when the record was written"},
+    {"metadata.inspector_output_format_version",
+     "ignored: v4.0 to v4.3 are read alike; keys a later one adds are named as unknown"},
+    {"metadata.git_rev", "ignored: the writer's build"},
+    {"metadata.rec_mechanism",
+     "ignored: who wrote it (nccl_profiler_interface, fabricscope_profiler); the profiler's "
+     "records are told by their fabricscope object"},
+    {"metadata.dump_timestamp_us", "read: the record's time when it has no event trace"},
+    {"metadata.hostname", "read: the rank's node"},
+    {"metadata.pid", "read"},
+    {"coll_perf", "read: one collective"},
+    {"coll_perf.coll", "read"},
+    {"coll_perf.coll_sn", "read: the order within the communicator"},
+    {"coll_perf.coll_msg_size_bytes", "read"},
+    {"coll_perf.coll_exec_time_us", "read"},
+    {"coll_perf.coll_timing_source", "read: collective_cpu is not judged"},
+    {"coll_perf.coll_algobw_gbs", "read"},
+    {"coll_perf.coll_busbw_gbs", "read"},
+    {"coll_perf.coll_algo", "read (the profiler's)"},
+    {"coll_perf.coll_proto", "read (the profiler's)"},
+    {"coll_perf.event_trace_sn",
+     "ignored: the callbacks' order numbers; the times are in event_trace_ts"},
+    {"coll_perf.event_trace_ts", "read: the verbose output's times"},
+    {"coll_perf.event_trace_ts.coll_start_ts", "read: the start, for stragglers and windows"},
+    {"coll_perf.event_trace_ts.coll_stop_ts", "read"},
+    {"coll_perf.event_trace_ts.kernel_events",
+     "ignored: per-channel kernel times; coll_exec_time_us is already the longest channel"},
+    {"p2p_perf", "read: one send or receive"},
+    {"p2p_perf.p2p", "read"},
+    {"p2p_perf.p2p_sn", "read: the order within the communicator"},
+    {"p2p_perf.p2p_peer", "read"},
+    {"p2p_perf.p2p_msg_size_bytes", "read"},
+    {"p2p_perf.p2p_exec_time_us", "read"},
+    {"p2p_perf.p2p_timing_source", "read"},
+    {"p2p_perf.p2p_algobw_gbs", "read"},
+    {"p2p_perf.p2p_busbw_gbs", "read"},
+    {"p2p_perf.event_trace_sn",
+     "ignored: the callbacks' order numbers; the times are in event_trace_ts"},
+    {"p2p_perf.event_trace_ts", "read: the verbose output's times"},
+    {"p2p_perf.event_trace_ts.p2p_start_ts", "read"},
+    {"p2p_perf.event_trace_ts.p2p_stop_ts", "read"},
+    {"p2p_perf.event_trace_ts.kernel_events",
+     "ignored: per-channel kernel times; p2p_exec_time_us is already the longest channel"},
+    {"dump_stats", "read: a v4.3 marker; its header and metadata go with the records after it"},
+    {"dump_stats.coll_dropped_since_last_dump", "read: records the writer lost"},
+    {"dump_stats.coll_records", "ignored: the count of the records that follow"},
+    {"dump_stats.p2p_records", "ignored: the count of the records that follow"},
+    {"fabricscope", "read: the profiler's own fields"},
+    {"fabricscope.job", "read"},
+    {"fabricscope.datatype", "read: the row's type"},
+    {"fabricscope.comm_name", "ignored: header.comm_name has it"},
+    {"fabricscope.count", "ignored: coll_msg_size_bytes has the size"},
+    {"fabricscope.root", "ignored: not judged"},
+    {"fabricscope.channels", "ignored: not judged"},
+    {"fabricscope.start_ns", "ignored: event_trace_ts has the start (us)"},
+    {"fabricscope.stop_ns", "ignored: event_trace_ts has the stop (us)"},
+    {"fabricscope_link", "read: one rank's ProxyOp times towards one peer"},
+    {"fabricscope_link.peer", "read"},
+    {"fabricscope_link.direction", "read"},
+    {"fabricscope_link.ops", "read"},
+    {"fabricscope_link.median_us", "read"},
+    {"fabricscope_link.start_ns", "read"},
+    {"fabricscope_link.stop_ns", "ignored: the window is the start's"},
+};
+
+bool IsKnown(std::string_view path) {
+  static const std::set<std::string_view> kKnown = [] {
+    std::set<std::string_view> known;
+    for (const InspectorKey& k : kKeys) known.insert(k.path);
+    return known;
+  }();
+  return kKnown.count(path) > 0;
+}
+
+bool IsIgnored(std::string_view path) {
+  for (const InspectorKey& k : kKeys) {
+    if (k.path == path) return k.use.substr(0, 8) == "ignored:";
+  }
+  return false;
+}
+
+// The keys of `object` under `prefix` that no entry names, first met at `where`; an ignored
+// key's contents are not walked.
+void CollectUnknown(const Json& object, const std::string& prefix, const std::string& where,
+                    std::map<std::string, std::string>* out) {
+  for (const auto& [key, value] : object.items()) {
+    std::string path = prefix;
+    if (!path.empty()) path += '.';
+    path += key;
+    if (!IsKnown(path)) {
+      out->emplace(path, where);
+    } else if (IsIgnored(path)) {
+      continue;
+    } else if (value.is_object()) {
+      CollectUnknown(value, path, where, out);
+    }
+  }
+}
+
+// The next JSON object's text and its first line number: one line, as Inspector writes, or
+// several, as its README shows them and `jq .` prints them (the braces balanced outside
+// strings). Blank lines are skipped; the text is empty at the end.
+struct ObjectText {
+  std::string text;
+  size_t line = 0;
+};
+
+int BraceBalance(std::string_view line, int depth, bool* in_string) {
+  bool escaped = false;
+  for (const char c : line) {
+    if (*in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        *in_string = false;
+      }
+    } else if (c == '"') {
+      *in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return depth;
+}
+
+ObjectText NextObject(std::string_view text, size_t* pos, size_t* number) {
+  ObjectText out;
+  int depth = 1;
+  bool in_string = false;
+  while (*pos < text.size()) {
+    const std::string_view line = NextLine(text, pos);
+    const size_t this_line = (*number)++;
+    if (out.text.empty()) {
+      const size_t first = line.find_first_not_of(" \t");
+      if (first == std::string_view::npos) continue;
+      out.line = this_line;
+      out.text.assign(line);
+      // One object a line, as Inspector writes; a line that is only "{" opens a printed one.
+      const std::string_view trimmed = line.substr(first, line.find_last_not_of(" \t") + 1 - first);
+      if (trimmed != "{") break;
+      continue;
+    }
+    out.text.append("\n").append(line);
+    depth = BraceBalance(line, depth, &in_string);
+    if (depth <= 0) break;
+  }
+  return out;
 }
 
 // nlohmann's get<integer> of a float is a static_cast, undefined beyond the integer's range
@@ -164,16 +331,14 @@ std::string ReadLine(const Json& line, Json* header, Json* metadata, InspectorRe
 
 bool LooksLikeInspectorJsonl(std::string_view text) {
   size_t pos = 0;
-  while (pos < text.size()) {
-    const std::string_view line = NextLine(text, &pos);
-    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
-    if (line.front() != '{') return false;
-    return line.find("\"coll_perf\"") != std::string_view::npos ||
-           line.find("\"p2p_perf\"") != std::string_view::npos ||
-           line.find("\"dump_stats\"") != std::string_view::npos ||
-           line.find("\"fabricscope_link\"") != std::string_view::npos;
-  }
-  return false;
+  size_t number = 1;
+  const ObjectText first = NextObject(text, &pos, &number);
+  const std::string_view object = first.text;
+  if (object.empty() || object[object.find_first_not_of(" \t")] != '{') return false;
+  return object.find("\"coll_perf\"") != std::string_view::npos ||
+         object.find("\"p2p_perf\"") != std::string_view::npos ||
+         object.find("\"dump_stats\"") != std::string_view::npos ||
+         object.find("\"fabricscope_link\"") != std::string_view::npos;
 }
 
 InspectorRead ReadInspectorJsonl(std::string_view text, const std::string& source,
@@ -181,14 +346,19 @@ InspectorRead ReadInspectorJsonl(std::string_view text, const std::string& sourc
   InspectorRead out;
   Json header;  // of the last dump_stats marker
   Json metadata;
+  std::map<std::string, std::string> unknown;
   size_t pos = 0;
-  for (size_t number = first_line; pos < text.size(); ++number) {
-    const std::string_view line = NextLine(text, &pos);
-    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+  size_t next_line = first_line;
+  while (pos < text.size()) {
+    const ObjectText object = NextObject(text, &pos, &next_line);
+    if (object.text.empty()) break;
+    const size_t number = object.line;
     const std::string where = source + ":" + std::to_string(number);
     std::string error;
     try {
-      error = ReadLine(Json::parse(line), &header, &metadata, &out, where);
+      const Json line = Json::parse(object.text);
+      error = ReadLine(line, &header, &metadata, &out, where);
+      if (error.empty() && line.is_object()) CollectUnknown(line, "", where, &unknown);
     } catch (const Json::exception& e) {
       error = std::string("not an Inspector record (") + e.what() + ")";
     } catch (const std::out_of_range& e) {
@@ -200,7 +370,23 @@ InspectorRead ReadInspectorJsonl(std::string_view text, const std::string& sourc
                                          "or libnccl-profiler-fabricscope.so write them"});
     }
   }
+  out.unknown_keys.assign(unknown.begin(), unknown.end());
   return out;
+}
+
+std::span<const InspectorKey> InspectorKeys() { return kKeys; }
+
+Diagnostic UnknownKeysDiagnostic(const std::vector<std::pair<std::string, std::string>>& keys,
+                                 const std::string& source) {
+  std::string list;
+  for (const auto& [path, where] : keys) {
+    if (!list.empty()) list += ", ";
+    list.append(path).append(" (first at ").append(where).append(")");
+  }
+  return {Diagnostic::Severity::kWarning, source, 0,
+          "keys fabricscope does not read, left out of the judgement: " + list +
+              "; NCCL Inspector's format v4.0 and the profiler's keys are all known "
+              "(docs/watch.md), so a newer writer added these"};
 }
 
 std::string CollectiveOfInspector(std::string_view name) {
@@ -278,6 +464,9 @@ ParsedResults ParseInspectorResults(std::string_view text, const std::string& so
   out.format = "NCCL Inspector JSONL";
   InspectorRead read = ReadInspectorJsonl(text, source);
   out.diagnostics = std::move(read.diagnostics);
+  if (!read.unknown_keys.empty()) {
+    out.diagnostics.push_back(UnknownKeysDiagnostic(read.unknown_keys, source));
+  }
   std::vector<std::string> comms;
   std::map<std::string, std::vector<const InspectorRecord*>> by_comm;
   for (const InspectorRecord& r : read.records) {

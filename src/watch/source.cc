@@ -67,6 +67,11 @@ InspectorRead WatchSource::Poll() {
     f.offset += text.size();
     f.lines += static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
     all.dropped += read.dropped;
+    std::vector<std::pair<std::string, std::string>> fresh;
+    for (auto& key : read.unknown_keys) {
+      if (reported_keys_.insert(key.first).second) fresh.push_back(std::move(key));
+    }
+    if (!fresh.empty()) all.diagnostics.push_back(UnknownKeysDiagnostic(fresh, f.path));
     std::move(read.records.begin(), read.records.end(), std::back_inserter(all.records));
     std::move(read.links.begin(), read.links.end(), std::back_inserter(all.links));
     std::move(read.diagnostics.begin(), read.diagnostics.end(),

@@ -231,6 +231,118 @@ TEST(WatchJudge, ADropHalfWayThroughInspectorsDefaultOutputIsAnAlert) {
   }
 }
 
+// The README's two examples, byte for byte as NVIDIA prints them (several lines each; the
+// plugin writes one a line): every key is read or named as ignored, and the values land.
+TEST(InspectorReader, ReadsTheReadmesExamplesAsPrinted) {
+  const std::string dir = WATCH_DATA_DIR;
+  const std::string text = Slurp(dir + "/inspector_readme_default.json") + "\n" +
+                           Slurp(dir + "/inspector_readme_verbose.json");
+  ASSERT_TRUE(LooksLikeInspectorJsonl(text));
+  const InspectorRead read = ReadInspectorJsonl(text, "readme");
+  EXPECT_TRUE(read.diagnostics.empty()) << read.diagnostics[0].ToString();
+  EXPECT_TRUE(read.unknown_keys.empty()) << read.unknown_keys[0].first;
+  ASSERT_EQ(read.records.size(), 2u);
+  const InspectorRecord& d = read.records[0];
+  EXPECT_EQ(d.source, "readme:1");
+  EXPECT_EQ(d.comm, "0x7f8c496ae9f661");
+  EXPECT_EQ(d.rank, 2);
+  EXPECT_EQ(d.nranks, 8);
+  EXPECT_EQ(d.nnodes, 1);
+  EXPECT_EQ(d.hostname, "example-hostname");
+  EXPECT_EQ(d.pid, 1639453);
+  EXPECT_EQ(d.dump_us, 1748030377748202);
+  EXPECT_EQ(d.collective, "AllReduce");
+  EXPECT_EQ(d.seq, 1407u);
+  EXPECT_EQ(d.msg_bytes, 17179869184u);
+  EXPECT_DOUBLE_EQ(d.exec_us, 61974);
+  EXPECT_DOUBLE_EQ(d.algbw_gbs, 277.210914);
+  EXPECT_DOUBLE_EQ(d.busbw_gbs, 485.119099);
+  EXPECT_FALSE(d.start_us.has_value());
+  const InspectorRecord& v = read.records[1];
+  EXPECT_EQ(v.source, "readme:26");  // the second object starts on the file's line 26
+  EXPECT_EQ(v.collective, "ReduceScatter");
+  EXPECT_EQ(v.msg_bytes, 2147483648u);
+  EXPECT_EQ(v.bytes, uint64_t{2147483648} * 8);  // nccl-tests' size: the whole buffer
+  EXPECT_EQ(v.timing_source, "kernel_gpu");
+  EXPECT_EQ(v.start_us, 1752867229235059);
+  EXPECT_EQ(v.stop_us, 1752867229235064);
+  EXPECT_EQ(v.dump_us, 1752867229276385);
+  // The same records one a line, as the plugin writes them, read the same.
+  const std::string lines =
+      nlohmann::json::parse(Slurp(dir + "/inspector_readme_default.json")).dump() + "\n" +
+      nlohmann::json::parse(Slurp(dir + "/inspector_readme_verbose.json")).dump() + "\n";
+  const InspectorRead one_a_line = ReadInspectorJsonl(lines, "jsonl");
+  ASSERT_EQ(one_a_line.records.size(), 2u);
+  EXPECT_EQ(one_a_line.records[1].start_us, v.start_us);
+  EXPECT_EQ(one_a_line.records[1].source, "jsonl:2");
+}
+
+// Every key inspector_json.cc writes at v2.30.7-1 (collective and p2p, verbose), and every
+// key of the table, is either read or ignored with a reason; a key no writer of format v4.0
+// has is named with where it was met, and the record is still read.
+TEST(InspectorReader, EveryKeyIsReadOrNamedAndAnUnknownOneIsReported) {
+  for (const InspectorKey& k : InspectorKeys()) {
+    EXPECT_TRUE(k.use.rfind("read", 0) == 0 || k.use.rfind("ignored: ", 0) == 0) << k.path;
+  }
+  const std::string p2p =
+      R"({"header":{"id":"0x1","comm_name":"unknown","rank":0,"n_ranks":2,"nnodes":1},)"
+      R"("metadata":{"inspector_output_format_version":"v4.0","git_rev":"","rec_mechanism":)"
+      R"("nccl_profiler_interface","dump_timestamp_us":1000,"hostname":"h","pid":1},)"
+      R"("p2p_perf":{"p2p":"Send","p2p_sn":4,"p2p_peer":1,"p2p_msg_size_bytes":8192,)"
+      R"("p2p_exec_time_us":12,"p2p_timing_source":"kernel_gpu","p2p_algobw_gbs":0.6,)"
+      R"("p2p_busbw_gbs":0.6,"event_trace_sn":{"p2p_start_sn":1,"p2p_stop_sn":2,)"
+      R"("kernel_events":[{"channel_id":0,"kernel_start_sn":3,"kernel_stop_sn":5,)"
+      R"("kernel_record_sn":4}]},"event_trace_ts":{"p2p_start_ts":900,"p2p_stop_ts":901,)"
+      R"("kernel_events":[{"channel_id":0,"kernel_start_ts":902,"kernel_stop_ts":914,)"
+      R"("kernel_record_ts":914}]}}})";
+  InspectorRead read = ReadInspectorJsonl(p2p + "\n", "p2p");
+  EXPECT_TRUE(read.diagnostics.empty());
+  EXPECT_TRUE(read.unknown_keys.empty()) << read.unknown_keys[0].first;
+  ASSERT_EQ(read.records.size(), 1u);
+  EXPECT_EQ(read.records[0].peer, 1);
+  EXPECT_EQ(read.records[0].start_us, 900);
+
+  nlohmann::json newer = nlohmann::json::parse(p2p);
+  newer["metadata"]["inspector_output_format_version"] = "v5.0";
+  newer["p2p_perf"]["p2p_wait_time_us"] = 3;
+  newer["topology"] = {{"nic", "mlx5_0"}};
+  read = ReadInspectorJsonl(newer.dump() + "\n" + newer.dump() + "\n", "new.jsonl");
+  ASSERT_EQ(read.records.size(), 2u);
+  ASSERT_EQ(read.unknown_keys.size(), 2u);
+  EXPECT_EQ(read.unknown_keys[0],
+            (std::pair<std::string, std::string>{"p2p_perf.p2p_wait_time_us", "new.jsonl:1"}));
+  EXPECT_EQ(read.unknown_keys[1].first, "topology");
+  const Diagnostic d = UnknownKeysDiagnostic(read.unknown_keys, "new.jsonl");
+  EXPECT_EQ(d.severity, Diagnostic::Severity::kWarning);
+  EXPECT_NE(d.ToString().find("p2p_perf.p2p_wait_time_us (first at new.jsonl:1), topology"),
+            std::string::npos)
+      << d.ToString();
+}
+
+// docs/watch.md's key table is the reader's: every path in it, with its use.
+TEST(InspectorReader, DocsWatchMdListsEveryKeyWithItsUse) {
+  const std::string docs = Slurp(std::string(WATCH_DATA_DIR) + "/../../../docs/watch.md");
+  for (const InspectorKey& k : InspectorKeys()) {
+    const std::string row = "| `" + std::string(k.path) + "` | " + std::string(k.use) + " |";
+    EXPECT_NE(docs.find(row), std::string::npos) << row;
+  }
+}
+
+// A printed object cut off, and a one-line record cut mid-line: each is one bad record named
+// by its first line, and the records after a cut line are still read.
+TEST(InspectorReader, ACutRecordIsOneBadRecordAndTheRestIsRead) {
+  const std::string good =
+      nlohmann::json::parse(Slurp(std::string(WATCH_DATA_DIR) + "/inspector_readme_default.json"))
+          .dump();
+  const std::string text = good.substr(0, 40) + "\n" + good + "\n{\n  \"header\": {\n";
+  const InspectorRead read = ReadInspectorJsonl(text, "cut");
+  ASSERT_EQ(read.records.size(), 1u);
+  EXPECT_EQ(read.records[0].source, "cut:2");
+  ASSERT_EQ(read.diagnostics.size(), 2u);
+  EXPECT_EQ(read.diagnostics[0].line, 1u);
+  EXPECT_EQ(read.diagnostics[1].line, 3u);
+}
+
 TEST(InspectorReader, EachBadLineIsNamedAndTheRestIsRead) {
   const std::string text =
       Line(0, 1, 10, 5, 1) + "{not json\n" +
