@@ -105,6 +105,15 @@ bool LooksLikeInspectorJsonl(std::string_view text);
 InspectorRead ReadInspectorJsonl(std::string_view text, const std::string& source,
                                  size_t first_line = 1);
 
+// NCCL Inspector's Prometheus mode (NCCL_INSPECTOR_PROM_DUMP=1): one snapshot of a
+// nccl_inspector_metrics_<GPU UUID>.prom file, written at `dump_us` (its modification time).
+// Each bucket (collective or p2p operation, size range, algorithm and protocol, communicator
+// name, per GPU) is one record: busbw the interval's geometric mean, exec_us its mean time,
+// the size the bucket's lower bound, the rank the GPU's index, the communicator its name and
+// size. Metrics it does not know go to unknown_keys ("metric NAME").
+bool LooksLikeInspectorProm(std::string_view text);
+InspectorRead ReadInspectorProm(std::string_view text, const std::string& source, int64_t dump_us);
+
 // fabricscope's collective name of an Inspector one ("AllReduce" -> "all_reduce"), empty if
 // unknown.
 std::string CollectiveOfInspector(std::string_view name);

@@ -121,8 +121,14 @@ class WatchSource {
     std::string path;
     uint64_t offset = 0;
     size_t lines = 0;
+    // NCCL Inspector's Prometheus textfile (*.prom): rewritten whole every dump, so read
+    // whole each time it changes, its modification time the records' time.
+    bool snapshot = false;
+    int64_t read_mtime_ns = -1;
   };
   void Discover();
+  void PollSnapshot(File& f, InspectorRead* all);
+  void Merge(InspectorRead read, const std::string& path, InspectorRead* all);
   std::vector<std::string> paths_;
   std::vector<File> files_;
   std::set<std::string> reported_keys_;  // unknown keys already warned about

@@ -67,8 +67,9 @@ struct WatchOutput {
 
 void AddFlags(CLI::App& app, WatchFlags& f) {
   app.add_option("inputs", f.inputs,
-                 "JSONL of libnccl-profiler-fabricscope.so or NCCL Inspector: files, or "
-                 "directories (every *.jsonl under them)");
+                 "JSONL of libnccl-profiler-fabricscope.so or NCCL Inspector, or NCCL "
+                 "Inspector's Prometheus textfiles (NCCL_INSPECTOR_PROM_DUMP=1, *.prom): files, "
+                 "or directories (every *.jsonl and nccl_inspector_metrics_*.prom under them)");
   app.add_option("--prometheus", f.prometheus,
                  "instead of files: the plugin's metrics of the last --window seconds from "
                  "this Prometheus server's HTTP API (http://host:9090)");
@@ -166,7 +167,8 @@ Verdict Once(WatchSource& source, const WatchFlags& f, const WatchOutput& output
   Report(read.diagnostics, output);
   if (read.records.empty()) {
     throw UsageError("watch: no collective records in " + Joined(f.inputs) +
-                     ": expected JSONL with coll_perf records, written by "
+                     ": expected JSONL with coll_perf records, or NCCL Inspector's "
+                     "nccl_inspector_metrics_*.prom files, written by "
                      "libnccl-profiler-fabricscope.so or NCCL Inspector");
   }
   WatchBaseline baseline;

@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -317,6 +319,105 @@ TEST(InspectorReader, EveryKeyIsReadOrNamedAndAnUnknownOneIsReported) {
   EXPECT_NE(d.ToString().find("p2p_perf.p2p_wait_time_us (first at new.jsonl:1), topology"),
             std::string::npos)
       << d.ToString();
+}
+
+// NCCL Inspector's Prometheus mode, the README's own lines: a bucket's two lines are one
+// record, its size the bucket's lower bound (Inspector's units of 1024), its time the dump's.
+TEST(InspectorProm, ReadsTheReadmesLinesAsOneRecordABucket) {
+  const std::string text =
+      Slurp(std::string(WATCH_DATA_DIR) + "/nccl_inspector_metrics_readme.prom");
+  ASSERT_TRUE(LooksLikeInspectorProm(text));
+  EXPECT_FALSE(LooksLikeInspectorJsonl(text));
+  const InspectorRead read = ReadInspectorProm(text, "m.prom", 1'700'000'000'000'000);
+  EXPECT_TRUE(read.diagnostics.empty()) << read.diagnostics[0].ToString();
+  EXPECT_TRUE(read.unknown_keys.empty());
+  ASSERT_EQ(read.records.size(), 2u);
+  const InspectorRecord& c = read.records[0];
+  EXPECT_FALSE(c.p2p);
+  EXPECT_EQ(c.collective, "AllReduce");
+  EXPECT_EQ(c.msg_bytes, uint64_t{4} << 30);
+  EXPECT_DOUBLE_EQ(c.busbw_gbs, 678.263);
+  EXPECT_DOUBLE_EQ(c.exec_us, 9498.47);
+  EXPECT_EQ(c.hostname, "nvl72004-T01");
+  EXPECT_EQ(c.comm_name, "DP Group 0");
+  EXPECT_EQ(c.nranks, 4);
+  EXPECT_EQ(c.nnodes, 1);
+  EXPECT_EQ(c.rank, 0);  // GPU0
+  EXPECT_EQ(c.algo, "Ring");
+  EXPECT_EQ(c.proto, "ll");
+  EXPECT_EQ(c.dump_us, 1'700'000'000'000'000);
+  EXPECT_EQ(c.source, "m.prom:1");
+  const InspectorRecord& p = read.records[1];
+  EXPECT_TRUE(p.p2p);
+  EXPECT_EQ(p.collective, "Send");
+  EXPECT_EQ(p.msg_bytes, uint64_t{512} << 20);
+  EXPECT_DOUBLE_EQ(p.busbw_gbs, 464.9);
+  EXPECT_DOUBLE_EQ(p.exec_us, 1154.87);
+}
+
+TEST(InspectorProm, BadLinesAreNamedAndUnknownMetricsReported) {
+  const std::string text =
+      "# HELP nccl_bus_bandwidth_gbs ignored\n"
+      "nccl_bus_bandwidth_gbs{collective=\"AllReduce\",message_size=\"1-2MB\"} 12.5\n"
+      "nccl_bus_bandwidth_gbs{collective=\"AllReduce\",message_size=\"big\"} 1\n"
+      "nccl_bus_bandwidth_gbs{collective=\"AllGather\",message_size=\"1-2MB\"} fast\n"
+      "nccl_bus_bandwidth_gbs{collective=\"AllGather\",message_size=\"1-2MB\" 3\n"
+      "nccl_queue_depth{gpu=\"GPU1\"} 4\n";
+  const InspectorRead read = ReadInspectorProm(text, "m.prom", 0);
+  ASSERT_EQ(read.records.size(), 1u);
+  EXPECT_EQ(read.records[0].msg_bytes, uint64_t{1} << 20);
+  ASSERT_EQ(read.diagnostics.size(), 3u);
+  EXPECT_EQ(read.diagnostics[0].line, 3u);
+  EXPECT_NE(read.diagnostics[0].message.find("message_size 'big' is not a bucket"),
+            std::string::npos);
+  EXPECT_NE(read.diagnostics[1].message.find("value 'fast' is not a number"), std::string::npos);
+  EXPECT_NE(read.diagnostics[2].message.find("not a Prometheus sample"), std::string::npos);
+  ASSERT_EQ(read.unknown_keys.size(), 1u);
+  EXPECT_EQ(read.unknown_keys[0].first, "metric nccl_queue_depth");
+}
+
+// A directory of Inspector's Prometheus files, rewritten every 30 s as Inspector does (the
+// file truncated and written again): each rewrite is read once, at its modification time,
+// and watch alerts on the job's all_reduce getting 1.7x slower half-way, as on JSONL.
+TEST(InspectorProm, EachRewriteIsASnapshotAndADropHalfWayIsAnAlert) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("fabricscope-prom-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "other_exporter.prom") << "node_load1 0.5\n";  // not Inspector's: left alone
+  WatchSource source({dir.string()});
+  WatchOptions options;
+  options.window_s = 30;
+  WatchBaseline baseline;
+  std::vector<WatchWindow> windows;
+  const auto start = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  for (int dump = 0; dump < 12; ++dump) {
+    const bool slow = dump >= 6;
+    for (int gpu = 0; gpu < 4; ++gpu) {
+      const fs::path file = dir / ("nccl_inspector_metrics_GPU-" + std::to_string(gpu) + ".prom");
+      const std::string labels = "version=\"v5.1\",slurm_job_id=\"7\",node=\"n1\",gpu=\"GPU" +
+                                 std::to_string(gpu) +
+                                 "\",comm_name=\"DP Group 0\",n_nodes=\"1\",nranks=\"4\","
+                                 "collective=\"AllReduce\",message_size=\"4-5GB\","
+                                 "algo_proto=\"Ring_simple\"";
+      std::ofstream(file, std::ios::trunc)
+          << "nccl_bus_bandwidth_gbs{" << labels << "} " << (slow ? 485.1 / 1.7 : 485.1) << "\n"
+          << "nccl_collective_exec_time_microseconds{" << labels << "} "
+          << (slow ? 9498.0 * 1.7 : 9498.0) << "\n";
+      fs::last_write_time(file, start + std::chrono::seconds(30 * dump + 15));
+    }
+    const InspectorRead read = source.Poll();
+    EXPECT_TRUE(read.diagnostics.empty()) << read.diagnostics[0].ToString();
+    ASSERT_EQ(read.records.size(), 4u) << dump;  // each file's one bucket, once
+    EXPECT_TRUE(source.Poll().records.empty());  // unchanged since: nothing new
+    for (auto& w : JudgeWindows(read.records, options, &baseline)) windows.push_back(std::move(w));
+  }
+  ASSERT_EQ(windows.size(), 12u);
+  EXPECT_TRUE(windows[5].findings.empty()) << FindingsText(windows[5].findings);
+  ASSERT_FALSE(windows[6].findings.empty());
+  EXPECT_EQ(windows[6].findings[0].source, "drop");
+  // The values carry six significant digits, as Inspector's %.6g writes them.
+  EXPECT_NEAR(windows[6].findings[0].figures.at("drop_percent"), (1 - 1 / 1.7) * 100, 1e-3);
+  fs::remove_all(dir);
 }
 
 // docs/watch.md's key table is the reader's: every path in it, with its use.
