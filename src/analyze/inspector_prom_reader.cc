@@ -12,6 +12,8 @@
 #include <string_view>
 #include <utility>
 
+#include "analyze/lines.h"
+#include "analyze/readers.h"
 #include "fabricscope/inspector.h"
 
 namespace fabricscope {
@@ -125,9 +127,7 @@ std::string BucketRecord(const std::map<std::string, std::string>& labels, bool 
   r->job = Label(labels, "slurm_job_id");
   r->timing_source = "kernel_gpu";  // only GPU-timed operations by default
   r->bytes = r->msg_bytes;
-  if (!p2p && (r->collective == "AllGather" || r->collective == "ReduceScatter") && r->nranks > 0) {
-    r->bytes = r->msg_bytes * static_cast<uint64_t>(r->nranks);
-  }
+  analyze::SizeAsNcclTests(r);
   return "";
 }
 
@@ -153,6 +153,49 @@ bool SplitLine(std::string_view line, PromLine* out) {
   return true;
 }
 
+// One sample line into its bucket's record (a new record for a bucket's first line); the
+// reason when the line cannot be read, empty otherwise.
+std::string ReadSample(std::string_view line, size_t number, const std::string& where,
+                       int64_t dump_us, std::map<std::pair<bool, std::string>, size_t>* buckets,
+                       InspectorRead* out) {
+  PromLine p;
+  if (!SplitLine(line, &p)) return "not a Prometheus sample";
+  const PromMetric* metric = MetricNamed(p.name);
+  if (metric == nullptr) {
+    const std::string key = "metric " + std::string(p.name);
+    const bool seen = std::any_of(out->unknown_keys.begin(), out->unknown_keys.end(),
+                                  [&](const auto& k) { return k.first == key; });
+    if (!seen) out->unknown_keys.emplace_back(key, where);
+    return "";
+  }
+  std::map<std::string, std::string> labels;
+  if (!ParseLabels(p.labels, &labels)) return "labels that do not parse";
+  double value = 0;
+  try {
+    value = std::stod(std::string(p.value));
+  } catch (const std::exception&) {
+    return "value '" + std::string(p.value) + "' is not a number";
+  }
+  const auto [it, fresh] =
+      buckets->emplace(std::make_pair(metric->p2p, std::string(p.labels)), out->records.size());
+  if (fresh) {
+    InspectorRecord r;
+    if (std::string why = BucketRecord(labels, metric->p2p, &r); !why.empty()) {
+      buckets->erase(it);
+      return why;
+    }
+    r.source = where;
+    r.dump_us = dump_us;
+    // Snapshots follow one another: the order is the dump's, then the line's.
+    r.seq =
+        static_cast<uint64_t>(std::max<int64_t>(dump_us, 0)) * 1000 + std::min<size_t>(number, 999);
+    out->records.push_back(std::move(r));
+  }
+  InspectorRecord& r = out->records[it->second];
+  (metric->field == PromField::kBusbw ? r.busbw_gbs : r.exec_us) = value;
+  return "";
+}
+
 }  // namespace
 
 bool LooksLikeInspectorProm(std::string_view text) {
@@ -168,63 +211,18 @@ InspectorRead ReadInspectorProm(std::string_view text, const std::string& source
   InspectorRead out;
   // One record a bucket: a bucket's two lines share their labels.
   std::map<std::pair<bool, std::string>, size_t> buckets;
-  size_t number = 0;
-  for (size_t pos = 0; pos < text.size();) {
-    const size_t end = std::min(text.find('\n', pos), text.size());
-    std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++number;
+  ForEachLine(text, [&](std::string_view line, size_t number, bool) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     const size_t first = line.find_first_not_of(" \t");
-    if (first == std::string_view::npos || line[first] == '#') continue;
+    if (first == std::string_view::npos || line[first] == '#') return;
     const std::string where = source + ":" + std::to_string(number);
-    auto bad = [&](const std::string& why) {
-      out.diagnostics.push_back(
-          {Diagnostic::Severity::kError, source, number,
-           why + "; expected NCCL Inspector's Prometheus lines (NCCL_INSPECTOR_PROM_DUMP=1), "
-                 "as nccl_bus_bandwidth_gbs{collective=\"AllReduce\",...} 485.1"});
-    };
-    PromLine p;
-    if (!SplitLine(line.substr(first), &p)) {
-      bad("not a Prometheus sample");
-      continue;
-    }
-    const PromMetric* metric = MetricNamed(p.name);
-    if (metric == nullptr) {
-      out.unknown_keys.emplace_back("metric " + std::string(p.name), where);
-      continue;
-    }
-    std::map<std::string, std::string> labels;
-    if (!ParseLabels(p.labels, &labels)) {
-      bad("labels that do not parse");
-      continue;
-    }
-    double value = 0;
-    try {
-      value = std::stod(std::string(p.value));
-    } catch (const std::exception&) {
-      bad("value '" + std::string(p.value) + "' is not a number");
-      continue;
-    }
-    const auto key = std::make_pair(metric->p2p, std::string(p.labels));
-    auto [it, fresh] = buckets.emplace(key, out.records.size());
-    if (fresh) {
-      InspectorRecord r;
-      if (const std::string why = BucketRecord(labels, metric->p2p, &r); !why.empty()) {
-        buckets.erase(it);
-        bad(why);
-        continue;
-      }
-      r.source = where;
-      r.dump_us = dump_us;
-      // Snapshots follow one another: the order is the dump's, then the line's.
-      r.seq = static_cast<uint64_t>(std::max<int64_t>(dump_us, 0)) * 1000 +
-              std::min<size_t>(number, 999);
-      out.records.push_back(std::move(r));
-    }
-    InspectorRecord& r = out.records[it->second];
-    (metric->field == PromField::kBusbw ? r.busbw_gbs : r.exec_us) = value;
-  }
+    const std::string why = ReadSample(line.substr(first), number, where, dump_us, &buckets, &out);
+    if (why.empty()) return;
+    out.diagnostics.push_back(
+        {Diagnostic::Severity::kError, source, number,
+         why + "; expected NCCL Inspector's Prometheus lines (NCCL_INSPECTOR_PROM_DUMP=1), "
+               "as nccl_bus_bandwidth_gbs{collective=\"AllReduce\",...} 485.1"});
+  });
   return out;
 }
 

@@ -5,7 +5,6 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -105,20 +104,15 @@ constexpr InspectorKey kKeys[] = {
     {"fabricscope_link.stop_ns", "ignored: the window is the start's"},
 };
 
-bool IsKnown(std::string_view path) {
-  static const std::set<std::string_view> kKnown = [] {
-    std::set<std::string_view> known;
-    for (const InspectorKey& k : kKeys) known.insert(k.path);
-    return known;
+// The entry of `path`, null when none names it.
+const InspectorKey* FindKey(std::string_view path) {
+  static const std::map<std::string_view, const InspectorKey*> kByPath = [] {
+    std::map<std::string_view, const InspectorKey*> by_path;
+    for (const InspectorKey& k : kKeys) by_path.emplace(k.path, &k);
+    return by_path;
   }();
-  return kKnown.count(path) > 0;
-}
-
-bool IsIgnored(std::string_view path) {
-  for (const InspectorKey& k : kKeys) {
-    if (k.path == path) return k.use.substr(0, 8) == "ignored:";
-  }
-  return false;
+  const auto it = kByPath.find(path);
+  return it == kByPath.end() ? nullptr : it->second;
 }
 
 // The keys of `object` under `prefix` that no entry names, first met at `where`; an ignored
@@ -129,9 +123,10 @@ void CollectUnknown(const Json& object, const std::string& prefix, const std::st
     std::string path = prefix;
     if (!path.empty()) path += '.';
     path += key;
-    if (!IsKnown(path)) {
+    const InspectorKey* known = FindKey(path);
+    if (known == nullptr) {
       out->emplace(path, where);
-    } else if (IsIgnored(path)) {
+    } else if (known->use.starts_with("ignored:")) {
       continue;
     } else if (value.is_object()) {
       CollectUnknown(value, path, where, out);
@@ -257,15 +252,6 @@ InspectorRecord FromPerf(const Json& perf, const std::string& kind) {
   return r;
 }
 
-// nccl-tests' size: Inspector counts one rank's part for AllGather and ReduceScatter
-// (inspector.cc, inspectorComputeOpBw multiplies those by nranks for the traffic).
-void SizeAsNcclTests(InspectorRecord* r) {
-  if (!r->p2p && (r->collective == "AllGather" || r->collective == "ReduceScatter") &&
-      r->nranks > 0) {
-    r->bytes = r->msg_bytes * static_cast<uint64_t>(r->nranks);
-  }
-}
-
 InspectorLink FromLink(const Json& link, const Json& header, const Json& metadata) {
   InspectorLink l;
   l.comm = header.contains("id") && header["id"].is_string() ? header["id"].get<std::string>()
@@ -320,7 +306,7 @@ std::string ReadLine(const Json& line, Json* header, Json* metadata, InspectorRe
   InspectorRecord r = FromPerf(*perf, kind);
   FillContext(&r, own_context ? line["header"] : *header,
               own_context ? line.value("metadata", Json::object()) : *metadata);
-  SizeAsNcclTests(&r);
+  analyze::SizeAsNcclTests(&r);
   if (const auto ours = line.find("fabricscope"); ours != line.end()) FillOurs(&r, *ours);
   r.source = where;
   out->records.push_back(std::move(r));
@@ -400,6 +386,16 @@ std::string CollectiveOfInspector(std::string_view name) {
 }
 
 namespace analyze {
+
+// nccl-tests' size: Inspector counts one rank's part for AllGather and ReduceScatter
+// (inspector.cc, inspectorComputeOpBw multiplies those by nranks for the traffic).
+void SizeAsNcclTests(InspectorRecord* r) {
+  if (!r->p2p && (r->collective == "AllGather" || r->collective == "ReduceScatter") &&
+      r->nranks > 0) {
+    r->bytes = r->msg_bytes * static_cast<uint64_t>(r->nranks);
+  }
+}
+
 namespace {
 
 std::string TestTypeOf(std::string_view nccl_type) {

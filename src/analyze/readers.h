@@ -4,6 +4,7 @@
 #include <string>
 #include <string_view>
 
+#include "fabricscope/inspector.h"
 #include "fabricscope/parse.h"
 
 namespace fabricscope::analyze {
@@ -25,6 +26,10 @@ ParsedResults ParseJsonResults(std::string_view text, const std::string& source,
 // fabricscope CSV and rccl-tests -Z csv (csv_reader.cc).
 ParsedResults ParseCsvResults(std::string_view text, const std::string& source,
                               const ParseOptions& options);
+
+// nccl-tests' size of an Inspector record: Inspector counts one rank's part for AllGather
+// and ReduceScatter, nccl-tests the gathered buffer (inspector_reader.cc); sets r->bytes.
+void SizeAsNcclTests(InspectorRecord* r);
 
 // NCCL Inspector JSONL and the fabricscope profiler's (inspector_reader.cc).
 ParsedResults ParseInspectorResults(std::string_view text, const std::string& source,
