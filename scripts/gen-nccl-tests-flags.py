@@ -28,10 +28,6 @@ OPTION = re.compile(r'\{\s*"(\w+)"\s*,\s*(\w+)\s*,\s*0\s*,\s*\'(.)\'\s*\}')
 ARITHMETIC = re.compile(r"^[0-9\s*+\-<>()]+$")
 
 
-def lines_of(text):
-    return text.split("\n")
-
-
 def option_table(lines):
     start = next((i for i, l in enumerate(lines) if "struct option longopts[]" in l), None)
     if start is None:
@@ -112,7 +108,7 @@ def main():
     path = Path(a.tree) / "src" / "common.cu"
     if not path.is_file():
         sys.exit("gen-nccl-tests-flags: %s is not there: give --tree a nccl-tests checkout" % path)
-    lines = lines_of(path.read_text())
+    lines = path.read_text().split("\n")
     flags = []
     for long, has_arg, short, line in option_table(lines):
         entry = {"short": short, "long": long,

@@ -14,6 +14,24 @@ namespace fabricscope {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// `path` from byte `offset` to its end into `text`; false, with the error in `all`, when it
+// cannot be opened.
+bool ReadFrom(const std::string& path, uint64_t offset, std::string* text, InspectorRead* all) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    all->diagnostics.push_back({Diagnostic::Severity::kError, path, 0,
+                                "cannot read '" + path + "': check its permissions"});
+    return false;
+  }
+  in.seekg(static_cast<std::streamoff>(offset));
+  text->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return true;
+}
+
+}  // namespace
+
 WatchSource::WatchSource(std::vector<std::string> paths) : paths_(std::move(paths)) {
   for (const std::string& p : paths_) {
     std::error_code ec;
@@ -63,14 +81,8 @@ InspectorRead WatchSource::Poll() {
       PollSnapshot(f, &all);
       continue;
     }
-    std::ifstream in(f.path, std::ios::binary);
-    if (!in) {
-      all.diagnostics.push_back({Diagnostic::Severity::kError, f.path, 0,
-                                 "cannot read '" + f.path + "': check its permissions"});
-      continue;
-    }
-    in.seekg(static_cast<std::streamoff>(f.offset));
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string text;
+    if (!ReadFrom(f.path, f.offset, &text, &all)) continue;
     const size_t complete = text.rfind('\n');
     if (complete == std::string::npos) continue;  // no whole line yet
     text.resize(complete + 1);
@@ -93,13 +105,8 @@ void WatchSource::PollSnapshot(File& f, InspectorRead* all) {
   const auto since_epoch = std::chrono::file_clock::to_sys(mtime).time_since_epoch();
   const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(since_epoch).count();
   if (ns == f.read_mtime_ns) return;  // not rewritten since the last read
-  std::ifstream in(f.path, std::ios::binary);
-  if (!in) {
-    all->diagnostics.push_back({Diagnostic::Severity::kError, f.path, 0,
-                                "cannot read '" + f.path + "': check its permissions"});
-    return;
-  }
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text;
+  if (!ReadFrom(f.path, 0, &text, all)) return;
   // Inspector truncates the file, then writes it: an empty one is read again when it changes.
   if (text.find('\n') == std::string::npos) return;
   f.read_mtime_ns = ns;
