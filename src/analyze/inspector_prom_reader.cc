@@ -1,10 +1,13 @@
 // NCCL Inspector's Prometheus mode (NCCL_INSPECTOR_PROM_DUMP=1): per GPU, a textfile for
 // node exporter, rewritten every dump interval (at least 30 s), holding one aggregate per
 // bucket of the interval's operations. NVIDIA/nccl v2.30.7-1
-// plugins/profiler/inspector/inspector_prom.cc: the file name (inspectorPromGetFilename),
-// the labels (inspectorPromGetLabelsColl/P2p), the size buckets
-// (inspectorPromFormatMessageSizeRange), and the two lines a bucket
-// (inspectorPromWriteCollBucket/P2pBucket: the busbw's geometric mean, the time's mean).
+// plugins/profiler/inspector/inspector_prom.cc: the file name (inspectorPromGetFilename,
+// :361), the labels (inspectorPromGetLabelsColl :229, inspectorPromGetLabelsP2p :289), the
+// size buckets (inspectorPromFormatMessageSizeRange :129, their lower bound
+// inspectorPromMessageSizeRangeLowerBound :169), the two lines a bucket
+// (inspectorPromWriteCollBucket :425, inspectorPromWriteP2pBucket :482: the busbw's geometric
+// mean, the time's mean), the 30 s floor (:821); the file truncated at each flush
+// (inspector.cc:585, fopen "w").
 #include <algorithm>
 #include <cmath>
 #include <map>

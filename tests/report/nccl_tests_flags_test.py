@@ -32,6 +32,14 @@ with tempfile.TemporaryDirectory() as tmp:
         failures.append("the generator's output on the fixture differs from "
                         "tests/report/data/nccl-tests-fixture.expected.json")
 
+# A tree without src/common.cu is refused with what to give.
+with tempfile.TemporaryDirectory() as tmp:
+    r = subprocess.run([sys.executable, str(source / "scripts/gen-nccl-tests-flags.py"), "--tree",
+                        tmp, "--tag", "v0", "--commit", "0" * 40, "--out", tmp + "/x.json"],
+                       capture_output=True, text=True)
+    if r.returncode == 0 or "give --tree a nccl-tests checkout" not in r.stderr:
+        failures.append("the generator on an empty tree: exit %d, %r" % (r.returncode, r.stderr))
+
 data = json.loads((source / "data/nccl-tests/flags.json").read_text())
 src = data["source"]
 if (src["repository"], src["tag"], src["file"]) != ("NVIDIA/nccl-tests", "v2.19.6", "src/common.cu"):
