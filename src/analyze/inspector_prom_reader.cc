@@ -75,15 +75,14 @@ double BucketLowerBound(std::string_view range) {
   static constexpr double kScale[] = {1099511627776.0, 1073741824.0, 1048576.0, 1024.0, 1.0};
   for (size_t u = 0; u < std::size(kUnits); ++u) {
     if (!range.ends_with(kUnits[u])) continue;
-    const std::string number(range.substr(0, range.find_first_of("-B")));
-    size_t used = 0;
-    try {
-      const double lower = std::stod(number, &used);
-      if (used != number.size() || lower < 0) return -1;
-      return lower * kScale[u];
-    } catch (const std::exception&) {
+    // Inspector prints the bound with %.0f: digits only, and the bytes must fit a size.
+    const std::string_view number = range.substr(0, range.find_first_of("-B"));
+    if (number.empty() || number.size() > 20 ||
+        number.find_first_not_of("0123456789") != std::string_view::npos) {
       return -1;
     }
+    const double bytes = std::stod(std::string(number)) * kScale[u];
+    return bytes < 18446744073709551616.0 ? bytes : -1;  // 2^64
   }
   return -1;
 }

@@ -362,16 +362,23 @@ TEST(InspectorProm, BadLinesAreNamedAndUnknownMetricsReported) {
       "nccl_bus_bandwidth_gbs{collective=\"AllReduce\",message_size=\"big\"} 1\n"
       "nccl_bus_bandwidth_gbs{collective=\"AllGather\",message_size=\"1-2MB\"} fast\n"
       "nccl_bus_bandwidth_gbs{collective=\"AllGather\",message_size=\"1-2MB\" 3\n"
-      "nccl_queue_depth{gpu=\"GPU1\"} 4\n";
+      "nccl_queue_depth{gpu=\"GPU1\"} 4\n"
+      // inspector_prom_fuzz: a bound beyond 2^64 bytes, and one not printed with %.0f
+      "nccl_bus_bandwidth_gbs{collective=\"AllReduce\",message_size=\"99999999-1TB\"} 1\n"
+      "nccl_bus_bandwidth_gbs{collective=\"AllReduce\",message_size=\"5E13-513MB\"} 1\n";
   const InspectorRead read = ReadInspectorProm(text, "m.prom", 0);
   ASSERT_EQ(read.records.size(), 1u);
   EXPECT_EQ(read.records[0].msg_bytes, uint64_t{1} << 20);
-  ASSERT_EQ(read.diagnostics.size(), 3u);
+  ASSERT_EQ(read.diagnostics.size(), 5u);
   EXPECT_EQ(read.diagnostics[0].line, 3u);
   EXPECT_NE(read.diagnostics[0].message.find("message_size 'big' is not a bucket"),
             std::string::npos);
   EXPECT_NE(read.diagnostics[1].message.find("value 'fast' is not a number"), std::string::npos);
   EXPECT_NE(read.diagnostics[2].message.find("not a Prometheus sample"), std::string::npos);
+  EXPECT_NE(read.diagnostics[3].message.find("message_size '99999999-1TB' is not a bucket"),
+            std::string::npos);
+  EXPECT_NE(read.diagnostics[4].message.find("message_size '5E13-513MB' is not a bucket"),
+            std::string::npos);
   ASSERT_EQ(read.unknown_keys.size(), 1u);
   EXPECT_EQ(read.unknown_keys[0].first, "metric nccl_queue_depth");
 }
@@ -452,7 +459,7 @@ TEST(InspectorReader, EachBadLineIsNamedAndTheRestIsRead) {
       Line(1, 1, 12, 5, 1);
   const InspectorRead read = ReadInspectorJsonl(text, "bad.jsonl");
   EXPECT_EQ(read.records.size(), 2u);
-  ASSERT_EQ(read.diagnostics.size(), 3u);
+  ASSERT_EQ(read.diagnostics.size(), 5u);
   EXPECT_EQ(read.diagnostics[0].line, 2u);
   EXPECT_NE(read.diagnostics[0].message.find("not an Inspector record"), std::string::npos);
   EXPECT_EQ(read.diagnostics[1].line, 3u);  // no size, no time
