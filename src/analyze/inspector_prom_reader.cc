@@ -87,14 +87,18 @@ double BucketLowerBound(std::string_view range) {
   return -1;
 }
 
-int Int(const std::map<std::string, std::string>& labels, const std::string& key) {
-  const auto it = labels.find(key);
-  if (it == labels.end()) return 0;
+// A whole number, 0 when it is not one or does not fit (atoi's overflow is undefined).
+int IntOf(const std::string& text) {
   try {
-    return std::stoi(it->second);
+    return std::stoi(text);
   } catch (const std::exception&) {
     return 0;
   }
+}
+
+int Int(const std::map<std::string, std::string>& labels, const std::string& key) {
+  const auto it = labels.find(key);
+  return it == labels.end() ? 0 : IntOf(it->second);
 }
 
 std::string Label(const std::map<std::string, std::string>& labels, const std::string& key) {
@@ -120,7 +124,7 @@ std::string BucketRecord(const std::map<std::string, std::string>& labels, bool 
   // No communicator hash, no rank: the communicator is its name and size, the rank the GPU.
   r->comm = r->comm_name + "/" + std::to_string(r->nranks);
   const std::string gpu = Label(labels, "gpu");
-  r->rank = gpu.starts_with("GPU") ? std::atoi(gpu.c_str() + 3) : 0;
+  r->rank = gpu.starts_with("GPU") ? IntOf(gpu.substr(3)) : 0;
   const std::string algo_proto = Label(labels, "algo_proto");
   if (const size_t cut = algo_proto.find('_'); cut != std::string::npos) {
     r->algo = algo_proto.substr(0, cut);
