@@ -459,7 +459,7 @@ TEST(InspectorReader, EachBadLineIsNamedAndTheRestIsRead) {
       Line(1, 1, 12, 5, 1);
   const InspectorRead read = ReadInspectorJsonl(text, "bad.jsonl");
   EXPECT_EQ(read.records.size(), 2u);
-  ASSERT_EQ(read.diagnostics.size(), 5u);
+  ASSERT_EQ(read.diagnostics.size(), 3u);
   EXPECT_EQ(read.diagnostics[0].line, 2u);
   EXPECT_NE(read.diagnostics[0].message.find("not an Inspector record"), std::string::npos);
   EXPECT_EQ(read.diagnostics[1].line, 3u);  // no size, no time
