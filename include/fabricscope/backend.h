@@ -128,6 +128,9 @@ struct BackendCapabilities {
   // others, so that locate measures its pairs on the job's communicator instead of
   // creating one per pair.
   bool point_to_point = false;
+  // The lowest compute capability of the host's visible devices as nccl-tests' minCudaArch
+  // counts it (100 * major + 10 * minor: 900 for sm_90); 0 where unknown or not CUDA.
+  int min_compute_capability = 0;
 };
 
 // A device a rank computes on, for the "Using devices" lines.
@@ -138,6 +141,7 @@ struct DeviceDescription {
 };
 
 // Every collective, type and op fabricscope knows: what a complete host backend declares.
+// Every collective; the types and ops every backend has (not FP8, not mulsum).
 BackendCapabilities AllCapabilities();
 
 // How a rank joins a communicator.
@@ -207,5 +211,9 @@ std::unique_ptr<Backend> MakeBackend(std::string_view name, const BackendOptions
 std::string DefaultBackend(const BackendOptions& options, std::string* reason);
 // Throws UnsupportedError naming the backend and what it supports.
 void CheckSupported(const Backend& backend, const RunOptions& options);
+// What `-d all` / `-o all` mean on a backend: those of the list it supports, as nccl-tests'
+// "all" is the types and ops its NCCL has (src/common.cu:1141-1160 at v2.19.6).
+std::vector<DataType> SupportedOf(const Backend& backend, std::vector<DataType> types);
+std::vector<ReduceOp> SupportedOf(const Backend& backend, std::vector<ReduceOp> ops);
 
 }  // namespace fabricscope

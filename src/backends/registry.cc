@@ -20,15 +20,43 @@
 namespace fabricscope {
 namespace {
 
+// The types and ops only NCCL has, with the release that added them, as nccl-tests adds them
+// to its lists by version (src/common.cu:1147-1159 at v2.19.6); "" for everything else.
+std::string_view NcclSince(DataType type) {
+  return type == DataType::kFloat8e4m3 || type == DataType::kFloat8e5m2 ? "2.24" : "";
+}
+std::string_view NcclSince(ReduceOp op) { return op == ReduceOp::kMulSum ? "2.11" : ""; }
+std::string_view NcclSince(Collective) { return ""; }
+
+// Where the refused item can run: NCCL's own types and ops name the release that has them.
+std::string WhereItRuns(const Backend& backend, std::string_view item, std::string_view since) {
+  if (since.empty()) return "";
+  const int arch = backend.capabilities().min_compute_capability;
+  if (backend.name() == "nccl" && since == "2.24" && arch != 0 && arch < 900 &&
+      backend.nccl_version_code() >= 22400) {
+    return fmt::format(
+        "; '{}' needs GPUs of compute capability 9.0 (sm_90) or later, and this host's start "
+        "at {}.{} (NCCL: \"FP8 reduction support begins with sm90 capable devices\"; "
+        "nccl-tests drops FP8 there)",
+        item, arch / 100, arch % 100 / 10);
+  }
+  if (backend.name() == "nccl") {
+    return fmt::format("; '{}' needs NCCL {} or later, and this is NCCL {}", item, since,
+                       backend.version());
+  }
+  return fmt::format("; '{}' is NCCL's, from NCCL {} on NVIDIA GPUs (--backend nccl)", item, since);
+}
+
 // Throws when `wanted` holds something `supported` lacks; `what` is "collective", "type", "op".
 template <typename T, typename NameFn>
 void CheckAll(const Backend& backend, std::string_view what, const std::vector<T>& wanted,
               const std::vector<T>& supported, NameFn name_of) {
   for (const T& item : wanted) {
     if (std::find(supported.begin(), supported.end(), item) == supported.end()) {
-      throw UnsupportedError(fmt::format("backend {} does not support {} '{}'; it supports {}",
+      throw UnsupportedError(fmt::format("backend {} does not support {} '{}'; it supports {}{}",
                                          backend.name(), what, name_of(item),
-                                         Joined(supported, name_of)));
+                                         Joined(supported, name_of),
+                                         WhereItRuns(backend, name_of(item), NcclSince(item))));
     }
   }
 }
@@ -38,9 +66,28 @@ void CheckAll(const Backend& backend, std::string_view what, const std::vector<T
 BackendCapabilities AllCapabilities() {
   BackendCapabilities all;
   for (const CollectiveSpec& spec : Collectives()) all.collectives.push_back(spec.id);
-  all.types = AllDataTypes();
-  all.ops = AllReduceOps();
+  // FP8 and the premultiplied sum are NCCL's own (the nccl backend adds them by version).
+  for (DataType type : AllDataTypes()) {
+    if (type != DataType::kFloat8e4m3 && type != DataType::kFloat8e5m2) all.types.push_back(type);
+  }
+  for (ReduceOp op : AllReduceOps()) {
+    if (op != ReduceOp::kMulSum) all.ops.push_back(op);
+  }
   return all;
+}
+
+std::vector<DataType> SupportedOf(const Backend& backend, std::vector<DataType> types) {
+  const std::vector<DataType>& have = backend.capabilities().types;
+  std::erase_if(types,
+                [&](DataType t) { return std::find(have.begin(), have.end(), t) == have.end(); });
+  return types;
+}
+
+std::vector<ReduceOp> SupportedOf(const Backend& backend, std::vector<ReduceOp> ops) {
+  const std::vector<ReduceOp>& have = backend.capabilities().ops;
+  std::erase_if(ops,
+                [&](ReduceOp op) { return std::find(have.begin(), have.end(), op) == have.end(); });
+  return ops;
 }
 
 const std::vector<BackendEntry>& Backends() {

@@ -46,9 +46,13 @@ void AddRunFlags(CLI::App& app, RunFlags& f, bool fixed_collective) {
   app.add_option("-p,--parallel_init", f.parallel_init,
                  "GPU backends only; each thread creates its own communicators either way")
       ->capture_default_str();
-  app.add_option("-o,--op", f.op, "sum, prod, max, min, avg, or all")->capture_default_str();
+  app.add_option("-o,--op", f.op,
+                 "sum, prod, max, min, avg, mulsum (nccl backend, NCCL 2.11+), or all (what the "
+                 "backend supports)")
+      ->capture_default_str();
   app.add_option("-d,--datatype", f.datatype,
-                 "int8 uint8 int32 uint32 int64 uint64 half float double bfloat16, or all")
+                 "int8 uint8 int32 uint32 int64 uint64 half float double bfloat16, f8e4m3 f8e5m2 "
+                 "(nccl backend, NCCL 2.24+, sm_90+), or all (what the backend supports)")
       ->capture_default_str();
   app.add_option("-r,--root", f.root, "root rank of rooted collectives; -1 = every root")
       ->check(AtLeast(-1, "give a rank, or -1 for every root"))
@@ -260,6 +264,8 @@ std::unique_ptr<Backend> ResolveBackend(const RunFlags& flags, const LaunchInfo&
     }
   }
   auto backend = MakeBackend(options.backend, libraries);
+  if (flags.datatype == "all") options.types = SupportedOf(*backend, options.types);
+  if (flags.op == "all") options.ops = SupportedOf(*backend, options.ops);
   CheckSupported(*backend, options);
   return backend;
 }

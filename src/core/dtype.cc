@@ -47,6 +47,62 @@ float HalfBitsToFloat(uint16_t h) {
   return std::bit_cast<float>(sign | ((exp + 112) << 23) | (mant << 13));
 }
 
+// An FP8 format of cuda_fp8.h: `kExp` exponent bits, `kMant` mantissa bits; E4M3 has no
+// infinity and spends only S.1111.111 on NaN, E5M2 is laid out as IEEE's binary formats.
+template <int kExp, int kMant, bool kIeee>
+struct Fp8Format {
+  static constexpr int kBias = (1 << (kExp - 1)) - 1;
+  static constexpr int kExpMax = (1 << kExp) - 1;
+  static constexpr uint32_t kMantMask = (1u << kMant) - 1;
+  // The largest finite code: E5M2's 0x7b, E4M3's 0x7e (0x7f is its NaN).
+  static constexpr uint32_t kMaxCode =
+      kIeee ? ((static_cast<uint32_t>(kExpMax - 1) << kMant) | kMantMask)
+            : ((static_cast<uint32_t>(kExpMax) << kMant) | (kMantMask - 1));
+  static constexpr uint8_t kNan = 0x7f;
+
+  static double Magnitude(uint32_t code) {
+    const int exp = static_cast<int>(code >> kMant);
+    const double mant = static_cast<double>(code & kMantMask);
+    if (exp == 0) return std::ldexp(mant, 1 - kBias - kMant);
+    return std::ldexp(1.0 + mant / (1u << kMant), exp - kBias);
+  }
+
+  static float Decode(uint8_t bits) {
+    const uint32_t code = bits & 0x7fu;
+    const bool negative = (bits & 0x80u) != 0;
+    const int exp = static_cast<int>(code >> kMant);
+    if (kIeee && exp == kExpMax) {
+      const float special = (code & kMantMask) == 0 ? HUGE_VALF : std::nanf("");
+      return negative ? -special : special;
+    }
+    if (!kIeee && code == 0x7fu) return std::nanf("");
+    const auto v = static_cast<float>(Magnitude(code));
+    return negative ? -v : v;
+  }
+
+  // Round to nearest even; beyond the largest finite (infinities too) saturate to it.
+  static uint8_t Encode(float f) {
+    if (std::isnan(f)) return kNan;
+    const auto sign = static_cast<uint8_t>(std::signbit(f) ? 0x80u : 0u);
+    const double a = std::fabs(static_cast<double>(f));
+    if (a >= Magnitude(kMaxCode)) return static_cast<uint8_t>(sign | kMaxCode);
+    uint32_t code = 0;
+    if (a < std::ldexp(1.0, 1 - kBias)) {  // subnormal: units of the smallest step
+      code = static_cast<uint32_t>(std::nearbyint(std::ldexp(a, kBias - 1 + kMant)));
+    } else {
+      int k = 0;
+      const double m = std::frexp(a, &k);  // a = m * 2^k, m in [0.5, 1)
+      // The significand scaled to [2^kMant, 2^(kMant+1)), rounded; a carry moves into the
+      // exponent field by itself.
+      const auto q = static_cast<uint32_t>(std::nearbyint(std::ldexp(m, kMant + 1)));
+      code = (static_cast<uint32_t>(k - 1 + kBias) << kMant) + (q - (1u << kMant));
+    }
+    return static_cast<uint8_t>(sign | std::min(code, kMaxCode));
+  }
+};
+using E4M3 = Fp8Format<4, 3, false>;
+using E5M2 = Fp8Format<5, 2, true>;
+
 // One tight loop per op, with the op chosen outside the loop, so the compiler vectorizes
 // it: this runs inside the backends' timed collectives.
 template <typename T, typename F>
@@ -66,6 +122,7 @@ void Reduce3Typed(ReduceOp op, void* out, const void* a, const void* b, size_t n
     switch (op) {
       case ReduceOp::kSum:
       case ReduceOp::kAvg:
+      case ReduceOp::kMulSum:
         return Elementwise(o, x, y, n, [](T p, T q) {
           return static_cast<T>(static_cast<U>(static_cast<U>(p) + static_cast<U>(q)));
         });
@@ -83,6 +140,7 @@ void Reduce3Typed(ReduceOp op, void* out, const void* a, const void* b, size_t n
     switch (op) {
       case ReduceOp::kSum:
       case ReduceOp::kAvg:
+      case ReduceOp::kMulSum:
         return Elementwise(o, x, y, n, [](T p, T q) { return A::Store(A::Load(p) + A::Load(q)); });
       case ReduceOp::kProd:
         return Elementwise(o, x, y, n, [](T p, T q) { return A::Store(A::Load(p) * A::Load(q)); });
@@ -106,15 +164,32 @@ void FinishAverageTyped(void* data, size_t n, int nranks) {
   }
 }
 
+template <typename T>
+void PremultiplyTyped(void* out, const void* in, size_t n, double scalar) {
+  T* o = static_cast<T*>(out);
+  const T* x = static_cast<const T*>(in);
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    const auto k = static_cast<U>(static_cast<int64_t>(scalar));
+    for (size_t i = 0; i < n; ++i) o[i] = static_cast<T>(static_cast<U>(static_cast<U>(x[i]) * k));
+  } else {
+    using A = Arith<T>;
+    const auto k = static_cast<typename A::Wide>(scalar);
+    for (size_t i = 0; i < n; ++i) o[i] = A::Store(A::Load(x[i]) * k);
+  }
+}
+
 struct TypeName {
   DataType type;
   std::string_view name;
 };
 constexpr TypeName kTypeNames[] = {
-    {DataType::kInt8, "int8"},         {DataType::kUint8, "uint8"}, {DataType::kInt32, "int32"},
-    {DataType::kUint32, "uint32"},     {DataType::kInt64, "int64"}, {DataType::kUint64, "uint64"},
-    {DataType::kHalf, "half"},         {DataType::kFloat, "float"}, {DataType::kDouble, "double"},
-    {DataType::kBfloat16, "bfloat16"},
+    {DataType::kInt8, "int8"},         {DataType::kUint8, "uint8"},
+    {DataType::kInt32, "int32"},       {DataType::kUint32, "uint32"},
+    {DataType::kInt64, "int64"},       {DataType::kUint64, "uint64"},
+    {DataType::kHalf, "half"},         {DataType::kFloat, "float"},
+    {DataType::kDouble, "double"},     {DataType::kBfloat16, "bfloat16"},
+    {DataType::kFloat8e4m3, "f8e4m3"}, {DataType::kFloat8e5m2, "f8e5m2"},
 };
 struct OpName {
   ReduceOp op;
@@ -122,7 +197,7 @@ struct OpName {
 };
 constexpr OpName kOpNames[] = {
     {ReduceOp::kSum, "sum"}, {ReduceOp::kProd, "prod"}, {ReduceOp::kMax, "max"},
-    {ReduceOp::kMin, "min"}, {ReduceOp::kAvg, "avg"},
+    {ReduceOp::kMin, "min"}, {ReduceOp::kAvg, "avg"},   {ReduceOp::kMulSum, "mulsum"},
 };
 
 }  // namespace
@@ -130,6 +205,10 @@ constexpr OpName kOpNames[] = {
 float ToFloat(Half h) { return HalfBitsToFloat(h.bits); }
 Half ToHalf(float f) { return Half{FloatToHalfBits(f)}; }
 float ToFloat(Bfloat16 b) { return std::bit_cast<float>(static_cast<uint32_t>(b.bits) << 16); }
+float ToFloat(Fp8E4M3 v) { return E4M3::Decode(v.bits); }
+Fp8E4M3 ToFp8E4M3(float f) { return Fp8E4M3{E4M3::Encode(f)}; }
+float ToFloat(Fp8E5M2 v) { return E5M2::Decode(v.bits); }
+Fp8E5M2 ToFp8E5M2(float f) { return Fp8E5M2{E5M2::Encode(f)}; }
 Bfloat16 ToBfloat16(float f) {
   uint32_t x = std::bit_cast<uint32_t>(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return Bfloat16{static_cast<uint16_t>((x >> 16) | 0x40u)};
@@ -157,7 +236,8 @@ std::string_view NameOf(ReduceOp op) {
 
 bool IsFloatingPoint(DataType type) {
   return type == DataType::kHalf || type == DataType::kFloat || type == DataType::kDouble ||
-         type == DataType::kBfloat16;
+         type == DataType::kBfloat16 || type == DataType::kFloat8e4m3 ||
+         type == DataType::kFloat8e5m2;
 }
 
 const std::vector<DataType>& AllDataTypes() {
@@ -187,11 +267,8 @@ DataType ParseDataType(std::string_view name) {
   if (name == "fp32" || name == "float32") return DataType::kFloat;
   if (name == "fp64" || name == "float64") return DataType::kDouble;
   if (name == "bf16") return DataType::kBfloat16;
-  if (name == "f8e4m3" || name == "f8e5m2" || name == "fp8_e4m3" || name == "fp8_e5m2") {
-    throw UnsupportedError("data type '" + std::string(name) +
-                           "' (FP8) exists only on GPUs; the host backends support " +
-                           NamesOf(kTypeNames));
-  }
+  if (name == "fp8_e4m3") return DataType::kFloat8e4m3;
+  if (name == "fp8_e5m2") return DataType::kFloat8e5m2;
   throw UsageError("unknown data type '" + std::string(name) + "' for -d/--datatype: choose " +
                    NamesOf(kTypeNames) + ", or all");
 }
@@ -199,11 +276,6 @@ DataType ParseDataType(std::string_view name) {
 ReduceOp ParseReduceOp(std::string_view name) {
   for (const auto& entry : kOpNames) {
     if (entry.name == name) return entry.op;
-  }
-  if (name == "mulsum") {
-    throw UnsupportedError(
-        "op 'mulsum' (NCCL's premultiplied sum) is not available on the host backends; choose " +
-        NamesOf(kOpNames));
   }
   throw UsageError("unknown op '" + std::string(name) + "' for -o/--op: choose " +
                    NamesOf(kOpNames) + ", or all");
@@ -229,6 +301,10 @@ void Reduce3(DataType type, ReduceOp op, void* out, const void* a, const void* b
 
 void FinishAverage(DataType type, void* data, size_t n, int nranks) {
   Dispatch(type, [&]<typename T>() { FinishAverageTyped<T>(data, n, nranks); });
+}
+
+void Premultiply(DataType type, void* out, const void* in, size_t n, double scalar) {
+  Dispatch(type, [&]<typename T>() { PremultiplyTyped<T>(out, in, n, scalar); });
 }
 
 double ElementAsDouble(DataType type, const void* data, size_t i) {

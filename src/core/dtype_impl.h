@@ -14,18 +14,21 @@ struct Arith {
   static Wide Load(T v) { return v; }
   static T Store(Wide v) { return v; }
 };
-template <>
-struct Arith<Half> {
+// The 16- and 8-bit floats compute in float and round to their own format on the way back.
+template <typename T, T (*kStore)(float)>
+struct NarrowArith {
   using Wide = float;
-  static float Load(Half v) { return ToFloat(v); }
-  static Half Store(float v) { return ToHalf(v); }
+  static float Load(T v) { return ToFloat(v); }
+  static T Store(float v) { return kStore(v); }
 };
 template <>
-struct Arith<Bfloat16> {
-  using Wide = float;
-  static float Load(Bfloat16 v) { return ToFloat(v); }
-  static Bfloat16 Store(float v) { return ToBfloat16(v); }
-};
+struct Arith<Half> : NarrowArith<Half, ToHalf> {};
+template <>
+struct Arith<Bfloat16> : NarrowArith<Bfloat16, ToBfloat16> {};
+template <>
+struct Arith<Fp8E4M3> : NarrowArith<Fp8E4M3, ToFp8E4M3> {};
+template <>
+struct Arith<Fp8E5M2> : NarrowArith<Fp8E5M2, ToFp8E5M2> {};
 
 // Calls f.template operator()<T>() with the host type of `type`.
 template <typename F>
@@ -51,6 +54,10 @@ decltype(auto) Dispatch(DataType type, F&& f) {
       return f.template operator()<double>();
     case DataType::kBfloat16:
       return f.template operator()<Bfloat16>();
+    case DataType::kFloat8e4m3:
+      return f.template operator()<Fp8E4M3>();
+    case DataType::kFloat8e5m2:
+      return f.template operator()<Fp8E5M2>();
   }
   return f.template operator()<float>();
 }

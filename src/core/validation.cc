@@ -13,15 +13,32 @@ namespace {
 
 // Inputs are small integers so that sums, products of powers of two, minima and maxima are
 // exact in every type whatever order a backend reduces in. The ranges keep sums of up to
-// 256 ranks exact in bfloat16 (8-bit mantissa) and of about 600 ranks in half.
-double PatternValue(DataType type, bool has_op, ReduceOp op, int rank, size_t i, uint32_t seed) {
+// 256 ranks exact in bfloat16 (8-bit mantissa) and of about 600 ranks in half (half that
+// under mulsum, whose odd ranks count twice).
+//
+// FP8 holds every integer only up to 16 (E4M3) or 8 (E5M2): there a sum's element gets a 1
+// from at most half that many ranks (every `stride`-th one), and 0 from the others; the
+// pattern repeats every 16 elements, as the others do (kReducedPeriod).
+double Fp8SumValue(DataType type, ReduceOp op, int rank, int nranks, size_t i, uint32_t seed) {
+  const uint64_t exact =
+      (type == DataType::kFloat8e4m3 ? 16 : 8) / (op == ReduceOp::kMulSum ? 2 : 1);
+  const uint64_t n = static_cast<uint64_t>(std::max(nranks, 1));
+  const uint64_t stride = 2 * ((n + exact - 1) / exact);
+  return (static_cast<uint64_t>(rank) + i % 16 + seed) % stride == 0 ? 1.0 : 0.0;
+}
+
+bool IsFp8(DataType type) { return type == DataType::kFloat8e4m3 || type == DataType::kFloat8e5m2; }
+
+double PatternValue(const ValidationCase& c, int rank, size_t i) {
   const uint64_t r = static_cast<uint64_t>(rank);
-  const uint64_t s = seed;
-  if (!has_op) return static_cast<double>((i % 97 * 7 + r * 31 + s) % 97);
-  switch (op) {
+  const uint64_t s = c.seed;
+  if (!c.spec->has_op) return static_cast<double>((i % 97 * 7 + r * 31 + s) % 97);
+  switch (c.op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAvg: {
-      const uint64_t range = type == DataType::kBfloat16 ? 2 : type == DataType::kHalf ? 4 : 8;
+    case ReduceOp::kAvg:
+    case ReduceOp::kMulSum: {
+      if (IsFp8(c.type)) return Fp8SumValue(c.type, c.op, rank, c.nranks, i, c.seed);
+      const uint64_t range = c.type == DataType::kBfloat16 ? 2 : c.type == DataType::kHalf ? 4 : 8;
       return static_cast<double>((i % range * 7 + r * 3 + s) % range);
     }
     case ReduceOp::kProd:
@@ -36,18 +53,26 @@ double PatternValue(DataType type, bool has_op, ReduceOp op, int rank, size_t i,
 template <typename T>
 T Value(const ValidationCase& c, int rank, size_t i) {
   using A = Arith<T>;
-  return A::Store(
-      static_cast<typename A::Wide>(PatternValue(c.type, c.spec->has_op, c.op, rank, i, c.seed)));
+  return A::Store(static_cast<typename A::Wide>(PatternValue(c, rank, i)));
+}
+
+// Rank r's input element as it enters the reduction: multiplied by the rank's scalar
+// under mulsum, as NCCL's premultiplied sum does.
+template <typename T>
+T Contribution(const ValidationCase& c, int rank, size_t i) {
+  T v = Value<T>(c, rank, i);
+  if (c.op == ReduceOp::kMulSum) Premultiply(c.type, &v, &v, 1, PremulScalar(rank));
+  return v;
 }
 
 // The expected element: either one rank's input element, or the reduction over all ranks
 // of element `i` of their inputs, computed with the same typed arithmetic as the backends.
 template <typename T>
 T Reduced(const ValidationCase& c, size_t i) {
-  T acc = Value<T>(c, 0, i);
+  T acc = Contribution<T>(c, 0, i);
   for (int r = 1; r < c.nranks; ++r) {
-    const T v = Value<T>(c, r, i);
-    Reduce3(c.type, c.op, &acc, &acc, &v, 1);
+    const T v = Contribution<T>(c, r, i);
+    Reduce3(c.type, CombiningOp(c.op), &acc, &acc, &v, 1);
   }
   if (c.op == ReduceOp::kAvg) FinishAverage(c.type, &acc, 1, c.nranks);
   return acc;
@@ -87,7 +112,8 @@ T Expected(const ValidationCase& c, const T* reduced, size_t j) {
 // so the comparison never depends on padding or on IEEE equality.
 template <typename T>
 bool SameBits(const T& a, const T& b) {
-  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, Bfloat16>) {
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, Bfloat16> ||
+                std::is_same_v<T, Fp8E4M3> || std::is_same_v<T, Fp8E5M2>) {
     return a.bits == b.bits;
   } else if constexpr (std::is_floating_point_v<T>) {
     using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;

@@ -54,10 +54,38 @@ uint16_t Bfloat16FromSmallInteger(double v) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
+// FP8 as cuda_fp8.h lays it out: E4M3 (bias 7, S.1111.111 the only NaN), E5M2 (bias 15,
+// IEEE's specials).
+inline double Fp8ToDouble(uint8_t b, int exp_bits) {
+  const int mant_bits = 7 - exp_bits;
+  const int bias = (1 << (exp_bits - 1)) - 1;
+  const int exponent = (b >> mant_bits) & ((1 << exp_bits) - 1);
+  const int mantissa = b & ((1 << mant_bits) - 1);
+  const double sign = (b & 0x80) != 0 ? -1.0 : 1.0;
+  if (exp_bits == 5 && exponent == 31) return mantissa == 0 ? sign * INFINITY : NAN;
+  if (exp_bits == 4 && (b & 0x7f) == 0x7f) return NAN;
+  if (exponent == 0) return sign * std::ldexp(mantissa, 1 - bias - mant_bits);
+  return sign * std::ldexp(1.0 + mantissa / static_cast<double>(1 << mant_bits), exponent - bias);
+}
+
+// Exact for the small positive integers the tests store (at most 16 in E4M3, 8 in E5M2, and
+// the even ones up to 32 / 16).
+inline uint8_t Fp8FromSmallInteger(double v, int exp_bits) {
+  const int mant_bits = 7 - exp_bits;
+  const int bias = (1 << (exp_bits - 1)) - 1;
+  if (v == 0) return 0;
+  int exponent = 0;
+  const double fraction = std::frexp(v, &exponent);
+  const auto mantissa = static_cast<int>(std::lround((fraction * 2 - 1) * (1 << mant_bits)));
+  return static_cast<uint8_t>(((exponent - 1 + bias) << mant_bits) | mantissa);
+}
+
 inline size_t TestSizeOf(DataType t) {
   switch (t) {
     case DataType::kInt8:
     case DataType::kUint8:
+    case DataType::kFloat8e4m3:
+    case DataType::kFloat8e5m2:
       return 1;
     case DataType::kHalf:
     case DataType::kBfloat16:
@@ -76,7 +104,7 @@ inline size_t TestSizeOf(DataType t) {
 
 inline bool TestIsFloat(DataType t) {
   return t == DataType::kHalf || t == DataType::kBfloat16 || t == DataType::kFloat ||
-         t == DataType::kDouble;
+         t == DataType::kDouble || t == DataType::kFloat8e4m3 || t == DataType::kFloat8e5m2;
 }
 
 template <typename T>
@@ -113,6 +141,10 @@ inline double Load(DataType t, const void* data, size_t i) {
       return At<float>(data, i);
     case DataType::kDouble:
       return At<double>(data, i);
+    case DataType::kFloat8e4m3:
+      return Fp8ToDouble(At<uint8_t>(data, i), 4);
+    case DataType::kFloat8e5m2:
+      return Fp8ToDouble(At<uint8_t>(data, i), 5);
   }
   return NAN;
 }
@@ -140,6 +172,10 @@ inline void Store(DataType t, void* data, size_t i, double v) {
       return Put(data, i, static_cast<float>(v));
     case DataType::kDouble:
       return Put(data, i, v);
+    case DataType::kFloat8e4m3:
+      return Put(data, i, Fp8FromSmallInteger(v, 4));
+    case DataType::kFloat8e5m2:
+      return Put(data, i, Fp8FromSmallInteger(v, 5));
   }
 }
 
@@ -189,12 +225,16 @@ inline double Input(const Collective coll, ReduceOp op, int r, size_t i) {
 
 // The reduction over all ranks of element i, as NCCL defines it for the type.
 inline double Reduced(const Collective coll, DataType t, ReduceOp op, int n, size_t i) {
+  // mulsum: NCCL multiplies rank r's input by its scalar, which nccl-tests makes 1 on even
+  // ranks and 2 on odd ones, before the sum.
+  const auto premul = [op](int r) { return op == ReduceOp::kMulSum && r % 2 == 1 ? 2.0 : 1.0; };
   double acc = Input(coll, op, 0, i);
   for (int r = 1; r < n; ++r) {
-    const double v = Input(coll, op, r, i);
+    const double v = Input(coll, op, r, i) * premul(r);
     switch (op) {
       case ReduceOp::kSum:
       case ReduceOp::kAvg:
+      case ReduceOp::kMulSum:
         acc += v;
         break;
       case ReduceOp::kProd:

@@ -400,15 +400,23 @@ TEST(GlooBackendErrorTest, CheckSupportedNamesWhatIsMissing) {
   EXPECT_NO_THROW(CheckSupported(tiny, options));
 }
 
-TEST(GlooBackendErrorTest, GlooSupportsEverything) {
+TEST(GlooBackendErrorTest, GlooSupportsEverythingButNcclsOwnTypesAndOps) {
   auto gloo = MakeBackend("gloo");
   RunOptions options;
   options.collectives = {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter,
                          Collective::kBroadcast, Collective::kReduce,    Collective::kAlltoAll,
                          Collective::kSendRecv,  Collective::kGather,    Collective::kScatter};
-  options.types = AllDataTypes();
-  options.ops = AllReduceOps();
+  options.types = AllCapabilities().types;
+  options.ops = AllCapabilities().ops;
   EXPECT_NO_THROW(CheckSupported(*gloo, options));
+  // "-d all" and "-o all" are what gloo has: FP8 and mulsum are NCCL's alone.
+  EXPECT_EQ(SupportedOf(*gloo, AllDataTypes()), AllCapabilities().types);
+  EXPECT_EQ(SupportedOf(*gloo, AllReduceOps()).size(), 5u);
+  options.types = {DataType::kFloat8e4m3};
+  EXPECT_THROW(CheckSupported(*gloo, options), UnsupportedError);
+  options.types = {DataType::kFloat};
+  options.ops = {ReduceOp::kMulSum};
+  EXPECT_THROW(CheckSupported(*gloo, options), UnsupportedError);
 }
 
 TEST(InMemoryStoreTest, GetWaitsForALaterSet) {

@@ -111,7 +111,7 @@ std::vector<Case> CasesFor(Collective coll, int n) {
   std::vector<int> roots = {0};
   if (IsRooted(coll) && n > 1) roots.push_back(n - 1);
   std::vector<Case> cases;
-  for (DataType type : AllDataTypes()) {
+  for (DataType type : AllCapabilities().types) {  // FP8 is NCCL's alone
     for (ReduceOp op : ops) {
       if (!IsReduction(coll) && op != ReduceOp::kSum) continue;  // the op is not used
       for (bool in_place : {false, true}) {
@@ -304,9 +304,10 @@ TEST(MpiBackendTest, SupportsEveryCollectiveTypeAndOp) {
   RunOptions options;
   options.backend = "mpi";
   options.collectives.assign(std::begin(kCollectives), std::end(kCollectives));
-  options.types = AllDataTypes();
-  options.ops = AllReduceOps();
+  options.types = AllCapabilities().types;
+  options.ops = AllCapabilities().ops;
   EXPECT_NO_THROW(CheckSupported(*backend, options));
+  EXPECT_EQ(SupportedOf(*backend, AllReduceOps()), AllCapabilities().ops);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -12,7 +12,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -30,11 +33,13 @@
 #include "backends/nccl/nccl_debug_log.h"
 #include "common/result_checks.h"
 #include "fabricscope/backend.h"
+#include "fabricscope/dtype.h"
 #include "fabricscope/error.h"
 #include "fabricscope/launch.h"
 #include "fabricscope/tcp_store.h"
 
 #if FABRICSCOPE_HAVE_CUDA_HEADERS
+#include <cuda_fp8.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #endif
@@ -114,6 +119,11 @@ EXPECT_SAME_ABI(::cudaGetErrorName, gpu::RuntimeApi, GetErrorName);
 EXPECT_SAME_ABI(::cudaDeviceGetPCIBusId, gpu::RuntimeApi, DeviceGetPCIBusId);
 EXPECT_SAME_ABI(::cudaGetDeviceProperties, gpu::RuntimeApi, GetDeviceProperties);
 EXPECT_SAME_ABI(::cudaRuntimeGetVersion, gpu::RuntimeApi, RuntimeGetVersion);
+static_assert(
+    SameAbi(static_cast<cudaError_t (*)(int*, cudaDeviceAttr, int)>(&::cudaDeviceGetAttribute),
+            static_cast<decltype(gpu::RuntimeApi::DeviceGetAttribute)>(nullptr)));
+static_assert(::cudaDevAttrComputeCapabilityMajor == gpu::kCudaDevAttrComputeCapabilityMajor &&
+              ::cudaDevAttrComputeCapabilityMinor == gpu::kCudaDevAttrComputeCapabilityMinor);
 EXPECT_SAME_ABI(::cudaStreamBeginCapture, gpu::RuntimeApi, StreamBeginCapture);
 EXPECT_SAME_ABI(::cudaStreamEndCapture, gpu::RuntimeApi, StreamEndCapture);
 EXPECT_SAME_ABI(::cudaGraphInstantiateWithFlags, gpu::RuntimeApi, GraphInstantiateWithFlags);
@@ -142,6 +152,10 @@ static_assert(::ncclInt8 == gpu::kNcclInt8 && ::ncclUint8 == gpu::kNcclUint8 &&
               ::ncclInt64 == gpu::kNcclInt64 && ::ncclUint64 == gpu::kNcclUint64 &&
               ::ncclFloat16 == gpu::kNcclFloat16 && ::ncclFloat32 == gpu::kNcclFloat32 &&
               ::ncclFloat64 == gpu::kNcclFloat64 && ::ncclBfloat16 == gpu::kNcclBfloat16);
+static_assert(::ncclFloat8e4m3 == gpu::kNcclFloat8e4m3 && ::ncclFloat8e5m2 == gpu::kNcclFloat8e5m2);
+static_assert(::ncclScalarHostImmediate == gpu::kNcclScalarHostImmediate);
+EXPECT_SAME_ABI(::ncclRedOpCreatePreMulSum, gpu::NcclApi, RedOpCreatePreMulSum);
+EXPECT_SAME_ABI(::ncclRedOpDestroy, gpu::NcclApi, RedOpDestroy);
 static_assert(sizeof(::ncclRedOp_t) == sizeof(gpu::ncclRedOp_t));
 static_assert(::ncclSum == gpu::kNcclSum && ::ncclProd == gpu::kNcclProd &&
               ::ncclMax == gpu::kNcclMax && ::ncclMin == gpu::kNcclMin &&
@@ -299,6 +313,59 @@ class FakeGpuTest : public ::testing::Test {
 
 // ---------------------------------------------------------------------------------------
 // The real NCCL and CUDA runtime (skipped where they are not installed).
+
+#if FABRICSCOPE_HAVE_CUDA_HEADERS
+// The host's FP8 against CUDA's own conversions (cuda_fp8.hpp, the __nv_fp8_e4m3(float) and
+// __nv_fp8_e5m2(float) that nccl-tests' verifiable.cu uses: __NV_SATFINITE, nearest even).
+template <typename Ours, typename Cuda>
+void ExpectDecodesAsCuda(float (*decode)(Ours)) {
+  for (unsigned code = 0; code < 256; ++code) {
+    Cuda cuda;
+    cuda.__x = static_cast<__nv_fp8_storage_t>(code);
+    const float want = static_cast<float>(cuda);
+    const float got = decode(Ours{static_cast<uint8_t>(code)});
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got)) << "code " << code;
+    } else {
+      EXPECT_EQ(got, want) << "code " << code;
+    }
+  }
+}
+
+template <typename Ours>
+void ExpectEncodesAsCuda(Ours (*encode)(float), __nv_fp8_interpretation_t kind, float value) {
+  const unsigned want = __nv_cvt_float_to_fp8(value, __NV_SATFINITE, kind);
+  EXPECT_EQ(encode(value).bits, want) << "value " << value;
+}
+
+TEST(Fp8AgainstCuda, EveryCodeDecodesAndFloatsEncodeAsCudaDoes) {
+  ExpectDecodesAsCuda<Fp8E4M3, __nv_fp8_e4m3>(&ToFloat);
+  ExpectDecodesAsCuda<Fp8E5M2, __nv_fp8_e5m2>(&ToFloat);
+  // Around every code: the code, the midpoints to its neighbours (ties go to even) and the
+  // floats on either side of them; then a stride through all 2^32 float patterns.
+  for (unsigned code = 0; code < 255; ++code) {
+    const std::pair<float, float> e4m3{ToFloat(Fp8E4M3{static_cast<uint8_t>(code)}),
+                                       ToFloat(Fp8E4M3{static_cast<uint8_t>(code + 1)})};
+    const std::pair<float, float> e5m2{ToFloat(Fp8E5M2{static_cast<uint8_t>(code)}),
+                                       ToFloat(Fp8E5M2{static_cast<uint8_t>(code + 1)})};
+    for (const auto& [lo, hi] : {e4m3, e5m2}) {
+      if (!std::isfinite(lo) || !std::isfinite(hi)) continue;
+      const float mid = (lo + hi) / 2;
+      for (float v : {lo, mid, std::nextafter(mid, lo), std::nextafter(mid, hi)}) {
+        ExpectEncodesAsCuda<Fp8E4M3>(&ToFp8E4M3, __NV_E4M3, v);
+        ExpectEncodesAsCuda<Fp8E5M2>(&ToFp8E5M2, __NV_E5M2, v);
+      }
+    }
+  }
+  for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 65521) {
+    const auto pattern = static_cast<uint32_t>(bits);
+    float value = 0;
+    std::memcpy(&value, &pattern, sizeof value);
+    ExpectEncodesAsCuda<Fp8E4M3>(&ToFp8E4M3, __NV_E4M3, value);
+    ExpectEncodesAsCuda<Fp8E5M2>(&ToFp8E5M2, __NV_E5M2, value);
+  }
+}
+#endif
 
 TEST(RealLibraries, LoadAndResolveEverySymbolTheBackendUses) {
   if (!RealLibrariesInstalled()) GTEST_SKIP() << "NCCL or the CUDA runtime is not installed";
@@ -533,6 +600,73 @@ TEST_F(FakeGpuTest, TheEngineWaitsForTheStreamsBeforeReadingResults) {
   RunOptions o = SmallSweep({Collective::kAllReduce, Collective::kBroadcast}, 2, 1);
   o.max_bytes = 64;
   ExpectAllValid(Run(o));
+}
+
+// FP8 from NCCL 2.24 and the premultiplied sum from 2.11, as nccl-tests adds them to its
+// lists (src/common.cu:1147-1159 at v2.19.6): every rank's input premultiplied by its own
+// scalar (1 or 2, verifiable.h:31-34), exact on 2 and 3 ranks, one op created and destroyed
+// around every call as startColl does (common.cu:556-618).
+TEST_F(FakeGpuTest, Fp8AndMulsumValidateWhereNcclHasThem) {
+  auto backend = MakeBackend("nccl", FakeOptions());
+  EXPECT_EQ(SupportedOf(*backend, AllDataTypes()).size(), 12u);
+  EXPECT_EQ(SupportedOf(*backend, AllReduceOps()).size(), 6u);
+  for (int threads : {2, 3}) {
+    RunOptions o = SmallSweep(
+        {Collective::kAllReduce, Collective::kReduceScatter, Collective::kReduce}, threads, 1);
+    o.max_bytes = 512;
+    o.types = {DataType::kFloat8e4m3, DataType::kFloat8e5m2, DataType::kFloat, DataType::kHalf};
+    o.ops = {ReduceOp::kMulSum, ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax};
+    o.root = 0;
+    const RunResult result = Run(o);
+    ExpectAllValid(result);
+    EXPECT_EQ(result.rows.size(), 3u * 3 * o.types.size() * o.ops.size());  // 8, 64, 512 B
+    const std::string trace = Trace();
+    EXPECT_GT(Count(trace, "ncclRedOpCreatePreMulSum"), 0u);
+    EXPECT_EQ(Count(trace, "ncclRedOpCreatePreMulSum"), Count(trace, "ncclRedOpDestroy"));
+    EXPECT_GT(Count(trace, "type=10"), 0u);
+    EXPECT_GT(Count(trace, "type=11"), 0u);
+    std::filesystem::remove(dir_ / "trace");
+  }
+}
+
+TEST_F(FakeGpuTest, Fp8IsRefusedBeforeNccl224WithTheVersion) {
+  auto backend = MakeBackend("nccl", FakeOptions(FAKE_NCCL_2_18_PATH));
+  EXPECT_EQ(SupportedOf(*backend, AllDataTypes()).size(), 10u);  // "-d all" drops FP8
+  EXPECT_EQ(SupportedOf(*backend, AllReduceOps()).size(), 6u);   // mulsum is 2.11's
+  RunOptions o = SmallSweep({Collective::kAllReduce}, 2, 1);
+  o.types = {DataType::kFloat8e4m3};
+  try {
+    CheckSupported(*backend, o);
+    ADD_FAILURE() << "f8e4m3 accepted by NCCL 2.18";
+  } catch (const UnsupportedError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("'f8e4m3' needs NCCL 2.24 or later, and this is NCCL 2.18.5"),
+        std::string::npos)
+        << e.what();
+  }
+  o.types = {DataType::kBfloat16};
+  o.ops = {ReduceOp::kMulSum};
+  ExpectAllValid(Run(o, FakeOptions(FAKE_NCCL_2_18_PATH)));
+}
+
+TEST_F(FakeGpuTest, Fp8IsRefusedBelowSm90AndAllDropsIt) {
+  ScopedEnv ampere{{"FAKE_CUDA_COMPUTE_CAPABILITY", "80"}};
+  auto backend = MakeBackend("nccl", FakeOptions());
+  EXPECT_EQ(backend->capabilities().min_compute_capability, 800);
+  EXPECT_EQ(SupportedOf(*backend, AllDataTypes()).size(), 10u);  // as nccl-tests' "-d all"
+  RunOptions o = SmallSweep({Collective::kAllReduce}, 2, 1);
+  o.types = {DataType::kFloat8e5m2};
+  try {
+    CheckSupported(*backend, o);
+    ADD_FAILURE() << "f8e5m2 accepted on sm_80";
+  } catch (const UnsupportedError& e) {
+    EXPECT_NE(std::string(e.what()).find("'f8e5m2' needs GPUs of compute capability 9.0 (sm_90) "
+                                         "or later, and this host's start at 8.0"),
+              std::string::npos)
+        << e.what();
+  }
+  ScopedEnv hopper{{"FAKE_CUDA_COMPUTE_CAPABILITY", "90"}};
+  EXPECT_EQ(MakeBackend("nccl", FakeOptions())->capabilities().min_compute_capability, 900);
 }
 
 TEST_F(FakeGpuTest, AnInjectedFaultIsCountedAsWrong) {

@@ -245,8 +245,12 @@ TEST_F(CliTest, BadInputsGetAClearErrorAndExitCode) {
   ExpectRefusedHere("run -b 8 -e 64 -i 0", 2, "-i 0");
   ExpectRefusedHere("run -b 0 -e 64 -f 2", 2, "never grows");
   ExpectRefusedHere("run -d float128", 2, "unknown data type 'float128'");
-  ExpectRefusedHere("run -d f8e4m3", 2, "FP8");
-  ExpectRefusedHere("run -o mulsum", 2, "mulsum");
+  ExpectRefusedHere("run --backend gloo -d f8e4m3", 2,
+                    "backend gloo does not support type 'f8e4m3'; it supports int8");
+  ExpectRefusedHere("run --backend gloo -d f8e5m2", 2,
+                    "'f8e5m2' is NCCL's, from NCCL 2.24 on NVIDIA GPUs (--backend nccl)");
+  ExpectRefusedHere("run --backend mpi -o mulsum", 2,
+                    "'mulsum' is NCCL's, from NCCL 2.11 on NVIDIA GPUs (--backend nccl)");
   ExpectRefusedHere("run -o xor", 2, "unknown op 'xor'");
   ExpectRefusedHere("run --collective allreduce", 2, "unknown collective 'allreduce'");
   ExpectRefusedHere("run --backend bogus", 2,

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "common/result_checks.h"
+#include "fabricscope/backend.h"
 #include "fabricscope/error.h"
 #include "fabricscope/launch.h"
 
@@ -41,7 +42,7 @@ TEST_P(EngineCollectiveTest, EveryTypeOpAndPlacementValidates) {
   if (ranks <= 4) {
     o.types = {DataType::kFloat, DataType::kInt8, DataType::kHalf, DataType::kBfloat16,
                DataType::kUint64};
-    o.ops = AllReduceOps();
+    o.ops = AllCapabilities().ops;  // mulsum is NCCL's alone
     o.root = spec.has_root ? -1 : 0;
   } else {
     o.types = {DataType::kFloat, DataType::kBfloat16};
@@ -77,8 +78,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(EngineTest, EveryTypeOnAllReduce) {
   RunOptions o = SmallSweep(Collective::kAllReduce, 3);
-  o.types = AllDataTypes();
-  o.ops = AllReduceOps();
+  o.types = AllCapabilities().types;
+  o.ops = AllCapabilities().ops;
   auto backend = MakeBackend("gloo");
   ExpectAllValid(RunThreads(o, *backend, nullptr));
 }

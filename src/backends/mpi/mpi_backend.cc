@@ -114,6 +114,7 @@ size_t WireOpIndex(ReduceOp op) {
       return 3;
     case ReduceOp::kSum:
     case ReduceOp::kAvg:
+    case ReduceOp::kMulSum:  // not offered (AllCapabilities)
       return 0;
   }
   return 0;
@@ -142,6 +143,9 @@ MPI_Datatype WireType(DataType type) {
       return MPI_FLOAT;
     case DataType::kDouble:
       return MPI_DOUBLE;
+    case DataType::kFloat8e4m3:  // not offered (AllCapabilities)
+    case DataType::kFloat8e5m2:
+      return MPI_DATATYPE_NULL;
   }
   return MPI_DATATYPE_NULL;
 }

@@ -42,6 +42,8 @@ inline constexpr ncclDataType_t kNcclFloat16 = 6;
 inline constexpr ncclDataType_t kNcclFloat32 = 7;
 inline constexpr ncclDataType_t kNcclFloat64 = 8;
 inline constexpr ncclDataType_t kNcclBfloat16 = 9;
+inline constexpr ncclDataType_t kNcclFloat8e4m3 = 10;  // NCCL 2.24
+inline constexpr ncclDataType_t kNcclFloat8e5m2 = 11;
 
 using ncclRedOp_t = int;
 inline constexpr ncclRedOp_t kNcclSum = 0;
@@ -49,6 +51,13 @@ inline constexpr ncclRedOp_t kNcclProd = 1;
 inline constexpr ncclRedOp_t kNcclMax = 2;
 inline constexpr ncclRedOp_t kNcclMin = 3;
 inline constexpr ncclRedOp_t kNcclAvg = 4;
+// ncclScalarResidence_t: the premultiplied sum's scalar is read from host memory when the op
+// is created (ncclScalarHostImmediate, nccl.h).
+inline constexpr int kNcclScalarHostImmediate = 1;
+
+// cudaDeviceAttr values (driver_types.h): the compute capability, as nccl-tests reads it.
+inline constexpr int kCudaDevAttrComputeCapabilityMajor = 75;
+inline constexpr int kCudaDevAttrComputeCapabilityMinor = 76;
 
 inline constexpr int kNcclWinCollSymmetric = 0x01;  // NCCL_WIN_COLL_SYMMETRIC
 

@@ -125,6 +125,7 @@ void BindRuntime(Resolver& r, RuntimeApi& api, Vendor vendor) {
            true);
   }
   r.Bind(api.RuntimeGetVersion, {p + "RuntimeGetVersion"}, true);
+  if (vendor == Vendor::kNvidia) r.Bind(api.DeviceGetAttribute, {"cudaDeviceGetAttribute"}, false);
   bool graphs = r.Bind(api.StreamBeginCapture, {p + "StreamBeginCapture"}, false);
   graphs &= r.Bind(api.StreamEndCapture, {p + "StreamEndCapture"}, false);
   graphs &= r.Bind(api.GraphInstantiateWithFlags, {p + "GraphInstantiateWithFlags"}, false);
@@ -156,6 +157,8 @@ void BindNccl(Resolver& r, NcclApi& api) {
   r.Bind(api.AlltoAll, {"ncclAlltoAll"}, false);
   r.Bind(api.Gather, {"ncclGather"}, false);
   r.Bind(api.Scatter, {"ncclScatter"}, false);
+  r.Bind(api.RedOpCreatePreMulSum, {"ncclRedOpCreatePreMulSum"}, false);
+  r.Bind(api.RedOpDestroy, {"ncclRedOpDestroy"}, false);
   r.Bind(api.MemAlloc, {"ncclMemAlloc"}, false);
   r.Bind(api.MemFree, {"ncclMemFree"}, false);
   r.Bind(api.CommRegister, {"ncclCommRegister"}, false);

@@ -42,6 +42,8 @@ struct RuntimeApi {
   cudaError_t (*DeviceGetPCIBusId)(char*, int, int) = nullptr;
   cudaError_t (*GetDeviceProperties)(void*, int) = nullptr;
   cudaError_t (*RuntimeGetVersion)(int*) = nullptr;
+  // CUDA only (HIP numbers its attributes otherwise), optional: the compute capability.
+  cudaError_t (*DeviceGetAttribute)(int*, int, int) = nullptr;
   // Graphs (-G); all or none.
   cudaError_t (*StreamBeginCapture)(cudaStream_t, cudaStreamCaptureMode) = nullptr;
   cudaError_t (*StreamEndCapture)(cudaStream_t, cudaGraph_t*) = nullptr;
@@ -88,6 +90,10 @@ struct NcclApi {
                          cudaStream_t) = nullptr;
   ncclResult_t (*Scatter)(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t,
                           cudaStream_t) = nullptr;
+  // NCCL 2.11: premultiplied sums (-o mulsum), created per call as nccl-tests creates them.
+  ncclResult_t (*RedOpCreatePreMulSum)(ncclRedOp_t*, void*, ncclDataType_t, int,
+                                       ncclComm_t) = nullptr;
+  ncclResult_t (*RedOpDestroy)(ncclRedOp_t, ncclComm_t) = nullptr;
   // NCCL 2.19: buffers from NCCL's allocator, registered with a communicator (-R 1).
   ncclResult_t (*MemAlloc)(void**, size_t) = nullptr;
   ncclResult_t (*MemFree)(void*) = nullptr;

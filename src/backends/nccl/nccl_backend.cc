@@ -55,6 +55,10 @@ ncclDataType_t ToNccl(DataType type) {
       return kNcclFloat64;
     case DataType::kBfloat16:
       return kNcclBfloat16;
+    case DataType::kFloat8e4m3:
+      return kNcclFloat8e4m3;
+    case DataType::kFloat8e5m2:
+      return kNcclFloat8e5m2;
   }
   return kNcclFloat32;
 }
@@ -71,9 +75,43 @@ ncclRedOp_t ToNccl(ReduceOp op) {
       return kNcclMin;
     case ReduceOp::kAvg:
       return kNcclAvg;
+    case ReduceOp::kMulSum:  // created per call: PreMulSum below
+      return kNcclSum;
   }
   return kNcclSum;
 }
+
+// -o mulsum as nccl-tests runs it (src/common.cu:556-593, 614-618 at v2.19.6): before each
+// call an op is created on the lane's communicator with the rank's scalar
+// (ncclVerifiablePremulScalar: 1 on even ranks, 2 on odd ones) in the call's type, read from
+// host memory, and destroyed once the call is enqueued. Other ops pass through.
+class PreMulSum {
+ public:
+  PreMulSum(const NcclApi& nccl, ReduceOp op, DataType type, int rank, ncclComm_t comm)
+      : nccl_(nccl), comm_(comm), op_(ToNccl(op)) {
+    if (op != ReduceOp::kMulSum) return;
+    uint64_t scalar = 0;  // the union of nccl-tests' startColl: the type's bytes, first
+    StoreElement(type, &scalar, 0, PremulScalar(rank));
+    result_ =
+        nccl.RedOpCreatePreMulSum(&op_, &scalar, ToNccl(type), kNcclScalarHostImmediate, comm);
+    created_ = result_ == 0;
+  }
+  ~PreMulSum() {
+    if (created_) nccl_.RedOpDestroy(op_, comm_);
+  }
+  PreMulSum(const PreMulSum&) = delete;
+  PreMulSum& operator=(const PreMulSum&) = delete;
+
+  ncclRedOp_t op() const { return op_; }
+  ncclResult_t result() const { return result_; }
+
+ private:
+  const NcclApi& nccl_;
+  ncclComm_t comm_;
+  ncclRedOp_t op_;
+  ncclResult_t result_ = 0;
+  bool created_ = false;
+};
 
 // "0000:8F:00.0" (the runtime's form) -> "0000:8f:00" (nccl-tests' "%04x:%02x:%02x").
 std::string NcclTestsBusId(std::string id) {
@@ -323,12 +361,15 @@ class NcclCommunicator final : public Communicator {
     pending_ = fmt::format("{} of {} {} elements", SpecOf(call.collective).name, call.count,
                            NameOf(call.type));
     const ncclDataType_t type = ToNccl(call.type);
-    const ncclRedOp_t op = ToNccl(call.op);
     const size_t chunk = call.count * SizeOf(call.type);
     const auto* send = static_cast<const std::byte*>(call.send);
     auto* recv = static_cast<std::byte*>(call.recv);
     const NcclApi& n = s.nccl();
     const std::string what = fmt::format("{} {}", SpecOf(call.collective).name, pending_);
+    const bool reduces = SpecOf(call.collective).has_op;
+    const PreMulSum premul(n, reduces ? call.op : ReduceOp::kSum, call.type, lane.rank, lane.comm);
+    s.Check(premul.result(), "ncclRedOpCreatePreMulSum for " + what, lane);
+    const ncclRedOp_t op = premul.op();
     switch (call.collective) {
       case Collective::kAllReduce:
         s.Check(n.AllReduce(send, recv, call.count, type, op, lane.comm, lane.stream), what, lane);
@@ -622,10 +663,49 @@ class NcclBackend final : public Backend {
       std::erase(caps_.ops, ReduceOp::kAvg);
       std::erase(caps_.types, DataType::kBfloat16);
     }
+    caps_.min_compute_capability = MinComputeCapability();
+    AddNcclOnly();
     caps_.device_memory = true;
     caps_.graphs = runtime.api.has_graphs() && libs_->nccl_version >= NcclVersionCode(2, 9, 0);
     caps_.registration = libs_->nccl.registration_level();
     caps_.max_devices = 1024;
+  }
+
+  // nccl-tests' minCudaArch over the host's devices (src/common.cu:1576-1579 at v2.19.6); 0
+  // when the runtime lacks cudaDeviceGetAttribute or a device does not answer.
+  int MinComputeCapability() const {
+    const RuntimeApi& rt = libs_->runtime.api;
+    if (rt.DeviceGetAttribute == nullptr) return 0;
+    int lowest = 0;
+    for (int d = 0; d < device_count_; ++d) {
+      int major = 0, minor = 0;
+      if (rt.DeviceGetAttribute(&major, kCudaDevAttrComputeCapabilityMajor, d) != kCudaSuccess ||
+          rt.DeviceGetAttribute(&minor, kCudaDevAttrComputeCapabilityMinor, d) != kCudaSuccess) {
+        return 0;
+      }
+      const int arch = 100 * major + 10 * minor;
+      lowest = d == 0 ? arch : std::min(lowest, arch);
+    }
+    return lowest;
+  }
+
+  // The premultiplied sum from NCCL 2.11 and FP8 from 2.24, as nccl-tests adds them to its
+  // lists (src/common.cu:1147-1159 at v2.19.6), FP8 only from sm_90: NCCL refuses FP8
+  // reductions below it ("FP8 reduction support begins with sm90 capable devices",
+  // src/enqueue.cc:3026-3031 at v2.30.7-1) and nccl-tests drops FP8 there
+  // (src/common.cu:1585-1598). Not on RCCL: not tried there.
+  void AddNcclOnly() {
+    if (vendor_ != Vendor::kNvidia) return;
+    const NcclApi& n = libs_->nccl;
+    if (libs_->nccl_version >= NcclVersionCode(2, 11, 0) && n.RedOpCreatePreMulSum != nullptr &&
+        n.RedOpDestroy != nullptr) {
+      caps_.ops.push_back(ReduceOp::kMulSum);
+    }
+    const int arch = caps_.min_compute_capability;
+    if (libs_->nccl_version >= NcclVersionCode(2, 24, 0) && (arch == 0 || arch >= 900)) {
+      caps_.types.push_back(DataType::kFloat8e4m3);
+      caps_.types.push_back(DataType::kFloat8e5m2);
+    }
   }
 
   std::string_view name() const override { return vendor_ == Vendor::kAmd ? "rccl" : "nccl"; }

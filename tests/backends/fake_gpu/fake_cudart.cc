@@ -2,7 +2,8 @@
 // host memory and threads, for tests on machines without a GPU. Only the calls the nccl
 // backend makes exist. Knobs (environment): FAKE_CUDA_DEVICES (device count, default 8; 0 =
 // "no device"), FAKE_GPU_TASK_DELAY_US (each task waits first, so that a missing wait shows
-// up as wrong data), FAKE_GPU_TRACE (a file that gets one line per notable call).
+// up as wrong data), FAKE_CUDA_COMPUTE_CAPABILITY (every device's, as sm_NN: default 90),
+// FAKE_GPU_TRACE (a file that gets one line per notable call).
 //
 // Like the real runtime it keeps process-wide state (devices, allocations, streams): that is
 // the API being imitated.
@@ -401,6 +402,21 @@ FAKE_EXPORT int cudaGetDeviceProperties(void* properties, int device) {
   if (device < 0 || device >= DeviceCount()) return kErrorInvalidDevice;
   std::snprintf(static_cast<char*>(properties), 256, "Fake GPU %d (host memory test double)",
                 device);
+  return kSuccess;
+}
+
+// Only the compute capability (cudaDevAttrComputeCapabilityMajor 75, Minor 76 in
+// driver_types.h), the attributes nccl-tests reads; others are cudaErrorInvalidValue.
+FAKE_EXPORT int cudaDeviceGetAttribute(int* value, int attribute, int device) {
+  if (device < 0 || device >= DeviceCount()) return kErrorInvalidDevice;
+  const int sm = fake_gpu::EnvInt("FAKE_CUDA_COMPUTE_CAPABILITY", 90);
+  if (attribute == 75) {
+    *value = sm / 10;
+  } else if (attribute == 76) {
+    *value = sm % 10;
+  } else {
+    return kErrorInvalidValue;
+  }
   return kSuccess;
 }
 

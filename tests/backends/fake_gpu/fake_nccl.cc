@@ -73,13 +73,16 @@ using Clock = std::chrono::steady_clock;
 // ncclResult_t values (nccl.h).
 constexpr int kSuccess = 0;
 constexpr int kSystemError = 2;
+constexpr int kInternalError = 3;
 constexpr int kInvalidArgument = 4;
 constexpr int kInvalidUsage = 5;
 constexpr int kRemoteError = 6;
 
-constexpr int kNumTypes = 10;  // int8 .. bfloat16
-constexpr int kNumOps = 5;     // sum prod max min avg
-constexpr size_t kTypeSize[kNumTypes] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
+// int8 .. bfloat16, and from NCCL 2.24 ncclFloat8e4m3 = 10, ncclFloat8e5m2 = 11 (nccl.h).
+constexpr int kNumTypes = FAKE_NCCL_VERSION >= 22400 ? 12 : 10;
+constexpr int kNumOps = 5;     // ncclNumOps: sum prod max min avg; created ops are >= 5
+constexpr int kPreMulSum = 5;  // Op::op of a user-created premultiplied sum
+constexpr size_t kTypeSize[12] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
 
 constexpr char kIdMagic[8] = {'F', 'A', 'K', 'E', 'N', 'C', 'C', 'L'};
 constexpr int kMaxRanks = 256;
@@ -160,6 +163,48 @@ uint16_t FloatToBf16(float f) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
+// FP8 as cuda_fp8.h's __nv_fp8_e4m3 / __nv_fp8_e5m2 hold it: a float becomes the nearest of
+// the 256 codes (ties to the even code), values past the largest finite saturate to it
+// (__NV_SATFINITE, what their float constructors use), NaN is 0x7f. Written as a search over
+// the codes, unlike fabricscope's arithmetic, so that the two are independent.
+template <int kExpBits>
+struct Fp8Arith {
+  using Stored = uint8_t;
+  using Wide = float;
+  static constexpr int kMantBits = 7 - kExpBits;
+  static constexpr int kBias = (1 << (kExpBits - 1)) - 1;
+  static constexpr uint8_t kMaxFinite = kExpBits == 4 ? 0x7e : 0x7b;
+  static bool IsNan(uint8_t b) {
+    if (kExpBits == 4) return (b & 0x7f) == 0x7f;
+    return (b & 0x7c) == 0x7c && (b & 0x03) != 0;
+  }
+  static float Load(uint8_t b) {
+    if (IsNan(b)) return std::nanf("");
+    const int e = (b >> kMantBits) & ((1 << kExpBits) - 1);
+    const int m = b & ((1 << kMantBits) - 1);
+    float v = 0;
+    if (kExpBits == 5 && e == 31) {
+      v = HUGE_VALF;
+    } else if (e == 0) {
+      v = std::ldexp(static_cast<float>(m), 1 - kBias - kMantBits);
+    } else {
+      v = std::ldexp(1.0f + static_cast<float>(m) / (1 << kMantBits), e - kBias);
+    }
+    return (b & 0x80) != 0 ? -v : v;
+  }
+  static uint8_t Store(float f) {
+    if (std::isnan(f)) return 0x7f;
+    const double a = std::fabs(static_cast<double>(f));
+    uint8_t best = 0;
+    for (uint8_t code = 1; code <= kMaxFinite; ++code) {
+      const double d = std::fabs(a - static_cast<double>(Load(code)));
+      const double was = std::fabs(a - static_cast<double>(Load(best)));
+      if (d < was || (d == was && (code & 1) == 0)) best = code;
+    }
+    return static_cast<uint8_t>(best | (std::signbit(f) ? 0x80 : 0));
+  }
+};
+
 // Load widens an element to the type it is computed in; Store narrows back.
 template <typename T>
 struct Plain {
@@ -203,6 +248,10 @@ void WithArith(int type, F&& f) {
       return f(Plain<float>{});
     case 8:
       return f(Plain<double>{});
+    case 10:
+      return f(Fp8Arith<4>{});
+    case 11:
+      return f(Fp8Arith<5>{});
     default:
       return f(Bf16Arith{});
   }
@@ -251,6 +300,19 @@ void ReduceInto(int type, int op, std::byte* acc, const std::byte* in, size_t n)
     auto* a = reinterpret_cast<T*>(acc);
     const auto* b = reinterpret_cast<const T*>(in);
     for (size_t i = 0; i < n; ++i) a[i] = Combine<A>(op, a[i], b[i]);
+  });
+}
+
+// A premultiplied sum's first step on this rank's input: data[i] *= scalar, the scalar being
+// the bytes ncclRedOpCreatePreMulSum was given, of the op's type.
+void Premultiply(int type, std::byte* data, size_t n, uint64_t scalar_bits) {
+  WithArith(type, [&](auto arith) {
+    using A = decltype(arith);
+    using T = typename A::Stored;
+    T scalar;
+    std::memcpy(&scalar, &scalar_bits, sizeof scalar);
+    auto* d = reinterpret_cast<T*>(data);
+    for (size_t i = 0; i < n; ++i) d[i] = Combine<A>(1, d[i], scalar);
   });
 }
 
@@ -390,6 +452,14 @@ struct CommImpl {
   fake_profiler::Comm* profiler = nullptr;  // finalized when the last task lets go
   std::vector<uint32_t> received;           // messages taken from each peer (the stream's)
   std::vector<int> unread;                  // peers the slot's messages are for
+  // ncclRedOpCreatePreMulSum's ops, by index (comm->userRedOps); freed ones are reused.
+  struct UserOp {
+    int type = 0;
+    uint64_t scalar = 0;
+    bool allocated = false;
+  };
+  std::mutex user_ops_mutex;
+  std::vector<UserOp> user_ops;
 
   CommImpl() = default;
   CommImpl(const CommImpl&) = delete;
@@ -556,6 +626,7 @@ struct Op {
   size_t count = 0;
   int type = 0;
   int op = 0;
+  uint64_t scalar = 0;  // kPreMulSum: this rank's scalar, the type's bytes
   int root = 0;
   std::vector<Transfer> transfers;  // kPointToPoint
   std::string name;
@@ -735,6 +806,8 @@ int Execute(const Op& o) {
   }
   q.slot(r)->bytes = bytes;
   if (bytes > 0) std::memcpy(q.data(r), contribution, bytes);
+  // Each rank's input is multiplied by its own scalar before the sum (ncclDevPreMulSum).
+  if (o.op == kPreMulSum) Premultiply(o.type, q.data(r), bytes / e, o.scalar);
   if (int rc = Barrier(c); rc != kSuccess) return rc;
 
   switch (o.kind) {
@@ -744,7 +817,9 @@ int Execute(const Op& o) {
       if (o.kind == Kind::kReduce && r != o.root) break;
       const size_t offset = o.kind == Kind::kReduceScatter ? chunk * static_cast<size_t>(r) : 0;
       std::vector<std::byte> acc(q.data(0) + offset, q.data(0) + offset + chunk);
-      for (int p = 1; p < n; ++p) ReduceInto(o.type, o.op, acc.data(), q.data(p) + offset, o.count);
+      const int combine = o.op == kPreMulSum ? 0 : o.op;  // then summed
+      for (int p = 1; p < n; ++p)
+        ReduceInto(o.type, combine, acc.data(), q.data(p) + offset, o.count);
       if (o.op == 4) DivideBy(o.type, acc.data(), o.count, n);
       if (chunk > 0) std::memcpy(o.recv, acc.data(), chunk);
       break;
@@ -1015,13 +1090,51 @@ std::vector<fake_profiler::Task> TasksOf(Kind kind, const CommImpl& c, const voi
   return tasks;
 }
 
+// A created op's handle, as NCCL scrambles it with the communicator's address so that
+// handles of two communicators do not collide (ncclUserRedOpMangle, src/include/comm.h:895-905
+// at v2.30.7-1); its own inverse.
+int MangleUserOp(const void* comm, int op) {
+  if (op < kNumOps) return op;
+  uint64_t h = reinterpret_cast<uint64_t>(comm);
+  h ^= h >> 32;
+  h *= 0x9e3779b97f4a7c13u;
+  h >>= 32;
+  h &= 0x7fffffffu;  // ncclMaxRedOp
+  const int op1 = static_cast<int>(h) ^ op;
+  return op1 < kNumOps ? op : op1;
+}
+
+// The op a collective reduces with: a built-in one, or a premultiplied sum this communicator
+// created for this type (hostToDevRedOp, src/enqueue.cc:2479-2582 at v2.30.7-1).
+int ResolveOp(CommImpl& c, int op, int type, int* resolved, uint64_t* scalar) {
+  if (op >= 0 && op < kNumOps) {
+    *resolved = op;
+    return kSuccess;
+  }
+  const int ix = MangleUserOp(&c, op) - kNumOps;
+  const std::lock_guard lock(c.user_ops_mutex);
+  if (ix < 0 || static_cast<size_t>(ix) >= c.user_ops.size() || !c.user_ops[ix].allocated) {
+    return Fail(kInvalidArgument, "bad reduction op", &c);
+  }
+  if (c.user_ops[ix].type != type) {
+    return Fail(kInvalidArgument,
+                "Data type supplied to user-created ncclRedOp_t does not match type given to "
+                "reduction operation",
+                &c);
+  }
+  *resolved = kPreMulSum;
+  *scalar = c.user_ops[ix].scalar;
+  return kSuccess;
+}
+
 // Common checks and buffer views of a collective.
 int Collective(Kind kind, const char* name, const void* send, void* recv, size_t count, int type,
                int op, int root, ncclComm* comm, void* stream) {
   CommImpl* c = Usable(comm);
   if (c == nullptr) return Fail(kInvalidArgument, std::string(name) + ": invalid communicator");
   if (type < 0 || type >= kNumTypes) return Fail(kInvalidArgument, "bad datatype", c);
-  if (op < 0 || op >= kNumOps) return Fail(kInvalidArgument, "bad reduction op", c);
+  uint64_t scalar = 0;
+  if (int rc = ResolveOp(*c, op, type, &op, &scalar); rc != kSuccess) return rc;
   if (root < 0 || root >= c->nranks) return Fail(kInvalidArgument, "bad root", c);
   const size_t chunk = count * kTypeSize[type];
   const size_t all = chunk * static_cast<size_t>(c->nranks);
@@ -1060,6 +1173,7 @@ int Collective(Kind kind, const char* name, const void* send, void* recv, size_t
   o.count = count;
   o.type = type;
   o.op = op;
+  o.scalar = scalar;
   o.root = root;
   o.name = name;
   std::byte* s = nullptr;
@@ -1119,6 +1233,55 @@ FAKE_EXPORT int ncclGetVersion(int* version) {
   *version = FAKE_NCCL_VERSION;
   return kSuccess;
 }
+
+#if FAKE_NCCL_VERSION >= 21100
+// As ncclRedOpCreatePreMulSum and ncclRedOpDestroy (src/enqueue.cc:3174-3246 at v2.30.7-1):
+// the scalar is copied at creation from host memory (ncclScalarHostImmediate) in the op's
+// type; the handle is ncclNumOps + index, mangled; destroying a built-in, garbage or unknown
+// op is ncclInvalidArgument with NCCL's WARN text. A scalar in device memory
+// (ncclScalarDevice) is not modelled: the fake refuses it.
+FAKE_EXPORT int ncclRedOpCreatePreMulSum(int* op, void* scalar, int datatype, int residence,
+                                         ncclComm* comm) {
+  CommImpl* c = Usable(comm);
+  if (c == nullptr) return Fail(kInvalidArgument, "ncclRedOpCreatePreMulSum: invalid communicator");
+  if (datatype < 0 || datatype >= kNumTypes) return Fail(kInternalError, "bad datatype", c);
+  if (residence != 1) {
+    return Fail(kInvalidArgument, "fake nccl: only ncclScalarHostImmediate scalars are modelled",
+                c);
+  }
+  CommImpl::UserOp user;
+  user.type = datatype;
+  user.allocated = true;
+  std::memcpy(&user.scalar, scalar, kTypeSize[datatype]);
+  const std::lock_guard lock(c->user_ops_mutex);
+  size_t ix = 0;
+  while (ix < c->user_ops.size() && c->user_ops[ix].allocated) ++ix;
+  if (ix == c->user_ops.size()) c->user_ops.emplace_back();
+  c->user_ops[ix] = user;
+  *op = MangleUserOp(c, kNumOps + static_cast<int>(ix));
+  fake_gpu::Trace("ncclRedOpCreatePreMulSum rank=" + std::to_string(c->rank) +
+                  " type=" + std::to_string(datatype));
+  return kSuccess;
+}
+
+FAKE_EXPORT int ncclRedOpDestroy(int op, ncclComm* comm) {
+  if (op >= 0 && op < kNumOps) {
+    return Fail(kInvalidArgument, "ncclRedOpDestroy : operator is a NCCL builtin.");
+  }
+  if (op < 0) return Fail(kInvalidArgument, "ncclRedOpDestroy :  operator is garbage.");
+  CommImpl* c = Usable(comm);
+  if (c == nullptr)
+    return Fail(kInvalidArgument, "ncclRedOpDestroy : invalid communicator passed.");
+  const int ix = MangleUserOp(c, op) - kNumOps;
+  const std::lock_guard lock(c->user_ops_mutex);
+  if (ix < 0 || static_cast<size_t>(ix) >= c->user_ops.size() || !c->user_ops[ix].allocated) {
+    return Fail(kInvalidArgument, "ncclRedOpDestroy : operator unknown to this communicator.", c);
+  }
+  c->user_ops[ix].allocated = false;
+  fake_gpu::Trace("ncclRedOpDestroy rank=" + std::to_string(c->rank));
+  return kSuccess;
+}
+#endif
 
 FAKE_EXPORT const char* ncclGetErrorString(int result) {
   switch (result) {

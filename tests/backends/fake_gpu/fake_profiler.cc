@@ -750,9 +750,10 @@ void Finalize(Comm* comm) {
 // src/collectives.cc, ncclDatatypeToString: no case for ncclUint8, which is "Unknown".
 const char* DatatypeName(int type) {
   static constexpr const char* kNames[] = {
-      "ncclInt8",   "Unknown",     "ncclInt32",   "ncclUint32",  "ncclInt64",
-      "ncclUint64", "ncclFloat16", "ncclFloat32", "ncclFloat64", "ncclBfloat16"};
-  return type >= 0 && type < 10 ? kNames[type] : "Unknown";
+      "ncclInt8",       "Unknown",       "ncclInt32",   "ncclUint32",  "ncclInt64",
+      "ncclUint64",     "ncclFloat16",   "ncclFloat32", "ncclFloat64", "ncclBfloat16",
+      "ncclFloat8e4m3", "ncclFloat8e5m2"};  // ncclDatatypeToString, src/collectives.cc:66-92
+  return type >= 0 && type < 12 ? kNames[type] : "Unknown";
 }
 
 }  // namespace fake_profiler
