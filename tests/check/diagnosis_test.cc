@@ -509,5 +509,30 @@ TEST_F(PasteTest, AOneRankJobThatStoppedIsNotBlamedOnP2p) {
   EXPECT_NE(o.out.find("most likely cause (not decided) log_cut"), std::string::npos) << o.out;
 }
 
+// aws-ofi-nccl loaded and found no libfabric provider (0.9's "Could not", 1.1-1.8's "Couldn't"):
+// NCCL went on without EFA, which a paste of the init lines alone shows before any row; its
+// trace of the first try with GPUDirect RDMA, after which it tries again without, is not that.
+TEST_F(PasteTest, AnOfiPluginWithoutAProviderIsEfaUnused) {
+  const std::string init =
+      "# Using devices\n"
+      "#   Rank  0 Pid  1 on ip-10-0-1-5 device  0 [0x00] Tesla V100-SXM2-32GB\n"
+      "#   Rank  1 Pid  2 on ip-10-0-1-6 device  0 [0x00] Tesla V100-SXM2-32GB\n"
+      "ip-10-0-1-5:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.1.5<0>\n";
+  for (const char* warn :
+       {"Could not find any optimal provider", "Couldn't find any optimal provider"}) {
+    const Outcome o =
+        Check(init + "ip-10-0-1-5:1:1 [0] get_ofi_provider:425 NCCL WARN NET/OFI " + warn + "\n");
+    // Not decided: on HPE Slingshot the same plugin looks for the CXI provider (a log with cxi).
+    EXPECT_NE(o.out.find("most likely cause (not decided) efa_unused"), std::string::npos)
+        << warn << "\n"
+        << o.out;
+    EXPECT_EQ(o.out.find("log_cut"), std::string::npos) << o.out;
+  }
+  const Outcome retried = Check(init +
+                                "ip-10-0-1-5:1:1 [0] NCCL TRACE NET/OFI Could not find any optimal "
+                                "provider supporting GPUDirect RDMA\n");
+  EXPECT_EQ(retried.out.find("efa_unused"), std::string::npos) << retried.out;
+}
+
 }  // namespace
 }  // namespace fabricscope
