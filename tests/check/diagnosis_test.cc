@@ -534,5 +534,28 @@ TEST_F(PasteTest, AnOfiPluginWithoutAProviderIsEfaUnused) {
   EXPECT_EQ(retried.out.find("efa_unused"), std::string::npos) << retried.out;
 }
 
+// NCCL found no IB device where the job asked for IB (NCCL_IB_DISABLE=0) or ran in a container
+// given no /dev/infiniband: the process sees no HCA, a WARN (sockets carry the job) that names
+// no_ib_in_container; the same line with nothing that wanted IB stays a note.
+TEST_F(PasteTest, NoIbDeviceWhereIbWasWantedIsAContainerWithoutIt) {
+  const std::string none = "node1:1:2 [0] NCCL INFO NET/IB : No device found.\n";
+  const Outcome wanted =
+      Check(none + "node1:1:2 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 0.\n");
+  EXPECT_EQ(wanted.exit_code, 0) << wanted.out << wanted.err;
+  EXPECT_NE(wanted.out.find("cause no_ib_in_container"), std::string::npos) << wanted.out;
+  const Outcome docker = Check("$ docker run --gpus all img torchrun train.py\n" + none +
+                               "node1:1:2 [0] NCCL INFO Using network Socket\n");
+  EXPECT_NE(docker.out.find("cause no_ib_in_container"), std::string::npos) << docker.out;
+  const Outcome mounted =
+      Check("$ docker run --gpus all --device=/dev/infiniband img torchrun train.py\n" + none +
+            "node1:1:2 [0] NCCL INFO Using network Socket\n");
+  EXPECT_EQ(mounted.out.find("cause no_ib_in_container"), std::string::npos) << mounted.out;
+  const Outcome both =
+      Check(none + "node1:1:2 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 0.\n" +
+            "node1:1:2 [0] NCCL INFO Using network Socket\n");
+  EXPECT_NE(both.out.find("cause no_ib_in_container"), std::string::npos) << both.out;
+  EXPECT_NE(Check(none).out.find("harmless here"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace fabricscope
