@@ -534,6 +534,25 @@ TEST_F(PasteTest, AnOfiPluginWithoutAProviderIsEfaUnused) {
   EXPECT_EQ(retried.out.find("efa_unused"), std::string::npos) << retried.out;
 }
 
+// NCCL 2.18 gives ncclInternalError's "please report this issue" to failures that are not
+// NCCL's (NVIDIA/nccl-tests#275): with its version in the log that, not a guessed interface, is
+// the lead; without the version, or on another release, it is not named.
+TEST_F(PasteTest, NcclTwoEighteensInternalErrorIsTheReleasesBug) {
+  const std::string error =
+      "host: Test NCCL failure common.cu:1012 'internal error - please report this issue to the "
+      "NCCL developers / ' .. host pid 1: Test failure common.cu:891\n";
+  const Outcome v218 = Check("host:1:1 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n" + error);
+  EXPECT_NE(v218.out.find("cause nccl_version_bug"), std::string::npos) << v218.out;
+  const Outcome torch = Check(
+      "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+      "NCCLUtils.hpp:275, internal error - please report this issue to the NCCL developers, NCCL "
+      "version 2.18.1\n");
+  EXPECT_NE(torch.out.find("nccl_version_bug"), std::string::npos) << torch.out;
+  EXPECT_EQ(Check(error).out.find("nccl_version_bug"), std::string::npos);
+  const Outcome v219 = Check("host:1:1 [0] NCCL INFO NCCL version 2.19.3+cuda12.2\n" + error);
+  EXPECT_EQ(v219.out.find("nccl_version_bug"), std::string::npos) << v219.out;
+}
+
 // NCCL found no IB device where the job asked for IB (NCCL_IB_DISABLE=0) or ran in a container
 // given no /dev/infiniband: the process sees no HCA, a WARN (sockets carry the job) that names
 // no_ib_in_container; the same line with nothing that wanted IB stays a note.
