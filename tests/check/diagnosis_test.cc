@@ -553,6 +553,20 @@ TEST_F(PasteTest, NcclTwoEighteensInternalErrorIsTheReleasesBug) {
   EXPECT_EQ(v219.out.find("nccl_version_bug"), std::string::npos) << v219.out;
 }
 
+// NCCL's NVLS bind WARN is one format with newlines in it: a paste that re-flowed or cut its
+// first line still has the second, which names the Fabric Manager or the NVSwitches.
+TEST_F(PasteTest, TheNvlsBindWarnsSecondLineNamesTheFabricManager) {
+  const Outcome o = Check(
+      "Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152:\n"
+      "CUDA error 401 'the operation cannot be performed in the present state'.\n"
+      "This is usually caused by a system or configuration error in the Fabric Manager or "
+      "NVSwitches.\n"
+      "Disable NVLS (NCCL_NVLS_ENABLE=0) if you wish to avoid this error in the future.\n");
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  EXPECT_NE(o.out.find("cause fabric_manager"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("decided by: nccl-nvls-bind-hint"), std::string::npos) << o.out;
+}
+
 // NCCL found no IB device where the job asked for IB (NCCL_IB_DISABLE=0) or ran in a container
 // given no /dev/infiniband: the process sees no HCA, a WARN (sockets carry the job) that names
 // no_ib_in_container; the same line with nothing that wanted IB stays a note.
