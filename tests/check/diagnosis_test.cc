@@ -567,6 +567,36 @@ TEST_F(PasteTest, TheNvlsBindWarnsSecondLineNamesTheFabricManager) {
   EXPECT_NE(o.out.find("decided by: nccl-nvls-bind-hint"), std::string::npos) << o.out;
 }
 
+// A completion error 12 (transport retry counter exceeded) is a timeout; on RoCE, at the first
+// transfer, it is most often a GID the peer cannot reach (NVIDIA/nccl#426). What says RoCE:
+// localGid on the line (NCCL prints it only on an Ethernet link layer), RoCE in the log,
+// NCCL_IB_GID_INDEX, a RoCE platform. Without any of them it stays retry exceeded.
+TEST_F(PasteTest, ErrorTwelveOnRoceIsTheGidIndex) {
+  const std::string v212 =
+      "h:1:2 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer "
+      "10.0.0.2<38560> with error 12, opcode 0, len 0, vendor err 129\n";
+  const std::string v221 =
+      "h:1:2 [0] transport/net_ib.cc:1909 NCCL WARN NET/IB : Got completion from peer "
+      "10.0.0.2<45678> with status=12 opcode=0 len=0 vendor err 129 (Send)";
+  EXPECT_NE(Check(v221 + " localGid ::ffff:10.0.0.1 remoteGids::ffff:10.0.0.2\n")
+                .out.find("cause roce_gid"),
+            std::string::npos);
+  EXPECT_NE(Check("h:1:1 [0] NCCL INFO NCCL_IB_GID_INDEX set by environment to 3.\n" + v212)
+                .out.find("cause roce_gid"),
+            std::string::npos);
+  EXPECT_NE(
+      Check("h:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:10.0.0.1<0>\n" +
+            v212)
+          .out.find("cause roce_gid"),
+      std::string::npos);
+  EXPECT_NE(Check(v212).out.find("cause ib_retry_exceeded"), std::string::npos);
+  EXPECT_NE(Check(v221 + "\n").out.find("cause ib_retry_exceeded"), std::string::npos);
+  const Outcome ib = Check(
+      "h:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB ib0:10.0.0.1<0>\n" +
+      v212);
+  EXPECT_NE(ib.out.find("cause ib_retry_exceeded"), std::string::npos) << ib.out;
+}
+
 // NCCL found no IB device where the job asked for IB (NCCL_IB_DISABLE=0) or ran in a container
 // given no /dev/infiniband: the process sees no HCA, a WARN (sockets carry the job) that names
 // no_ib_in_container; the same line with nothing that wanted IB stays a note.
