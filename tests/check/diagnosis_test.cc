@@ -567,6 +567,19 @@ TEST_F(PasteTest, TheNvlsBindWarnsSecondLineNamesTheFabricManager) {
   EXPECT_NE(o.out.find("decided by: nccl-nvls-bind-hint"), std::string::npos) << o.out;
 }
 
+// NCCL 2.22-2.28's completion line ("NET/IB: Got completion", the HCA at its end) is read as the
+// 2.21 and 2.30 ones are: error 12 is retry exceeded, with localGid (RoCE) the GID index.
+TEST_F(PasteTest, TheCompletionLineOfTwoTwentyTwoToTwoTwentyEightIsRead) {
+  const std::string line =
+      "n:1:2 [4] transport/net_ib.cc:2244 NCCL WARN NET/IB: Got completion from peer "
+      "10.0.0.2<44206> with status=12 opcode=129 len=65536 vendor err 129 (Recv)";
+  EXPECT_NE(Check(line + " hca mlx5_0\n").out.find("cause ib_retry_exceeded"), std::string::npos);
+  const Outcome roce =
+      Check(line + " localGid ::ffff:10.0.0.1 remoteGids::ffff:10.0.0.2 hca mlx5_0\n");
+  EXPECT_NE(roce.out.find("cause roce_gid"), std::string::npos) << roce.out;
+  EXPECT_NE(roce.out.find("nccl-ib-completion-2.22"), std::string::npos) << roce.out;
+}
+
 // A completion error 12 (transport retry counter exceeded) is a timeout; on RoCE, at the first
 // transfer, it is most often a GID the peer cannot reach (NVIDIA/nccl#426). What says RoCE:
 // localGid on the line (NCCL prints it only on an Ethernet link layer), RoCE in the log,
