@@ -138,7 +138,7 @@ TSAN_BUILD ?= build-tsan
 # main suite; the TSan runtime's failure is recorded in docs/development.md.
 TSAN_EXCLUDE = ^(LocateCliTest\.MpiBackendUnderMpirun|FakeBinaryTest\.ProcessesShareTheUniqueIdThroughTheStoreAndPickDevicesByLocalRank)$$
 TSAN_TARGETS = fabricscope core_test backends_test launch_test nccl_backend_test locate_test \
-  profiler_test watch_test cli_test locate_nccl_test
+  profiler_test watch_test cli_test locate_nccl_test analyze_test
 tsan: deps
 	cmake -S . -B $(TSAN_BUILD) -G Ninja -DFABRICSCOPE_TSAN=ON -DFABRICSCOPE_BUILD_BENCH=OFF \
 	  -DFABRICSCOPE_BUILD_TESTS=ON -DFABRICSCOPE_WERROR=ON $(CMAKE_FLAGS)

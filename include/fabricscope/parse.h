@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,28 @@ class LineObserver {
   // every line anyway (npos: not found, or not looked for), so that an observer need not search
   // the line for it again.
   virtual void Line(std::string_view line, size_t line_no, size_t info_at) = 0;
+};
+
+// Hands the lines a reader gives it to another observer on a thread of its own, in order, so
+// that a second reader of the same text (check's failure signatures) works beside the first
+// instead of after it on each line. The lines are copied into batches of about a MiB; at most
+// four batches wait, so memory stays bounded whatever the input. Finish (or the destructor)
+// waits for the inner observer to see every line; an exception the inner observer throws is
+// rethrown by Finish, and the lines after it are dropped, never waited on.
+class BackgroundObserver : public LineObserver {
+ public:
+  explicit BackgroundObserver(LineObserver& inner);
+  ~BackgroundObserver() override;
+  BackgroundObserver(const BackgroundObserver&) = delete;
+  BackgroundObserver& operator=(const BackgroundObserver&) = delete;
+  void Begin(const std::string& source) override;
+  void Line(std::string_view line, size_t line_no, size_t info_at) override;
+  // Every line handed on and seen; rethrows what the inner observer threw. Idempotent.
+  void Finish();
+
+ private:
+  struct Pipe;
+  std::unique_ptr<Pipe> pipe_;
 };
 
 struct ParseOptions {
