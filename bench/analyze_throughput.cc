@@ -496,7 +496,8 @@ int main(int argc, char** argv) {
   fmt::print(
       "# MB/s (1 MB = 1e6 bytes), page-cached file: wall = process start to exit; cpu = per "
       "second of the child's user + system time (what an idle machine's wall clock would show "
-      "for these single-threaded programs); peak RSS of the child (wait4 ru_maxrss)\n");
+      "for a single-threaded program; check reads on two threads, so its cpu figure is below "
+      "its wall figure); peak RSS of the child (wait4 ru_maxrss)\n");
   fmt::print("{:<40} {:>11} {:>9} {:>10} {:>12}\n", "", "wall median", "wall best", "cpu median",
              "peak RSS MB");
   for (const Contender& c : contenders) {

@@ -50,7 +50,7 @@ class LineObserver {
 
 // Hands the lines a reader gives it to another observer on a thread of its own, in order, so
 // that a second reader of the same text (check's failure signatures) works beside the first
-// instead of after it on each line. The lines are copied into batches of about a MiB; at most
+// instead of after it on each line. The lines are copied into batches of 256 KiB; at most
 // four batches wait, so memory stays bounded whatever the input. Finish (or the destructor)
 // waits for the inner observer to see every line; an exception the inner observer throws is
 // rethrown by Finish, and the lines after it are dropped, never waited on.

@@ -36,8 +36,8 @@ struct Batch {
   }
 };
 
-constexpr size_t kBatchBytes = size_t{1} << 20;
-constexpr size_t kBatchLines = 16384;
+constexpr size_t kBatchBytes = size_t{256} << 10;
+constexpr size_t kBatchLines = 4096;
 constexpr size_t kMaxQueued = 4;
 
 }  // namespace

@@ -26,7 +26,7 @@ class Recorder : public LineObserver {
 };
 
 // Sends the same inputs to `observer`: two sources, lines long and short, past several
-// batches (of a MiB or 16384 lines), some with an INFO mark.
+// batches (of 256 KiB or 4096 lines), some with an INFO mark.
 void Feed(LineObserver& observer) {
   for (const std::string source : {"a.log", "b.log"}) {
     observer.Begin(source);
