@@ -28,6 +28,22 @@ size_t ElementSizeOf(std::string_view type) {
 
 namespace analyze {
 
+// nccl-tests' and rccl-tests' names, without case and underscores, and the canonical one.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 12> kNames = {{
+    {"allreduce", "all_reduce"},
+    {"allgather", "all_gather"},
+    {"reducescatter", "reduce_scatter"},
+    {"broadcast", "broadcast"},
+    {"reduce", "reduce"},
+    {"alltoall", "alltoall"},
+    {"alltoallv", "alltoallv"},
+    {"sendrecv", "sendrecv"},
+    {"gather", "gather"},
+    {"scatter", "scatter"},
+    {"hypercube", "hypercube"},
+    {"allreducebias", "all_reduce_bias"},
+}};
+
 std::string CanonicalCollective(std::string_view name) {
   const size_t slash = name.find_last_of('/');
   if (slash != std::string_view::npos) name.remove_prefix(slash + 1);
@@ -40,24 +56,15 @@ std::string CanonicalCollective(std::string_view name) {
     lower += l;
     if (l != '_') key += l;
   }
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 12> kNames = {{
-      {"allreduce", "all_reduce"},
-      {"allgather", "all_gather"},
-      {"reducescatter", "reduce_scatter"},
-      {"broadcast", "broadcast"},
-      {"reduce", "reduce"},
-      {"alltoall", "alltoall"},
-      {"alltoallv", "alltoallv"},
-      {"sendrecv", "sendrecv"},
-      {"gather", "gather"},
-      {"scatter", "scatter"},
-      {"hypercube", "hypercube"},
-      {"allreducebias", "all_reduce_bias"},
-  }};
   for (const auto& [k, canonical] : kNames) {
     if (k == key) return std::string(canonical);
   }
   return lower;
+}
+
+bool IsKnownCollective(std::string_view canonical) {
+  return std::any_of(kNames.begin(), kNames.end(),
+                     [&](const auto& entry) { return entry.second == canonical; });
 }
 
 namespace {

@@ -12,6 +12,8 @@ namespace fabricscope::analyze {
 // "all_reduce_perf", "./build/all_reduce_perf", "AllReduce" (rccl-tests' reports) and
 // "all_reduce" all become "all_reduce"; a name it does not know is kept, lower-cased.
 std::string CanonicalCollective(std::string_view name);
+// Whether `canonical` (CanonicalCollective's result) is a collective it knows.
+bool IsKnownCollective(std::string_view canonical);
 
 // What the columns of a test say about it.
 struct Inference {

@@ -226,6 +226,7 @@ class TextParser {
     std::string name = std::move(pending_collective_);
     pending_collective_.clear();
     if (name.empty()) name = options_.collective;
+    if (name.empty()) name = command_collective_;
     return name;
   }
 
@@ -643,7 +644,26 @@ class TextParser {
     if (Contains(body, "NCCL WARN")) return NcclWarn(body, line_no);
     if (const size_t mark = FailureMark(body); mark != std::string_view::npos) {
       Failure(body, body.substr(mark), line_no);
+      return;
     }
+    if (const size_t at = FindAnchored(body, "_perf", 2); at != std::string_view::npos) {
+      CommandLine(body, at);
+    }
+  }
+
+  // A pasted command that runs an nccl-tests binary ("mpirun -np 16 ./build/sendrecv_perf
+  // -b 8 -e 1G", a shell trace "+ srun ... all_gather_perf ..."): it names the collective of
+  // the tables that follow when they do not name it themselves.
+  void CommandLine(std::string_view body, size_t at) {
+    const size_t end = at + 5;
+    if (end < body.size() && body[end] != ' ' && body[end] != '\t') return;
+    size_t start = at;
+    while (start > 0 && body[start - 1] != ' ' && body[start - 1] != '/' &&
+           body[start - 1] != '\t') {
+      --start;
+    }
+    const std::string name = CanonicalCollective(body.substr(start, end - start));
+    if (IsKnownCollective(name)) command_collective_ = name;
   }
 
   // A line that says the run failed: kept in the log's own words with where it is, so that
@@ -1065,6 +1085,8 @@ class TextParser {
   bool title_out_ = false;
   bool title_in_ = false;
   std::string pending_collective_;
+  // The collective of the last nccl-tests command pasted (CommandLine); "" none.
+  std::string command_collective_;
   std::unordered_set<std::string, ViewHash, std::equal_to<>> transports_;
   std::unordered_set<std::string> warns_;
   std::unordered_set<std::string> failures_;

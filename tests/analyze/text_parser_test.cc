@@ -179,6 +179,35 @@ TEST(TextParser, SeveralRunsInOneLogSplitAtEachHeader) {
   EXPECT_EQ(ParseResults(legacy, "legacy.log").runs.size(), 2u);
 }
 
+// A pasted command names the collective of a table that does not (no "Collective test" line):
+// sendrecv's columns fit all_reduce too; a word that only ends in _perf does not count, and the
+// log's own "Collective test starting" wins over the command.
+TEST(TextParser, ThePastedCommandNamesTheCollectiveOfAnUnnamedTable) {
+  const std::string table =
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+      "time   algbw   busbw #wrong\n"
+      "   134217728      33554432     float     sum      -1   1211.2  110.81  110.81      0   "
+      "1211.8  110.76  110.76    N/A\n";
+  for (const std::string command :
+       {"./build/sendrecv_perf -b 128M -e 1G -f 2 -g 8", "$ mpirun -np 2 sendrecv_perf -b 128M",
+        "+ srun --mpi=pmix /opt/nccl-tests/build/sendrecv_perf\t-b 128M"}) {
+    const ParsedResults parsed = ParseResults(command + "\n" + table, "cmd.log");
+    ASSERT_EQ(parsed.runs.size(), 1u) << command << Dump(parsed);
+    ASSERT_EQ(parsed.runs[0].rows.size(), 1u) << command << Dump(parsed);
+    EXPECT_EQ(parsed.runs[0].rows[0].collective, "sendrecv") << command << Dump(parsed);
+  }
+  for (const std::string other : {"python my_perf.py", "run ib_write_perf -d mlx5_0"}) {
+    const ParsedResults parsed = ParseResults(other + "\n" + table, "other.log");
+    ASSERT_EQ(parsed.runs.size(), 1u) << other;
+    EXPECT_EQ(parsed.runs[0].rows[0].collective, "all_reduce") << other << Dump(parsed);
+  }
+  const ParsedResults announced = ParseResults(
+      "./build/sendrecv_perf -b 8\n# Collective test starting: all_reduce_perf\n" + table,
+      "announced.log");
+  ASSERT_EQ(announced.runs.size(), 1u) << Dump(announced);
+  EXPECT_EQ(announced.runs[0].rows[0].collective, "all_reduce") << Dump(announced);
+}
+
 // A summary a user put together, a column of their own before nccl-tests' (NVIDIA/nccl#527: the
 // node count): the rows are read from the size on, not refused for a type column that moved.
 TEST(TextParser, ARowWithALeadingColumnOfItsOwnIsRead) {
