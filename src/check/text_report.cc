@@ -27,7 +27,8 @@ std::string PlatformLine(const PlatformChoice& choice) {
 
 // "OK        all_gather: 16 ranks on 2 nodes (host names), 2 runs: a.log:5, b.log:5".
 std::string TestLine(const TestVerdict& t) {
-  std::string scale = fmt::format("{} rank{}", t.ranks, t.ranks == 1 ? "" : "s");
+  std::string scale = t.ranks > 0 ? fmt::format("{} rank{}", t.ranks, t.ranks == 1 ? "" : "s")
+                                  : std::string("an unknown number of ranks");
   scale += t.nodes > 0
                ? fmt::format(" on {} node{} ({})", t.nodes, t.nodes == 1 ? "" : "s", t.nodes_from)
                : " on an unknown number of nodes";

@@ -553,6 +553,21 @@ TEST_F(PasteTest, NcclTwoEighteensInternalErrorIsTheReleasesBug) {
   EXPECT_EQ(v219.out.find("nccl_version_bug"), std::string::npos) << v219.out;
 }
 
+// A table pasted under its command, with no device lines: the command names the collective,
+// and a rank count nothing gave is said to be unknown, not 0.
+TEST_F(PasteTest, AnUnnamedTableUnderItsCommandIsThatCollectiveOnUnknownRanks) {
+  const Outcome o = Check(
+      "./build/sendrecv_perf -b 128M -e 128M -g 8\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+      "time   algbw   busbw #wrong\n"
+      "   134217728      33554432     float     sum      -1   1211.2  110.81  110.81      0   "
+      "1211.8  110.76  110.76    N/A\n");
+  EXPECT_NE(o.out.find("sendrecv: an unknown number of ranks on an unknown number of nodes"),
+            std::string::npos)
+      << o.out << o.err;
+  EXPECT_EQ(o.err.find("read as all_reduce"), std::string::npos) << o.err;
+}
+
 // EMFILE's text names the open-files limit whoever prints it: NCCL 2.7's "Call to accept
 // failed : %s", a Python OSError, another runtime's WARN; an accept failure for another
 // reason does not.
