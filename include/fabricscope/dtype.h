@@ -78,6 +78,8 @@ size_t SizeOf(DataType type);
 std::string_view NameOf(DataType type);
 std::string_view NameOf(ReduceOp op);
 bool IsFloatingPoint(DataType type);
+// f8e4m3 or f8e5m2: NCCL's own types (2.24+), which the host backends do not offer.
+bool IsFp8(DataType type);
 
 // Every type / op, in nccl-tests' order; "all" is the ones of these a backend supports.
 const std::vector<DataType>& AllDataTypes();

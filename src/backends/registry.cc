@@ -9,6 +9,7 @@
 
 #include "backends/gloo/gloo_backend.h"
 #include "backends/mpi/mpi_backend.h"
+#include "backends/nccl/gpu_abi.h"
 #include "backends/nccl/nccl_backend.h"
 #include "fabricscope/backend.h"
 #include "fabricscope/collective.h"
@@ -20,31 +21,51 @@
 namespace fabricscope {
 namespace {
 
-// The types and ops only NCCL has, with the release that added them, as nccl-tests adds them
-// to its lists by version (src/common.cu:1147-1159 at v2.19.6); "" for everything else.
-std::string_view NcclSince(DataType type) {
-  return type == DataType::kFloat8e4m3 || type == DataType::kFloat8e5m2 ? "2.24" : "";
+// The types and ops only NCCL has: the release that added them and, for FP8, the compute
+// capability NCCL reduces it on, as nccl-tests adds them to its lists by version
+// (src/common.cu:1147-1159, 1585-1598 at v2.19.6); empty for everything else.
+struct NcclOnly {
+  std::string_view since;  // "2.24"; "" when any backend has it
+  int since_code = 0;      // NcclVersionCode of `since`
+  int min_arch = 0;        // 100 * major + 10 * minor; 0 any
+};
+NcclOnly NcclSince(DataType type) {
+  // "FP8 reduction support begins with sm90 capable devices" (src/enqueue.cc:3026-3031 at
+  // v2.30.7-1).
+  return IsFp8(type) ? NcclOnly{"2.24", gpu::NcclVersionCode(2, 24, 0), 900} : NcclOnly{};
 }
-std::string_view NcclSince(ReduceOp op) { return op == ReduceOp::kMulSum ? "2.11" : ""; }
-std::string_view NcclSince(Collective) { return ""; }
+NcclOnly NcclSince(ReduceOp op) {
+  return op == ReduceOp::kMulSum ? NcclOnly{"2.11", gpu::NcclVersionCode(2, 11, 0), 0} : NcclOnly{};
+}
+NcclOnly NcclSince(Collective) { return {}; }
 
 // Where the refused item can run: NCCL's own types and ops name the release that has them.
-std::string WhereItRuns(const Backend& backend, std::string_view item, std::string_view since) {
-  if (since.empty()) return "";
+std::string WhereItRuns(const Backend& backend, std::string_view item, const NcclOnly& only) {
+  if (only.since.empty()) return "";
   const int arch = backend.capabilities().min_compute_capability;
-  if (backend.name() == "nccl" && since == "2.24" && arch != 0 && arch < 900 &&
-      backend.nccl_version_code() >= 22400) {
+  if (backend.name() == "nccl" && arch != 0 && arch < only.min_arch &&
+      backend.nccl_version_code() >= only.since_code) {
     return fmt::format(
-        "; '{}' needs GPUs of compute capability 9.0 (sm_90) or later, and this host's start "
+        "; '{}' needs GPUs of compute capability {}.{} (sm_{}) or later, and this host's start "
         "at {}.{} (NCCL: \"FP8 reduction support begins with sm90 capable devices\"; "
         "nccl-tests drops FP8 there)",
-        item, arch / 100, arch % 100 / 10);
+        item, only.min_arch / 100, only.min_arch % 100 / 10, only.min_arch / 10, arch / 100,
+        arch % 100 / 10);
   }
   if (backend.name() == "nccl") {
-    return fmt::format("; '{}' needs NCCL {} or later, and this is NCCL {}", item, since,
+    return fmt::format("; '{}' needs NCCL {} or later, and this is NCCL {}", item, only.since,
                        backend.version());
   }
-  return fmt::format("; '{}' is NCCL's, from NCCL {} on NVIDIA GPUs (--backend nccl)", item, since);
+  return fmt::format("; '{}' is NCCL's, from NCCL {} on NVIDIA GPUs (--backend nccl)", item,
+                     only.since);
+}
+
+// `items` without what `have` lacks, in their order.
+template <typename T>
+std::vector<T> KeptIn(const std::vector<T>& have, std::vector<T> items) {
+  std::erase_if(items,
+                [&](const T& t) { return std::find(have.begin(), have.end(), t) == have.end(); });
+  return items;
 }
 
 // Throws when `wanted` holds something `supported` lacks; `what` is "collective", "type", "op".
@@ -66,28 +87,22 @@ void CheckAll(const Backend& backend, std::string_view what, const std::vector<T
 BackendCapabilities AllCapabilities() {
   BackendCapabilities all;
   for (const CollectiveSpec& spec : Collectives()) all.collectives.push_back(spec.id);
-  // FP8 and the premultiplied sum are NCCL's own (the nccl backend adds them by version).
+  // What NCCL alone has (NcclSince) the nccl backend adds by version.
   for (DataType type : AllDataTypes()) {
-    if (type != DataType::kFloat8e4m3 && type != DataType::kFloat8e5m2) all.types.push_back(type);
+    if (NcclSince(type).since.empty()) all.types.push_back(type);
   }
   for (ReduceOp op : AllReduceOps()) {
-    if (op != ReduceOp::kMulSum) all.ops.push_back(op);
+    if (NcclSince(op).since.empty()) all.ops.push_back(op);
   }
   return all;
 }
 
 std::vector<DataType> SupportedOf(const Backend& backend, std::vector<DataType> types) {
-  const std::vector<DataType>& have = backend.capabilities().types;
-  std::erase_if(types,
-                [&](DataType t) { return std::find(have.begin(), have.end(), t) == have.end(); });
-  return types;
+  return KeptIn(backend.capabilities().types, std::move(types));
 }
 
 std::vector<ReduceOp> SupportedOf(const Backend& backend, std::vector<ReduceOp> ops) {
-  const std::vector<ReduceOp>& have = backend.capabilities().ops;
-  std::erase_if(ops,
-                [&](ReduceOp op) { return std::find(have.begin(), have.end(), op) == have.end(); });
-  return ops;
+  return KeptIn(backend.capabilities().ops, std::move(ops));
 }
 
 const std::vector<BackendEntry>& Backends() {

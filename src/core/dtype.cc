@@ -234,10 +234,11 @@ std::string_view NameOf(ReduceOp op) {
   return "unknown";
 }
 
+bool IsFp8(DataType type) { return type == DataType::kFloat8e4m3 || type == DataType::kFloat8e5m2; }
+
 bool IsFloatingPoint(DataType type) {
   return type == DataType::kHalf || type == DataType::kFloat || type == DataType::kDouble ||
-         type == DataType::kBfloat16 || type == DataType::kFloat8e4m3 ||
-         type == DataType::kFloat8e5m2;
+         type == DataType::kBfloat16 || IsFp8(type);
 }
 
 const std::vector<DataType>& AllDataTypes() {

@@ -27,8 +27,6 @@ double Fp8SumValue(DataType type, ReduceOp op, int rank, int nranks, size_t i, u
   return (static_cast<uint64_t>(rank) + i % 16 + seed) % stride == 0 ? 1.0 : 0.0;
 }
 
-bool IsFp8(DataType type) { return type == DataType::kFloat8e4m3 || type == DataType::kFloat8e5m2; }
-
 double PatternValue(const ValidationCase& c, int rank, size_t i) {
   const uint64_t r = static_cast<uint64_t>(rank);
   const uint64_t s = c.seed;
